@@ -1,0 +1,5 @@
+"""``python -m pcidoc`` entry point."""
+
+from pcidoc.cli import main
+
+raise SystemExit(main())

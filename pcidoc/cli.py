@@ -1,0 +1,468 @@
+"""The ``pcidoc`` command line (DESIGN.md §4).
+
+Imports are deferred to the command that needs them so that headless commands stay fast and
+never load Textual or torch. stdout carries data only when ``--json`` is given; messages and
+progress go to stderr. Errors are one line and exit 3 (``--debug`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
+from pcidoc import __version__
+from pcidoc.errors import ExitCode, PcidocError
+
+if TYPE_CHECKING:
+    from pcidoc.model.capture import Capture
+    from pcidoc.model.report import ReportSource
+
+PROBE_NAMES = ("transfer", "p2p", "allreduce", "scaling")
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose usage errors exit 3, as every other bad input does."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(ExitCode.BAD_INPUT)
+
+
+def _add_source_options(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    # Subcommand defaults must not overwrite what the top-level parser already set.
+    default = None if top else argparse.SUPPRESS
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        default=default,
+        help="read the machine from a capture (or report) file instead of this machine",
+    )
+    group.add_argument(
+        "--demo",
+        nargs="?",
+        const="",
+        default=default,
+        metavar="NAME",
+        help="use a bundled sample machine (`pcidoc samples` lists them; default: the one "
+        "with the most to diagnose)",
+    )
+
+
+def _add_probe_options(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument(
+        "--probes",
+        choices=("none", "quick", "full"),
+        default=default,
+        help=f"measure with the torch probes on this machine's GPUs (default: {default})",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="run probes even when other processes are using the GPUs",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``pcidoc`` and all its subcommands."""
+    parser = _Parser(
+        prog="pcidoc",
+        description="A doctor for GPU interconnects. Without a command, opens the TUI on this "
+        "machine (or on --demo / --from).",
+        epilog="Exit codes: 0 ok, 1 warnings, 2 failures, 3 bad input or internal error, "
+        "130 interrupted. Docs: docs/usage.md",
+    )
+    parser.add_argument("--version", action="version", version=f"pcidoc {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    _add_source_options(parser, top=True)
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="live counter sampling interval of the TUI (default 1.0, minimum 0.2)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    check = sub.add_parser(
+        "check",
+        help="diagnose the machine and exit with 0/1/2 (ok/warn/fail)",
+        description="Run the doctor's checks and print the findings, worst first.",
+    )
+    check.add_argument("--json", action="store_true", help="print the pcidoc.report/1 JSON")
+    _add_source_options(check)
+    _add_probe_options(check, "none")
+    check.add_argument(
+        "--only", action="append", default=[], metavar="IDS", help="comma-separated check ids "
+        "or topics to run (e.g. p2p,numa.cross-socket)"
+    )
+    check.add_argument(
+        "--skip", action="append", default=[], metavar="IDS", help="check ids or topics to skip"
+    )
+    check.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="also write the report to FILE (.json, .md or .html by extension)",
+    )
+    check.add_argument(
+        "-v", "--verbose", action="store_true", help="show evidence and remediation of every check"
+    )
+    check.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    topo = sub.add_parser(
+        "topo",
+        help="show the topology matrix with legend and notable facts",
+        description="Show the GPU/NIC topology matrix, NUMA/CPU affinity and notable facts.",
+    )
+    topo.add_argument("--json", action="store_true", help="print the topology part as JSON")
+    _add_source_options(topo)
+    topo.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    capture = sub.add_parser(
+        "capture",
+        help="record this machine into a capture file",
+        description="Record this machine's facts (and optionally measurements) into a "
+        "pcidoc.capture/1 file that pcidoc can read anywhere with --from.",
+    )
+    capture.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write (default: pcidoc-<host>-<time>.json; '-' for stdout)",
+    )
+    capture.add_argument(
+        "--redact",
+        action="store_true",
+        help="replace hostnames, serials, UUIDs and MAC-like ids with stable placeholders",
+    )
+    _add_probe_options(capture, "none")
+    capture.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    imp = sub.add_parser(
+        "import",
+        help="build a capture from pasted nvidia-smi / benchmark outputs",
+        description="Build a capture of ONE machine from text outputs people paste into issues: "
+        "nvidia-smi topo -m / -p2p, nvidia-smi -q, nvidia-smi nvlink -s/-R, "
+        "p2pBandwidthLatencyTest, bandwidthTest, nvbandwidth, nccl-tests, and PyTorch "
+        "profiler traces. Several files merge into one capture.",
+    )
+    imp.add_argument("files", nargs="+", metavar="FILE", help="text files ('-' for stdin)")
+    imp.add_argument(
+        "-o", "--output", metavar="FILE", help="write the capture to FILE (default: stdout)"
+    )
+    imp.add_argument("--redact", action="store_true", help="redact identifying strings")
+    imp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    probe = sub.add_parser(
+        "probe",
+        help="run one measurement probe and print its JSON",
+        description="Run one probe in a child process and print the measurement JSON "
+        "(progress on stderr).",
+    )
+    probe.add_argument("name", choices=PROBE_NAMES, help="which probe")
+    probe.add_argument("--gpus", metavar="LIST", help="GPU indices, e.g. 0,1,2,3 (default: all)")
+    probe.add_argument(
+        "--backend", choices=("nccl", "gloo"), help="collective backend (default: nccl on GPUs)"
+    )
+    probe.add_argument(
+        "--ranks", metavar="LIST", help="rank counts for allreduce/scaling, e.g. 1,2,4,8"
+    )
+    probe.add_argument(
+        "--mode", choices=("quick", "full"), default="quick", help="probe depth (default quick)"
+    )
+    probe.add_argument("--json", action="store_true", help="print only the measurement JSON")
+    probe.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="override the probe's deadline"
+    )
+    probe.add_argument(
+        "--force", action="store_true", help="run even when other processes use the GPUs"
+    )
+    probe.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    samples = sub.add_parser(
+        "samples",
+        help="list the bundled sample machines for --demo",
+        description="List the bundled sample machines (captures built from real public outputs).",
+    )
+    samples.add_argument("--json", action="store_true", help="print the list as JSON")
+
+    schema = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of the capture or report format",
+        description="Print the JSON Schema generated from pcidoc's models.",
+    )
+    schema.add_argument("kind", choices=("capture", "report"), help="which format")
+    return parser
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _stderr(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
+def resolve_machine(args: argparse.Namespace) -> tuple[Capture, ReportSource]:
+    """Load the machine named by ``--from``/``--demo``, else collect this machine live."""
+    from pcidoc.model.report import ReportSource
+
+    if getattr(args, "from_file", None):
+        from pcidoc.collect.capture import load_capture
+
+        capture = load_capture(args.from_file)
+        kind = {"import": "import", "synthetic": "synthetic"}.get(capture.origin.kind, "capture")
+        return capture, ReportSource(kind=kind, path=args.from_file)
+    if getattr(args, "demo", None) is not None:
+        from pcidoc.samples import default_demo, load_sample
+
+        name = args.demo or default_demo()
+        return load_sample(name), ReportSource(kind="demo", name=name)
+    from pcidoc.collect.live import collect_live
+
+    return collect_live(), ReportSource(kind="live")
+
+
+def _read_ids(values: list[str]) -> list[str]:
+    return [v for v in values if v]
+
+
+# ---------------------------------------------------------------------------- commands
+
+
+def cmd_topo(args: argparse.Namespace) -> int:
+    """``pcidoc topo``."""
+    capture, source = resolve_machine(args)
+    if args.json:
+        from pcidoc.present.json import topology_json
+
+        sys.stdout.write(topology_json(capture))
+        return ExitCode.OK
+    from pcidoc.present.text import make_console, render_topology
+
+    render_topology(capture, make_console(), source=source)
+    return ExitCode.OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """``pcidoc check``."""
+    from pcidoc import doctor
+
+    # Validate --only/--skip before any slow collection or probing.
+    doctor.select_checks(_read_ids(args.only), _read_ids(args.skip))
+    output = args.output
+    if output:
+        _validate_report_path(output)
+    capture, source = resolve_machine(args)
+    probes = args.probes != "none"
+    if probes:
+        if source.kind != "live":
+            raise PcidocError("--probes measures this machine; it cannot be combined with --from/--demo")
+        from pcidoc.probes.session import measure
+
+        measure(capture, mode=args.probes, force=args.force, progress=_stderr)
+    report = doctor.run(
+        capture, source, _read_ids(args.only), _read_ids(args.skip), probes_requested=probes
+    )
+    if output:
+        path = _write_report(report, output)
+        _stderr(f"pcidoc: wrote {path}")
+    if args.json:
+        from pcidoc.present.json import report_json
+
+        sys.stdout.write(report_json(report))
+    else:
+        from pcidoc.present.text import make_console, render_report
+
+        render_report(report, make_console(), verbose=args.verbose)
+    return doctor.exit_code_for(report)
+
+
+def _validate_report_path(output: str) -> None:
+    suffix = os.path.splitext(output)[1].lower()
+    if suffix not in (".json", ".md", ".html", ".htm"):
+        raise PcidocError(f"-o {output}: unknown report format; use .json, .md or .html")
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise PcidocError(f"-o {output}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise PcidocError(f"-o {output}: folder {folder} is not writable")
+    if os.path.isdir(output):
+        raise PcidocError(f"-o {output}: is a directory")
+
+
+def _write_report(report, output: str) -> str:  # type: ignore[no-untyped-def]
+    from pcidoc.collect.capture import write_atomic
+    from pcidoc.present import render_report_file
+
+    text = render_report_file(report, output)
+    return str(write_atomic(output, text))
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    """``pcidoc capture``."""
+    from pcidoc.collect.capture import dump_json, save_capture, utc_now
+    from pcidoc.collect.live import collect_live
+
+    _stderr("pcidoc: collecting facts of this machine...")
+    capture = collect_live()
+    if args.probes != "none":
+        from pcidoc.probes.session import measure
+
+        measure(capture, mode=args.probes, force=args.force, progress=_stderr)
+    if args.redact:
+        from pcidoc.collect.capture import redact_capture
+
+        capture = redact_capture(capture)
+    if capture.origin.created_at is None:
+        capture.origin.created_at = utc_now()
+    if args.output == "-":
+        sys.stdout.write(dump_json(capture))
+        return ExitCode.OK
+    output = args.output
+    if not output:
+        host = (capture.host.hostname or "host").split(".")[0]
+        if args.redact:
+            host = "redacted"
+        stamp = capture.origin.created_at.replace(":", "").replace("-", "")
+        output = f"pcidoc-{host}-{stamp}.json"
+    path = save_capture(capture, output)
+    gpus = len(capture.gpus)
+    reason = capture.unavailable.get("gpus")
+    detail = f" (no GPUs: {reason})" if not gpus and reason else ""
+    _stderr(f"pcidoc: wrote {path}: {gpus} GPU(s), {len(capture.nics)} NIC(s){detail}")
+    return ExitCode.OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """``pcidoc import``."""
+    from pcidoc.collect.capture import dump_json, save_capture
+    from pcidoc.collect.importers import import_paths
+
+    result = import_paths(args.files)
+    capture = result.capture
+    for source in capture.origin.sources:
+        what = "; ".join(source.read) or "nothing usable"
+        _stderr(f"pcidoc: {source.path}: {', '.join(source.formats) or '?'}: {what}")
+        for warning in source.warnings:
+            _stderr(f"pcidoc: {source.path}: warning: {warning}")
+    for warning in capture.origin.warnings:
+        _stderr(f"pcidoc: warning: {warning}")
+    if args.redact:
+        from pcidoc.collect.capture import redact_capture
+
+        capture = redact_capture(capture)
+    if args.output and args.output != "-":
+        path = save_capture(capture, args.output)
+        _stderr(f"pcidoc: wrote {path}: {len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)")
+    else:
+        from pcidoc.collect.capture import utc_now
+
+        capture.origin.created_at = capture.origin.created_at or utc_now()
+        capture.origin.pcidoc_version = capture.origin.pcidoc_version or __version__
+        sys.stdout.write(dump_json(capture))
+    return ExitCode.OK
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """``pcidoc probe NAME``."""
+    from pcidoc.probes.session import probe_command
+
+    return probe_command(args, progress=_stderr)
+
+
+def cmd_samples(args: argparse.Namespace) -> int:
+    """``pcidoc samples``."""
+    from pcidoc.samples import default_demo, list_samples
+
+    samples = list_samples()
+    if args.json:
+        import json
+
+        sys.stdout.write(json.dumps([s.model_dump() for s in samples], indent=2) + "\n")
+        return ExitCode.OK
+    default = default_demo()
+    width = max(len(s.name) for s in samples)
+    for sample in samples:
+        mark = "*" if sample.name == default else " "
+        sys.stdout.write(f"{mark} {sample.name:<{width}}  {sample.title}\n")
+    sys.stdout.write("\n* = default for `pcidoc --demo`. Open one with `pcidoc --demo NAME`.\n")
+    return ExitCode.OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """``pcidoc schema capture|report``."""
+    import json
+
+    from pcidoc.model.capture import Capture
+    from pcidoc.model.report import Report
+
+    model = Capture if args.kind == "capture" else Report
+    sys.stdout.write(json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n")
+    return ExitCode.OK
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    """Bare ``pcidoc``: the TUI."""
+    from pcidoc.tui import run_tui
+
+    if args.interval < 0.2:
+        raise PcidocError("--interval must be at least 0.2 seconds")
+    return run_tui(
+        from_file=getattr(args, "from_file", None),
+        demo=getattr(args, "demo", None),
+        interval=args.interval,
+    )
+
+
+COMMANDS = {
+    "check": cmd_check,
+    "topo": cmd_topo,
+    "capture": cmd_capture,
+    "import": cmd_import,
+    "probe": cmd_probe,
+    "samples": cmd_samples,
+    "schema": cmd_schema,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run pcidoc; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = bool(getattr(args, "debug", False)) or os.environ.get("PCIDOC_DEBUG") == "1"
+    handler = COMMANDS.get(args.command or "", cmd_tui)
+    try:
+        return int(handler(args))
+    except PcidocError as exc:
+        if debug:
+            raise
+        _stderr(f"pcidoc: {exc.message}")
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        _stderr("pcidoc: interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        # `pcidoc check --json | head`: the reader went away; not an error of ours.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        except OSError:
+            pass
+        return int(ExitCode.OK)
+    except Exception as exc:
+        if debug:
+            raise
+        _stderr(
+            f"pcidoc: internal error: {exc.__class__.__name__}: {exc} "
+            "(run with --debug for the traceback; please report it)"
+        )
+        return int(ExitCode.BAD_INPUT)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,182 @@
+"""Every threshold the doctor uses, with its source, and the link models derived from the
+hardware that was detected (negotiated PCIe gen x width, NVLink version x links, the socket
+interconnect). There is deliberately no table of GPU models here.
+
+Source tags follow ``research/checks.md``: [A] vendor/kernel source or docs, [M] maintainer
+statement, [U] user report, [D] pcidoc design choice derived from the others.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pcidoc.model.units import PCIE_GT_PER_S, pcie_raw_gbps
+
+# ------------------------------------------------------------------------------ PCIe models
+
+# NCCL's model of a PCIe link: width * speed / 80 GB/s with speed 60/120/240/480 for
+# Gen3/4/5/6, i.e. Gen3 x16 = 12, Gen4 x16 = 24, Gen5 x16 = 48 GB/s [A] (NCCL topo.cc
+# kvDictPciGen, PCI_BW). Healthy hosts measure ~1.05-1.15x this model with pinned memory [U].
+_NCCL_PCI_SPEED = {1: 15, 2: 30, 3: 60, 4: 120, 5: 240, 6: 480}
+
+
+def pcie_nccl_model_gbps(gen: int | None, width: int | None) -> float | None:
+    """NCCL's per-direction model of a PCIe link, in GB/s (Gen4 x16 -> 24.0)."""
+    if not gen or not width or gen not in _NCCL_PCI_SPEED:
+        return None
+    return width * _NCCL_PCI_SPEED[gen] / 80.0
+
+
+def pcie_ceiling_gbps(gen: int | None, width: int | None) -> float | None:
+    """Raw per-direction ceiling of a PCIe link after line coding (Gen4 x16 -> 31.5)."""
+    return pcie_raw_gbps(gen, width)
+
+
+# Pinned H2D/D2H verdicts against NCCL's link model of the *negotiated* link [D]
+# (research/checks.md §2 "h2d_below_link"): warn below 0.75x, fail below 0.5x.
+PINNED_WARN_FRACTION = 0.75
+PINNED_FAIL_FRACTION = 0.50
+
+# H2D far below D2H on the same GPU is abnormal for copy-engine transfers (CE copies are
+# symmetric [S nvbandwidth]; DGX A100 25.7 vs 25.8 GB/s [U]); SM copies are not (35 vs 53 on
+# H100 [U]), so only CE/pinned results are judged [D].
+H2D_D2H_ASYMMETRY_WARN = 0.75
+
+# Remote-NUMA pinned H2D below 0.8x local -> warn [D] (research/checks.md §3
+# "remote_h2d_penalty"; P100 12.2 vs 3.8 GB/s [U] gearshifft#82).
+REMOTE_NUMA_WARN_FRACTION = 0.80
+
+# Pageable copies: no vendor ratio exists [A: DCGM ships min_bandwidth 0]; reported as info.
+# A workload whose H2D bytes are >10 % pageable per step -> warn [D] (checks.md §2).
+PAGEABLE_WORKLOAD_WARN_SHARE = 0.10
+
+
+def replay_limit_per_minute(gen: int | None, width: int | None) -> int | None:
+    """DCGM's expected PCIe replay rate limit: ceil(BER 1e-12 x lane rate x 60 s x lanes).
+
+    x16 limits: Gen3 8, Gen4 16, Gen5 31 per minute [A] (DCGM DcgmHealthWatch.cpp
+    GetExpectedPcieReplayRate).
+    """
+    if not gen or not width or gen not in PCIE_GT_PER_S:
+        return None
+    bits_per_s = PCIE_GT_PER_S[gen] * 1e9
+    return math.ceil(1e-12 * bits_per_s * 60 * width)
+
+
+# Replays above 10x the rate limit, or any fatal/non-fatal AER error -> fail [D on A].
+REPLAY_FAIL_MULTIPLE = 10
+# A GPU whose replay count is at least this many times the median of identical peers (and at
+# least REPLAY_OUTLIER_MIN) is an outlier [D].
+REPLAY_OUTLIER_FACTOR = 10
+REPLAY_OUTLIER_MIN = 10
+# AER correctable errors on the GPU or its link partners above this per minute under load ->
+# warn; 32/min for Gen5 x16 [A] (DCGM Pcie.cpp, GEMM rule).
+AER_CORRECTABLE_WARN_PER_MIN = 16
+AER_CORRECTABLE_WARN_PER_MIN_GEN5_X16 = 32
+
+# ---------------------------------------------------------------------------- NVLink models
+
+# Per-link, per-direction line rate by NVLink version, GB/s [A/U] (research/probes.md §4.2:
+# A100 12 x 25 = 300, H100 18 x 25 = 450, B200 18 x 50 = 900 per direction).
+NVLINK_LINE_RATE_GBPS: dict[str, float] = {
+    "1.0": 20.0,
+    "2.0": 25.0,
+    "2.2": 25.0,
+    "3.0": 25.0,
+    "3.1": 25.0,
+    "4.0": 25.0,
+    "5.0": 50.0,
+}
+
+# Application-level P2P over NVLink reaches ~80 % of the line rate [M] (sjeaugey,
+# NVIDIA/nccl#1054; measured 81-92 %, probes.md §4.2). Below 0.8x the line rate -> warn [D];
+# an NVLink pair measuring at PCIe rates is not using NVLink -> fail.
+NVLINK_P2P_WARN_FRACTION = 0.80
+NVLINK_AT_PCIE_RATE_GBPS = 60.0
+
+# NVLink errors over a window: replay/recovery delta >= 1 -> fail; CRC delta >= 1 -> warn;
+# CRC >= 100 per second -> fail [A] (DCGM DcgmHealthWatch.cpp, DcgmGPUHardwareLimits.h).
+NVLINK_CRC_FAIL_PER_S = 100
+
+
+def nvlink_line_rate_gbps(version: str | None, reported_gbps: float | None = None) -> float | None:
+    """Per-link per-direction rate: what the driver reported, else the version's line rate."""
+    if reported_gbps:
+        return reported_gbps
+    if version is None:
+        return None
+    return NVLINK_LINE_RATE_GBPS.get(version)
+
+
+# ------------------------------------------------------------------------- P2P and sockets
+
+# P2P enabled must beat the host-staged/disabled copy: below 1.2x on a PIX/PXB pair the peer
+# path is not working [D] (research/checks.md §1 "p2p_no_speedup"); below 1.0x it is slower
+# than staging, the classic ACS/IOMMU redirect symptom [U] (NVIDIA/nccl#814, #199).
+P2P_MIN_SPEEDUP = 1.2
+# One GPU whose P2P row/column median is below this fraction of its peers' median is flagged
+# as the likely narrow or downtrained link [D].
+P2P_OUTLIER_FRACTION = 0.70
+
+
+def socket_interconnect_gbps(cpu_vendor: str | None, cpu_model: str | None) -> float | None:
+    """NCCL's model of the inter-socket link bandwidth (GB/s) for this CPU [A] (NCCL topo.h).
+
+    Broadwell QPI 6, Skylake-class UPI 10, Sapphire Rapids 22, Emerald Rapids 40, AMD 16,
+    POWER9 32, ARM 6. Returns ``None`` when the CPU is unknown.
+    """
+    vendor = (cpu_vendor or "").lower()
+    model = (cpu_model or "").lower()
+    if vendor == "amd" or "epyc" in model or "threadripper" in model or "ryzen" in model:
+        return 16.0
+    if vendor == "ibm" or "power9" in model:
+        return 32.0
+    if vendor == "arm" or "grace" in model or "neoverse" in model:
+        return 6.0
+    if vendor == "intel" or "xeon" in model or "intel" in model:
+        if any(tag in model for tag in ("e5-", "v4", "v3", "broadwell", "haswell")):
+            return 6.0
+        # Emerald Rapids = 5th gen Xeon Scalable (model numbers x5xx), Sapphire Rapids = 4th.
+        if "platinum 85" in model or "gold 65" in model or "gold 55" in model:
+            return 40.0
+        if "platinum 84" in model or "gold 64" in model or "gold 54" in model or "max 94" in model:
+            return 22.0
+        return 10.0
+    return None
+
+
+# ---------------------------------------------------------------------------- collectives
+
+# All-reduce bus bandwidth vs the link model of the GPUs used: warn below 0.7x, fail below
+# 0.5x [D] (research/checks.md §6 "busbw_low").
+BUSBW_WARN_FRACTION = 0.70
+BUSBW_FAIL_FRACTION = 0.50
+# Peak bandwidth needs large messages: below this size busbw is not judged against the model
+# [M] (nccl-tests#212: "256M is too small to reach peak" on H100; #149 use 8G on A100).
+BUSBW_MIN_SIZE_BYTES = 64 * 1024 * 1024
+# A drop of busbw by more than half from one size to the next larger size (a cliff, not a
+# plateau) is flagged [D] (NVIDIA/nccl#1453: 29.5 -> 5 GB/s at 64 MiB).
+BUSBW_CLIFF_FRACTION = 0.5
+
+# Data-parallel scaling efficiency E(N) = throughput(N) / (N x throughput(1)) [D]
+# (research/probes.md §3.3): NVLink/NVSwitch pass >= 0.85, warn 0.70-0.85, fail < 0.70;
+# PCIe-only boxes are reported and fail only below 0.5.
+SCALING_PASS_NVLINK = 0.85
+SCALING_FAIL_NVLINK = 0.70
+SCALING_FAIL_PCIE = 0.50
+# Measured efficiency below 0.85x the alpha-beta prediction: the loss is not the interconnect
+# [D] (research/checks.md §6 "scaling_gap").
+SCALING_GAP_FRACTION = 0.85
+
+# NCCL ring all-reduce latency (alpha) per step, microseconds [A] (NCCL tuning.cc): base 8.4
+# (Simple) + 2(n-1) x hw latency: NVLink 3.4, PCIe 5.7.
+NCCL_BASE_LATENCY_US = 8.4
+NCCL_HW_LATENCY_US = {"nvlink": 3.4, "pcie": 5.7}
+
+# ------------------------------------------------------------------------------ processes
+
+# A rank whose allowed CPUs are less than half local to its GPU floats across sockets [D]
+# (research/checks.md §3 "rank_unbound").
+PROCESS_LOCAL_CPU_WARN_SHARE = 0.5
+
+__all__ = [name for name in dir() if name.isupper() or name.endswith("_gbps")]

@@ -1,0 +1,140 @@
+"""A read-only view of one capture with the lookups checks need, computed once.
+
+Checks receive a :class:`Context`; they must not mutate the capture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cached_property
+
+from pcidoc.model.capture import Capture
+from pcidoc.model.cpulist import parse_cpulist
+from pcidoc.model.facts import Gpu, Nic
+from pcidoc.model.links import is_nvlink
+from pcidoc.model.measurements import P2PMatrixMeasurement, TransferMeasurement
+
+
+class Context:
+    """Facts and measurements of one machine, indexed for the checks.
+
+    Args:
+        capture: The machine.
+        probes_requested: Whether probes were asked for in this run (changes skip hints).
+    """
+
+    def __init__(self, capture: Capture, probes_requested: bool = False) -> None:
+        self.capture = capture
+        self.probes_requested = probes_requested
+        self.gpus: list[Gpu] = sorted(capture.gpus, key=lambda g: g.index)
+        self.gpu_by_index: dict[int, Gpu] = {g.index: g for g in self.gpus}
+        self.nics: list[Nic] = list(capture.nics)
+        topo = capture.topology
+        self._label_pos = {label: i for i, label in enumerate(topo.labels)}
+        self.measurements = capture.measurements
+        self.host = capture.host
+        self.driver = capture.driver
+
+    # -------------------------------------------------------------------- topology lookups
+
+    def link(self, a: str, b: str) -> str | None:
+        """Link class between two labels (``GPU0``, ``NIC1``), ``None`` when unknown."""
+        i = self._label_pos.get(a)
+        j = self._label_pos.get(b)
+        if i is None or j is None:
+            return None
+        links = self.capture.topology.links
+        if i >= len(links) or j >= len(links[i]):
+            return None
+        return links[i][j]
+
+    def gpu_link(self, a: int, b: int) -> str | None:
+        """Link class between GPU ``a`` and GPU ``b``."""
+        return self.link(f"GPU{a}", f"GPU{b}")
+
+    def gpu_pairs(self) -> Iterator[tuple[int, int, str | None]]:
+        """Unordered GPU pairs ``(a, b, link)`` with ``a < b``."""
+        indices = [g.index for g in self.gpus]
+        for pos, a in enumerate(indices):
+            for b in indices[pos + 1 :]:
+                yield a, b, self.gpu_link(a, b)
+
+    @cached_property
+    def has_topology(self) -> bool:
+        """True when at least one GPU pair (or GPU-NIC pair) has a known link class."""
+        return any(
+            cell not in (None, "X") for row in self.capture.topology.links for cell in row
+        )
+
+    @cached_property
+    def nvlink_pairs(self) -> set[frozenset[int]]:
+        """GPU pairs joined by NVLink according to the topology matrix."""
+        return {frozenset((a, b)) for a, b, link in self.gpu_pairs() if is_nvlink(link)}
+
+    # --------------------------------------------------------------------- environment
+
+    @cached_property
+    def is_vm(self) -> bool | None:
+        """True when the OS runs in a VM or a GPU is passed through / a vGPU."""
+        modes = {g.virtualization_mode for g in self.gpus if g.virtualization_mode}
+        if modes & {"passthrough", "vgpu"}:
+            return True
+        hyper = self.host.virtualization.hypervisor
+        if hyper is not None:
+            return hyper
+        if modes == {"none"}:
+            return False
+        return None
+
+    @cached_property
+    def mig_gpus(self) -> set[int]:
+        """Indices of GPUs with MIG enabled."""
+        return {g.index for g in self.gpus if g.mig.enabled}
+
+    def gpu_cpus(self, gpu: Gpu) -> frozenset[int] | None:
+        """CPUs local to a GPU (its cpu_affinity), or ``None``."""
+        return parse_cpulist(gpu.cpu_affinity)
+
+    # -------------------------------------------------------------------- measurements
+
+    def p2p_matrices(
+        self,
+        kind: str = "bandwidth",
+        p2p: str | None = None,
+        bidirectional: bool | None = None,
+    ) -> list[P2PMatrixMeasurement]:
+        """Measured P2P matrices filtered by kind, P2P mode and direction."""
+        return [
+            m
+            for m in self.measurements.p2p
+            if m.kind == kind
+            and (p2p is None or m.p2p == p2p)
+            and (bidirectional is None or m.bidirectional == bidirectional)
+        ]
+
+    def transfers(
+        self,
+        gpu: int | None = None,
+        direction: str | None = None,
+        memory: str | None = None,
+        bidirectional: bool | None = False,
+    ) -> list[TransferMeasurement]:
+        """Transfer measurements filtered by GPU, direction, memory kind and bidirectionality."""
+        return [
+            t
+            for t in self.measurements.transfers
+            if (gpu is None or t.gpu == gpu)
+            and (direction is None or t.direction == direction)
+            and (memory is None or t.memory == memory)
+            and (bidirectional is None or t.bidirectional == bidirectional)
+        ]
+
+    def probe_hint(self) -> str:
+        """What to run to get measurements on this machine."""
+        if self.capture.origin.kind == "live":
+            return "run `pcidoc check --probes quick` on the GPU machine"
+        return (
+            "run `pcidoc check --probes quick` on the machine, or import a "
+            "p2pBandwidthLatencyTest / bandwidthTest / nvbandwidth / nccl-tests output with "
+            "`pcidoc import`"
+        )

@@ -1,0 +1,162 @@
+"""Run the checks over one capture and build the report. Never raises for a bad check."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pcidoc import __version__
+from pcidoc.doctor.context import Context
+from pcidoc.doctor.registry import CHECK_IDS, CheckSpec, Finding, load_checks
+from pcidoc.errors import PcidocError
+from pcidoc.model.capture import Capture
+from pcidoc.model.report import SEVERITY_ORDER, CheckResult, Report, ReportSource
+
+_CONFIDENCE_RANK = {"high": 2, "medium": 1, "low": 0}
+
+
+def select_checks(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[str]:
+    """Resolve ``--only``/``--skip`` lists into check ids, in catalogue order.
+
+    An entry may be a full id (``p2p.acs-iommu``) or a topic prefix (``p2p``, ``numa.``).
+
+    Raises:
+        PcidocError: an entry matches no check.
+    """
+
+    def expand(entries: Iterable[str], option: str) -> set[str]:
+        chosen: set[str] = set()
+        for raw in entries:
+            for entry in (e.strip() for e in raw.split(",")):
+                if not entry:
+                    continue
+                matched = {
+                    cid
+                    for cid in CHECK_IDS
+                    if cid == entry or cid.startswith(entry.rstrip(".") + ".")
+                }
+                if not matched:
+                    raise PcidocError(
+                        f"{option}: unknown check {entry!r}; known checks: {', '.join(CHECK_IDS)}"
+                    )
+                chosen |= matched
+        return chosen
+
+    only_set = expand(only, "--only")
+    skip_set = expand(skip, "--skip")
+    return [cid for cid in CHECK_IDS if (not only_set or cid in only_set) and cid not in skip_set]
+
+
+def merge_findings(spec: CheckSpec, findings: list[Finding]) -> CheckResult:
+    """Merge the findings of one check into its single result (worst first)."""
+    if not findings:
+        return CheckResult(
+            id=spec.id,
+            title=spec.title,
+            severity="error",
+            summary="the check returned no result (internal error)",
+            docs_url=spec.docs_url,
+        )
+    ordered = sorted(
+        findings,
+        key=lambda f: (-SEVERITY_ORDER[f.severity], -_CONFIDENCE_RANK[f.confidence]),
+    )
+    worst = ordered[0]
+    notable = [f for f in ordered if f.severity not in ("pass", "skip")]
+    summary = worst.summary
+    if worst.severity not in ("pass", "skip") and len(notable) > 1:
+        summary += f" (+{len(notable) - 1} more)"
+    subjects: list[str] = []
+    remediation: list[str] = []
+    evidence = []
+    for finding in ordered:
+        for subject in finding.subjects:
+            if subject not in subjects:
+                subjects.append(subject)
+        for step in finding.remediation:
+            if step not in remediation:
+                remediation.append(step)
+        evidence.extend(finding.evidence)
+    return CheckResult(
+        id=spec.id,
+        title=spec.title,
+        severity=worst.severity,
+        summary=summary,
+        evidence=evidence,
+        remediation=remediation,
+        subjects=subjects,
+        confidence=worst.confidence,
+        needs=worst.needs,
+        docs_url=spec.docs_url,
+    )
+
+
+def run_check(spec: CheckSpec, ctx: Context) -> CheckResult:
+    """Run one check; an exception becomes an ``error`` result with the message."""
+    try:
+        outcome = spec.function(ctx)
+    except Exception as exc:  # a crashing check must not stop the others
+        return CheckResult(
+            id=spec.id,
+            title=spec.title,
+            severity="error",
+            summary=f"the check crashed: {exc.__class__.__name__}: {exc}",
+            remediation=["Please report this with the capture (`pcidoc capture --redact`)."],
+            confidence="low",
+            docs_url=spec.docs_url,
+        )
+    findings = outcome if isinstance(outcome, list) else [outcome]
+    return merge_findings(spec, findings)
+
+
+def run(
+    capture: Capture,
+    source: ReportSource,
+    only: Iterable[str] = (),
+    skip: Iterable[str] = (),
+    probes_requested: bool = False,
+    generated_at: str | None = None,
+) -> Report:
+    """Run the selected checks over a capture and return the report.
+
+    Args:
+        capture: The machine to diagnose.
+        source: Where it came from (shown in every presenter).
+        only: Check ids or topic prefixes to run (all when empty).
+        skip: Check ids or topic prefixes not to run.
+        probes_requested: True when this run measured (changes skip hints).
+        generated_at: ISO time stamp; now when omitted.
+    """
+    from pcidoc.collect.capture import utc_now
+
+    registry = load_checks()
+    ctx = Context(capture, probes_requested=probes_requested)
+    results = [run_check(registry[cid], ctx) for cid in select_checks(only, skip)]
+    summary = {sev: 0 for sev in ("pass", "info", "warn", "fail", "skip", "error")}
+    for result in results:
+        summary[result.severity] += 1
+    worst = max((r.severity for r in results), key=SEVERITY_ORDER.__getitem__, default="pass")
+    if worst == "skip":
+        worst = "pass"
+    return Report(
+        pcidoc_version=__version__,
+        generated_at=generated_at or utc_now(),
+        source=source,
+        machine=capture,
+        checks=results,
+        summary=summary,
+        worst=worst,
+    )
+
+
+def exit_code_for(report: Report) -> int:
+    """Exit code of ``pcidoc check``: 2 fail, 3 a check crashed, 1 warn, else 0."""
+    from pcidoc.errors import ExitCode
+
+    counts = report.summary
+    if counts.get("fail"):
+        return ExitCode.FAIL
+    if counts.get("error"):
+        return ExitCode.BAD_INPUT
+    if counts.get("warn"):
+        return ExitCode.WARN
+    return ExitCode.OK

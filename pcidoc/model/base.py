@@ -1,0 +1,45 @@
+"""Base classes shared by every pcidoc data model.
+
+Two rules hold for every model in this package:
+
+* Models are pure data: no I/O, no imports of collectors, probes or UI code.
+* A fact that could not be learned is ``None`` and its field name is a key of the object's
+  ``unavailable`` mapping, whose value says why ("needs root", "NVML: NOT_SUPPORTED", "not in
+  the pasted output", ...). pcidoc never fills in a guess.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Model(BaseModel):
+    """Base of all pcidoc models.
+
+    Unknown keys are ignored so that a capture written by a newer *minor* version of the same
+    schema still loads; missing required keys and wrong types are validation errors.
+    """
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
+
+
+class FactModel(Model):
+    """A model whose null fields carry the reason they are null."""
+
+    unavailable: dict[str, str] = Field(
+        default_factory=dict,
+        description="Field name -> why that field is null (never a guess in its place).",
+    )
+
+    def mark_unavailable(self, field: str, reason: str) -> None:
+        """Record that ``field`` is unknown and why; keeps the first reason given.
+
+        Args:
+            field: Name of the field (or a dotted sub-key) that stays ``None``.
+            reason: Short human-readable reason, e.g. ``"needs root"``.
+        """
+        self.unavailable.setdefault(field, reason)
+
+    def why(self, field: str) -> str | None:
+        """Return the recorded reason ``field`` is unknown, if any."""
+        return self.unavailable.get(field)

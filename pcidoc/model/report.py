@@ -1,0 +1,105 @@
+"""The diagnosis report, format ``pcidoc.report/1``, and its parts."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from pcidoc.model.base import Model
+from pcidoc.model.capture import Capture
+
+REPORT_SCHEMA = "pcidoc.report/1"
+
+Severity = Literal["pass", "info", "warn", "fail", "skip", "error"]
+Confidence = Literal["high", "medium", "low"]
+
+SEVERITY_ORDER: dict[str, int] = {
+    "skip": 0,
+    "pass": 1,
+    "info": 2,
+    "warn": 3,
+    "error": 4,
+    "fail": 5,
+}
+"""Worst-first sort key: a failure outranks a crashed check, which outranks a warning."""
+
+SEVERITIES: tuple[str, ...] = ("fail", "error", "warn", "info", "pass", "skip")
+"""Severities, worst first (display order)."""
+
+
+class Evidence(Model):
+    """One fact or number a check used."""
+
+    label: str
+    value: str | float | int | bool | None = None
+    unit: str | None = None
+    subject: str | None = None
+    """``GPU<n>``, ``GPU<a>-GPU<b>``, a NIC name or a bus id this evidence is about."""
+
+    def text(self) -> str:
+        """``label: value unit`` for humans."""
+        if self.value is None:
+            shown = "unknown"
+        elif isinstance(self.value, bool):
+            shown = "yes" if self.value else "no"
+        elif isinstance(self.value, float):
+            shown = f"{self.value:.3g}" if abs(self.value) < 100 else f"{self.value:.0f}"
+        else:
+            shown = str(self.value)
+        unit = f" {self.unit}" if self.unit and self.value is not None else ""
+        who = f"{self.subject}: " if self.subject else ""
+        return f"{who}{self.label}: {shown}{unit}"
+
+
+class CheckResult(Model):
+    """The outcome of one check."""
+
+    id: str
+    title: str
+    severity: Severity
+    summary: str
+    """One line: what was found, with the key numbers."""
+    evidence: list[Evidence] = Field(default_factory=list)
+    remediation: list[str] = Field(default_factory=list)
+    """What to do, in order; commands in backticks."""
+    subjects: list[str] = Field(default_factory=list)
+    confidence: Confidence = "high"
+    needs: str | None = None
+    """For ``skip``: what would provide the missing input (``run with --probes quick``)."""
+    docs_url: str | None = None
+
+
+class ReportSource(Model):
+    """Where the machine in a report came from."""
+
+    kind: Literal["live", "capture", "import", "demo", "synthetic"]
+    path: str | None = None
+    name: str | None = None
+
+    def describe(self) -> str:
+        """``live``, ``capture: FILE``, ``demo: NAME``..."""
+        detail = self.name or self.path
+        return f"{self.kind}: {detail}" if detail else self.kind
+
+
+class Report(Model):
+    """A diagnosis: the machine and one result per check."""
+
+    schema_: Literal["pcidoc.report/1"] = Field(default=REPORT_SCHEMA, alias="schema")
+    pcidoc_version: str
+    generated_at: str
+    source: ReportSource
+    machine: Capture
+    checks: list[CheckResult]
+    summary: dict[str, int] = Field(default_factory=dict)
+    """Count per severity."""
+    worst: Severity = "pass"
+
+    def sorted_checks(self) -> list[CheckResult]:
+        """Checks worst first, then by id."""
+        return sorted(self.checks, key=lambda c: (-SEVERITY_ORDER[c.severity], c.id))
+
+    def check(self, check_id: str) -> CheckResult | None:
+        """The result with ``check_id``, or ``None``."""
+        return next((c for c in self.checks if c.id == check_id), None)

@@ -1,0 +1,1 @@
+"""pcidoc.tui.screens."""

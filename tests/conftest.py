@@ -1,0 +1,42 @@
+"""Shared test configuration: keep the developer's machine out of the tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SHARED = ROOT.parent / "shared"
+REALDATA = SHARED / "realdata"
+
+
+def realdata_dir() -> Path:
+    """The real-output corpus of ../shared/realdata; in CI its absence is a failure."""
+    if not REALDATA.is_dir():
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            raise RuntimeError(f"CI=true but the corpus {REALDATA} is missing")
+        pytest.skip(f"corpus {REALDATA} not present")
+    return REALDATA
+
+
+def read_realdata(relpath: str) -> str:
+    """A corpus file without its three metadata lines (# source / # machine / # note)."""
+    text = (realdata_dir() / relpath).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    assert lines[0].startswith("# source:"), relpath
+    assert lines[1].startswith("# machine:"), relpath
+    assert lines[2].startswith("# note:"), relpath
+    return "".join(lines[3:])
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the developer's NCCL/CUDA environment or debug switches."""
+    for key in list(os.environ):
+        if key.startswith(("NCCL_", "PCIDOC_")) or key in ("CUDA_VISIBLE_DEVICES",):
+            monkeypatch.delenv(key, raising=False)
