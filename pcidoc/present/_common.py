@@ -1,0 +1,143 @@
+"""Wording shared by every presenter: machine summary, severity marks, exit-code meanings.
+
+Nothing here diagnoses; it only names what the report and the capture already say. Kept free of
+rich so that the JSON and Markdown paths stay light.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pcidoc.model.capture import Capture
+from pcidoc.model.report import SEVERITIES, CheckResult, Report, ReportSource
+
+MARKS: dict[str, str] = {
+    "fail": "✗",
+    "warn": "!",
+    "error": "●",
+    "info": "i",
+    "pass": "✓",
+    "skip": "-",
+}
+"""One-character severity marks (terminal, Markdown, HTML)."""
+
+ASCII_MARKS: dict[str, str] = {
+    "fail": "X",
+    "warn": "!",
+    "error": "E",
+    "info": "i",
+    "pass": "+",
+    "skip": "-",
+}
+"""Marks for terminals whose encoding cannot show the Unicode ones."""
+
+EXIT_MEANINGS: dict[int, str] = {
+    0: "nothing worse than info",
+    1: "warnings, no failures",
+    2: "at least one check failed",
+    3: "a check could not run (error) or the input was bad",
+}
+"""What each exit code of ``pcidoc check`` means (DESIGN.md §4)."""
+
+VERDICTS: dict[str, str] = {
+    "fail": "FAIL",
+    "error": "ERROR",
+    "warn": "WARN",
+    "info": "OK",
+    "pass": "OK",
+    "skip": "OK",
+}
+"""Short verdict shown in titles, from the report's worst severity."""
+
+
+def hostname(capture: Capture) -> str:
+    """The machine's host name, or a placeholder that says why there is none."""
+    name = capture.host.hostname
+    if name:
+        return name
+    if capture.origin.redacted:
+        return "(redacted host)"
+    return "(unknown host)"
+
+
+def gpu_models(capture: Capture) -> str:
+    """``"8 × NVIDIA H100 80GB HBM3"``, ``"2 × A, 1 × B"`` or ``"no GPUs"``."""
+    if not capture.gpus:
+        return "no GPUs"
+    counts = Counter(gpu.name or "unknown GPU" for gpu in capture.gpus)
+    return ", ".join(f"{n} × {name}" for name, n in counts.items())
+
+
+def versions(capture: Capture) -> list[tuple[str, str]]:
+    """Known software versions as ``(name, version)``: driver, CUDA, NVML, fabric manager."""
+    driver = capture.driver
+    out: list[tuple[str, str]] = []
+    if driver.driver_version:
+        out.append(("driver", driver.driver_version))
+    if driver.cuda_driver_version:
+        out.append(("CUDA", driver.cuda_driver_version))
+    if driver.nvml_version:
+        out.append(("NVML", driver.nvml_version))
+    if driver.fabric_manager.version:
+        out.append(("fabric manager", driver.fabric_manager.version))
+    return out
+
+
+def versions_text(capture: Capture) -> str:
+    """``"driver 550.54.15 · CUDA 12.4"``, or ``""`` when none is known."""
+    return " · ".join(f"{name} {value}" for name, value in versions(capture))
+
+
+def source_text(source: ReportSource | None, capture: Capture) -> str:
+    """Where the machine came from, for headers (``capture: x.json``, ``live``...)."""
+    if source is not None:
+        text = source.describe()
+    else:
+        text = capture.origin.kind
+        if capture.origin.sample is not None:
+            text = f"demo: {capture.origin.sample.name}"
+        if text == "synthetic":
+            return text + (" (redacted)" if capture.origin.redacted else "")
+    if capture.origin.kind == "synthetic" and (source is None or source.kind != "synthetic"):
+        text += " (synthetic data)"
+    if capture.origin.redacted:
+        text += " (redacted)"
+    return text
+
+
+def severity_counts(report: Report) -> list[tuple[str, int]]:
+    """Non-zero ``(severity, count)`` worst first; counted from the checks when needed."""
+    counts: dict[str, int] = dict(report.summary)
+    if sum(counts.values()) != len(report.checks):
+        counts = dict(Counter(check.severity for check in report.checks))
+    return [(sev, counts[sev]) for sev in SEVERITIES if counts.get(sev)]
+
+
+def summary_line(report: Report) -> str:
+    """``"1 fail · 2 warn · 14 pass · 3 skip (20 checks)"``."""
+    parts = [f"{count} {sev}" for sev, count in severity_counts(report)]
+    total = len(report.checks)
+    return f"{' · '.join(parts) or 'no checks ran'} ({total} {'check' if total == 1 else 'checks'})"
+
+
+def exit_code(report: Report) -> int:
+    """The exit code ``pcidoc check`` returns for this report."""
+    from pcidoc.doctor.runner import exit_code_for
+
+    return int(exit_code_for(report))
+
+
+def attention(report: Report) -> list[CheckResult]:
+    """Checks that need the reader's attention (fail, error, warn), worst first."""
+    return [c for c in report.sorted_checks() if c.severity in ("fail", "error", "warn")]
+
+
+def split_code(text: str) -> list[tuple[str, bool]]:
+    """Split text on backticks into ``(piece, is_code)`` parts.
+
+    An unmatched backtick is kept as a literal character.
+    """
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # odd number of backticks: keep the last one literal
+        parts = [*parts[:-2], parts[-2] + "`" + parts[-1]]
+    return [(piece, i % 2 == 1) for i, piece in enumerate(parts) if piece]

@@ -1,0 +1,112 @@
+"""JSON output: the full report (``pcidoc.report/1``) and the topology part (``pcidoc.topology/1``).
+
+Both functions return the text to write to stdout: data only, UTF-8, indent 2, a trailing
+newline, keys in a stable order. This module is on the ``check --json`` and ``topo --json``
+paths, so it imports only the standard library and pcidoc's models (no rich), and it never
+re-validates a model: the report is serialized by pydantic's compiled serializer, the topology
+is read straight off the capture's attributes.
+
+The models are imported for type checking only: :func:`topology_json` also accepts the parsed
+JSON of a capture file (a plain ``dict``), so a caller that wants ``topo --json`` to skip
+pydantic entirely can hand it ``json.load(file)`` after checking the schema tag.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pcidoc.model.capture import Capture
+    from pcidoc.model.report import Report
+
+TOPOLOGY_SCHEMA = "pcidoc.topology/1"
+"""Schema tag of :func:`topology_json` output."""
+
+
+def report_json(report: Report) -> str:
+    """Serialize a report as ``pcidoc.report/1`` JSON.
+
+    Keys follow the model's field order (``schema`` first), aliases are used (``schema`` rather
+    than ``schema_``), and the output ends with a newline.
+
+    Args:
+        report: The report to write.
+
+    Returns:
+        The JSON text.
+    """
+    return report.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    """Field ``name`` of a model or of its parsed-JSON form."""
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def topology_dict(capture: Capture | Mapping[str, Any]) -> dict[str, Any]:
+    """The topology part of a capture as plain JSON-ready data (``pcidoc.topology/1``).
+
+    Args:
+        capture: The machine, as a :class:`~pcidoc.model.capture.Capture` or as the parsed JSON
+            of a ``pcidoc.capture/1`` file.
+
+    Returns:
+        ``{"schema", "labels", "links", "gpus", "nics", "source"}``: ``links[i][j]`` is the link
+        class between ``labels[i]`` and ``labels[j]`` (``null`` when unknown); ``gpus`` carries
+        ``index, name, bus_id, numa_node, numa_affinity, cpu_affinity``; ``nics`` carries
+        ``label, name, bus_id, numa_node``; ``source`` says where the matrix came from.
+    """
+    topo = _get(capture, "topology") or {}
+    gpu_fields = ("index", "name", "bus_id", "numa_node", "numa_affinity", "cpu_affinity")
+    nic_fields = ("label", "name", "bus_id", "numa_node")
+    return {
+        "schema": TOPOLOGY_SCHEMA,
+        "labels": list(_get(topo, "labels") or []),
+        "links": [list(row) for row in _get(topo, "links") or []],
+        "gpus": [
+            {name: _get(gpu, name) for name in gpu_fields} for gpu in _get(capture, "gpus") or []
+        ],
+        "nics": [
+            {name: _get(nic, name) for name in nic_fields} for nic in _get(capture, "nics") or []
+        ],
+        "source": _get(topo, "source"),
+    }
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def topology_json(capture: Capture | Mapping[str, Any]) -> str:
+    """Serialize the topology of a capture as ``pcidoc.topology/1`` JSON.
+
+    The layout is ``json.dumps(..., indent=2)`` except that each matrix row and each GPU/NIC
+    object sits on one line, so a 72-GPU matrix stays a screenful per row rather than one cell
+    per line. Any JSON parser reads it the same.
+
+    Args:
+        capture: The machine (a capture model or the parsed JSON of a capture file).
+
+    Returns:
+        The JSON text, ending with a newline.
+    """
+    data = topology_dict(capture)
+
+    def rows(items: list[Any]) -> str:
+        if not items:
+            return "[]"
+        return "[\n" + ",\n".join(f"    {_dumps(item)}" for item in items) + "\n  ]"
+
+    parts = [
+        f'  "schema": {_dumps(data["schema"])}',
+        f'  "labels": {_dumps(data["labels"])}',
+        f'  "links": {rows(data["links"])}',
+        f'  "gpus": {rows(data["gpus"])}',
+        f'  "nics": {rows(data["nics"])}',
+        f'  "source": {_dumps(data["source"])}',
+    ]
+    return "{\n" + ",\n".join(parts) + "\n}\n"

@@ -1,0 +1,479 @@
+"""Terminal output with rich: the topology matrix (``pcidoc topo``) and the report (``check``).
+
+Every string that comes from a capture (GPU names, NIC names, paths, pasted text) is printed as
+a :class:`rich.text.Text`, never parsed as console markup, so ``[red]`` in a pasted name prints
+literally. Colour follows the usual rules: none when stdout is not a terminal or ``NO_COLOR`` is
+set; marks and words carry the meaning on their own.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import TextIO
+
+from rich.cells import cell_len
+from rich.columns import Columns
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from pcidoc.doctor.topology_notes import topology_notes
+from pcidoc.model.capture import Capture
+from pcidoc.model.report import CheckResult, Report, ReportSource
+from pcidoc.present._common import (
+    ASCII_MARKS,
+    EXIT_MEANINGS,
+    MARKS,
+    attention,
+    exit_code,
+    gpu_models,
+    hostname,
+    severity_counts,
+    source_text,
+    split_code,
+    versions_text,
+)
+from pcidoc.present._matrix import MatrixView, gpu_set
+
+DEFAULT_WIDTH = 100
+"""Console width when stdout is not a terminal (and ``COLUMNS`` is not set)."""
+
+CELL_STYLES: dict[str, str] = {
+    "self": "dim",
+    "nv-hi": "bold bright_green",
+    "nv-mid": "green",
+    "nv-lo": "dark_green",
+    "pix": "bold cyan",
+    "pxb": "cyan",
+    "phb": "yellow",
+    "node": "dark_orange",
+    "sys": "red",
+    "unknown": "dim",
+}
+"""Rich style of each matrix cell style name (see :mod:`pcidoc.present._matrix`)."""
+
+SEVERITY_STYLES: dict[str, str] = {
+    "fail": "bold red",
+    "error": "bold magenta",
+    "warn": "bold yellow",
+    "info": "cyan",
+    "pass": "green",
+    "skip": "dim",
+}
+"""Rich style of each severity."""
+
+CODE_STYLE = "bold cyan"
+"""Style of `inline code` (commands) in summaries and remediation."""
+
+_MAX_FIRST_STEPS = 5
+"""How many findings get their first remediation step in the short report."""
+
+
+# ------------------------------------------------------------------------------ console
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def make_console(
+    file: TextIO | None = None,
+    *,
+    width: int | None = None,
+    force_terminal: bool | None = None,
+) -> Console:
+    """A console for pcidoc's terminal output (stdout by default).
+
+    Colour is off when the stream is not a terminal or ``NO_COLOR`` is set (rich's own rules).
+    The width is the terminal's; when the stream is not a terminal it is ``COLUMNS`` if set,
+    else 100, so piped output is stable. On a stream that cannot encode UTF-8 the severity
+    marks become ASCII and other unencodable characters print as ``?``.
+
+    Args:
+        file: Stream to write to (default ``sys.stdout``).
+        width: Force a width (tests).
+        force_terminal: Force terminal behaviour (tests of colour output).
+
+    Returns:
+        A configured :class:`rich.console.Console`.
+    """
+    stream = file if file is not None else sys.stdout
+    encoding = (getattr(stream, "encoding", None) or "utf-8").lower()
+    if not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
+        # A non-UTF-8 terminal (LANG=...ISO-8859-1): show "?" for what it cannot encode
+        # rather than failing; severity marks switch to ASCII on their own (see _marks).
+        stream.reconfigure(errors="replace")
+    if width is None and not force_terminal and not _isatty(stream):
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else DEFAULT_WIDTH
+    return Console(
+        file=stream,
+        width=width,
+        force_terminal=force_terminal,
+        highlight=False,
+        markup=False,
+        emoji=False,
+        soft_wrap=False,
+    )
+
+
+def _print_trimmed(console: Console, renderable: RenderableType) -> None:
+    """Print a table without the trailing blanks rich pads its lines with."""
+    for line in console.render_lines(renderable, console.options, pad=False):
+        text = Text()
+        for segment in line:
+            if not segment.control:
+                text.append(segment.text, style=segment.style)
+        text.rstrip()
+        console.print(text, no_wrap=True, overflow="ignore", crop=False)
+
+
+def _marks(console: Console) -> dict[str, str]:
+    return MARKS if console.encoding.lower().startswith("utf") else ASCII_MARKS
+
+
+def _has_colour(console: Console) -> bool:
+    return console.color_system is not None and not console.no_color
+
+
+def _inline(text: str, style: str = "", backticks: bool = True) -> Text:
+    """Text with `backtick` spans shown as code.
+
+    The backticks stay when ``backticks`` is true (plain output, where they are the only
+    thing that shows where a command starts and ends).
+    """
+    out = Text(style=style)
+    for piece, is_code in split_code(text):
+        if is_code:
+            out.append(f"`{piece}`" if backticks else piece, style=CODE_STYLE)
+        else:
+            out.append(piece)
+    return out
+
+
+def _sep() -> Text:
+    return Text(" · ", style="dim")
+
+
+def _join(parts: Iterable[Text | str]) -> Text:
+    out = Text()
+    for i, part in enumerate(parts):
+        if i:
+            out.append_text(_sep())
+        out.append_text(part if isinstance(part, Text) else Text(part))
+    return out
+
+
+def _machine_line(capture: Capture) -> Text:
+    parts: list[Text | str] = [Text(hostname(capture), style="bold"), gpu_models(capture)]
+    if versions_text(capture):
+        parts.append(versions_text(capture))
+    return _join(parts)
+
+
+# ----------------------------------------------------------------------------- topology
+
+
+def _full_table(view: MatrixView) -> Table:
+    table = Table(box=None, pad_edge=False, padding=(0, 1), header_style="bold")
+    table.add_column("", style="bold", no_wrap=True)
+    for label in view.labels:
+        table.add_column(label, justify="center", no_wrap=True)
+    affinity = view.has_affinity
+    if affinity:
+        table.add_column("CPU Affinity", no_wrap=True)
+        table.add_column("NUMA", justify="center", no_wrap=True)
+    for pos, row in enumerate(view.rows):
+        cells = [Text(view.text(c), style=CELL_STYLES[view.style(c)]) for c in row.cells]
+        extra = [Text(row.cpu_affinity or ""), Text(row.numa or "")] if affinity else []
+        if pos and row.kind != view.rows[pos - 1].kind:
+            table.add_row()  # a blank line between the GPU rows and the NIC rows
+        table.add_row(Text(row.label), *cells, *extra)
+    return table
+
+
+def natural_width(view: MatrixView) -> int:
+    """Width of the full matrix table (:func:`_full_table`) without wrapping, in cells.
+
+    Computed directly rather than with rich's measurement, which is slow on 90 x 90 tables.
+    """
+    widths = [max((cell_len(label) for label in view.labels), default=0)]
+    for j, label in enumerate(view.labels):
+        cells = (cell_len(view.text(row.cells[j])) for row in view.rows)
+        widths.append(max(cell_len(label), *cells))
+    if view.has_affinity:
+        widths.append(
+            max([len("CPU Affinity"), *(cell_len(r.cpu_affinity or "") for r in view.rows)])
+        )
+        widths.append(max([len("NUMA"), *(cell_len(r.numa or "") for r in view.rows)]))
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def _compact_matrix(view: MatrixView, width: int) -> list[Text]:
+    label_width = max(len(label) for label in view.labels)
+    lines: list[Text] = [
+        Text(
+            "The matrix is wider than this terminal: one character per pair (key below).",
+            style="dim",
+        )
+    ]
+    for number, block in enumerate(view.compact_blocks(width, label_width)):
+        if number:
+            lines.append(Text(""))
+        for header in view.compact_header(block):
+            lines.append(Text(" " * (label_width + 1) + header, style="bold"))
+        for row in view.rows:
+            line = Text(row.label.ljust(label_width) + " ", style="bold")
+            for col in block.columns:
+                if col is None:
+                    line.append(" ")
+                else:
+                    cell = row.cells[col]
+                    line.append(view.code(cell), style=CELL_STYLES[view.style(cell)])
+            lines.append(line)
+    return lines
+
+
+def _affinity_grid(view: MatrixView) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column()
+    for members, numa, cpus in view.affinity_groups():
+        grid.add_row(Text(gpu_set(members)), Text(f"NUMA {numa}"), Text(f"CPUs {cpus}"))
+    return grid
+
+
+def _legend(view: MatrixView, compact: bool) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    if compact:
+        grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
+    for entry in view.legend():
+        style = CELL_STYLES[entry.style]
+        shown = "" if compact and entry.cls == "X" else entry.cls
+        cells = [Text(shown, style=style), Text(entry.meaning)]
+        if compact:
+            cells.insert(0, Text(entry.code, style=style))
+        grid.add_row(*cells)
+    return grid
+
+
+def _bullets(lines: Iterable[Text], marks: dict[str, str]) -> Table:
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
+    bullet = "•" if marks is MARKS else "*"
+    for line in lines:
+        grid.add_row(Text(f" {bullet}"), line)
+    return grid
+
+
+def render_topology(capture: Capture, console: Console, source: ReportSource | None = None) -> None:
+    """Print the topology matrix with legend, NIC legend and notable facts.
+
+    The matrix is coloured by link class (NVLink in green shades by link count, PIX/PXB cyan,
+    PHB yellow, NODE orange, SYS red, unknown dim ``?``). When it is wider than the console it
+    is printed in a compact one-character-per-cell form, split into column blocks if needed, so
+    it never wraps.
+
+    Args:
+        capture: The machine.
+        console: Where to print (see :func:`make_console`).
+        source: Where the machine came from, for the header line.
+    """
+    marks = _marks(console)
+    view = MatrixView(capture)
+    header = _machine_line(capture)
+    detail = [f"source: {source_text(source, capture)}"]
+    if view.source:
+        detail.append(f"matrix from {view.source}")
+    console.print(header)
+    console.print(_join(detail), style="dim")
+    console.print()
+    notes = topology_notes(capture)
+    if not view.labels:
+        console.print(Text("No topology matrix in this capture.", style="yellow"))
+        if notes:
+            console.print()
+            console.print(Text("Notable", style="bold"))
+            _print_trimmed(console, _bullets(map(Text, notes), marks))
+        return
+    compact = natural_width(view) > console.width
+    if compact:
+        for line in _compact_matrix(view, console.width):
+            console.print(line, no_wrap=True, overflow="ignore", crop=False)
+        if view.has_affinity:
+            console.print()
+            console.print(Text("CPU and NUMA affinity", style="bold"))
+            _print_trimmed(console, _affinity_grid(view))
+    else:
+        _print_trimmed(console, _full_table(view))
+    console.print()
+    console.print(Text("Legend", style="bold"))
+    _print_trimmed(console, _legend(view, compact))
+    if view.nic_names:
+        console.print()
+        console.print(Text("NICs", style="bold"))
+        names = [Text(f"{label}  {name}") for label, name in view.nic_names]
+        _print_trimmed(console, Columns(names, padding=(0, 4)))
+    if notes:
+        console.print()
+        console.print(Text("Notable", style="bold"))
+        _print_trimmed(console, _bullets(map(Text, notes), marks))
+
+
+# ------------------------------------------------------------------------------- report
+
+
+def _severity_cell(severity: str, marks: dict[str, str]) -> Text:
+    return Text(f"{marks[severity]} {severity}", style=SEVERITY_STYLES[severity])
+
+
+def _check_grid(report: Report, marks: dict[str, str], ticks: bool, verbose: bool) -> Table:
+    """One row per check; in the short form pass/skip summaries are cut to one line."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(ratio=1, overflow="fold")
+    for check in report.sorted_checks():
+        style = "dim" if check.severity in ("skip", "pass") else ""
+        summary = _inline(check.summary, style, ticks)
+        if not verbose and check.severity in ("pass", "skip"):
+            summary.no_wrap = True
+            summary.overflow = "ellipsis"
+        grid.add_row(_severity_cell(check.severity, marks), Text(check.id), summary)
+    return grid
+
+
+def _summary_text(report: Report, marks: dict[str, str]) -> Text:
+    out = Text("Summary: ", style="bold")
+    counts = severity_counts(report)
+    if not counts:
+        out.append("no checks ran")
+    for i, (severity, count) in enumerate(counts):
+        if i:
+            out.append_text(_sep())
+        out.append(f"{count} {severity}", style=SEVERITY_STYLES[severity])
+    total = len(report.checks)
+    out.append(f"  ({total} {'check' if total == 1 else 'checks'})", style="dim")
+    return out
+
+
+def _check_detail(check: CheckResult, marks: dict[str, str], ticks: bool) -> Group:
+    head = _severity_cell(check.severity, marks)
+    head.append(" ")
+    head.append(check.id, style="bold")
+    head.append(f" — {check.title}")
+    head.append(f"  (confidence {check.confidence})", style="dim")
+    body: list[Text | Table] = [_inline(check.summary, backticks=ticks)]
+    if check.evidence:
+        body.append(Text("Evidence", style="bold"))
+        for item in check.evidence:
+            body.append(Text(f"  • {item.text()}" if marks is MARKS else f"  * {item.text()}"))
+    if check.remediation:
+        body.append(Text("What to do", style="bold"))
+        for number, step in enumerate(check.remediation, 1):
+            line = Text(f"  {number}. ")
+            line.append_text(_inline(step, backticks=ticks))
+            body.append(line)
+    if check.needs:
+        line = Text("Needs: ", style="bold")
+        line.append_text(_inline(check.needs, backticks=ticks))
+        body.append(line)
+    if check.subjects:
+        body.append(Text(f"Subjects: {', '.join(check.subjects)}", style="dim"))
+    if check.docs_url:
+        body.append(Text(f"Docs: {check.docs_url}", style="dim"))
+    return Group(head, Padding(Group(*body), (0, 0, 0, 4)))
+
+
+def render_report(report: Report, console: Console, verbose: bool = False) -> None:
+    """Print a report for a person at a terminal.
+
+    Short form (a screenful): a header (machine, source, pcidoc version, time), one line per
+    check worst first with a severity mark (✗ fail, ● error, ! warn, i info, ✓ pass, - skip;
+    pass and skip summaries are cut to one line), the summary line, the
+    first remediation step of the worst findings, how many checks were skipped, and a footer
+    with the exit code's meaning and hints. ``verbose`` adds, for every check, the evidence, every
+    remediation step, what a skipped check needs and the confidence.
+
+    Args:
+        report: The report.
+        console: Where to print (see :func:`make_console`).
+        verbose: Show evidence and all remediation of every check.
+    """
+    marks = _marks(console)
+    ticks = not _has_colour(console)
+    capture = report.machine
+    console.print(_machine_line(capture))
+    console.print(
+        _join(
+            [
+                f"source: {source_text(report.source, capture)}",
+                f"pcidoc {report.pcidoc_version}",
+                report.generated_at,
+            ]
+        ),
+        style="dim",
+    )
+    console.print()
+    if report.checks:
+        _print_trimmed(console, _check_grid(report, marks, ticks, verbose))
+        console.print()
+    console.print(_summary_text(report, marks))
+
+    if verbose:
+        for check in report.sorted_checks():
+            console.print()
+            _print_trimmed(console, _check_detail(check, marks, ticks))
+    else:
+        worst = [c for c in attention(report) if c.remediation]
+        if worst:
+            console.print()
+            console.print(Text("What to do first", style="bold"))
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(no_wrap=True)
+            grid.add_column(no_wrap=True, style="bold")
+            grid.add_column(ratio=1, overflow="fold")
+            for check in worst[:_MAX_FIRST_STEPS]:
+                step = _inline(check.remediation[0], backticks=ticks)
+                grid.add_row(
+                    Text(marks[check.severity], style=SEVERITY_STYLES[check.severity]),
+                    Text(check.id),
+                    step,
+                )
+            _print_trimmed(console, grid)
+            if len(worst) > _MAX_FIRST_STEPS:
+                console.print(
+                    Text(
+                        f"  … and {len(worst) - _MAX_FIRST_STEPS} more (see --verbose)", style="dim"
+                    )
+                )
+        skipped = [c for c in report.checks if c.severity == "skip"]
+        if skipped:
+            console.print()
+            noun = "check was" if len(skipped) == 1 else "checks were"
+            console.print(
+                _inline(
+                    f"{len(skipped)} {noun} skipped for lack of input; "
+                    "`pcidoc check --verbose` says what each needs.",
+                    "dim",
+                    ticks,
+                )
+            )
+
+    code = exit_code(report)
+    console.print()
+    footer = Text(f"Exit code {code}: {EXIT_MEANINGS.get(code, 'see docs/usage.md')}.")
+    console.print(footer, style="bold" if code else "")
+    if not verbose:
+        console.print(_inline("Evidence and every step: `pcidoc check --verbose`", "dim", ticks))
+    console.print(_inline("Share it: `pcidoc check -o report.md` (or .html, .json)", "dim", ticks))

@@ -1,0 +1,1 @@
+"""Tests of the headless presenters (pcidoc.present) and topology notes."""

@@ -1,0 +1,147 @@
+"""HTML presenter: a self-contained, escaped, colour-coded page."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from typing import ClassVar
+
+from pcidoc.present.html import render_html
+from tests.builders import machine
+from tests.present.fixtures import measured_report, small_report
+
+
+class _Collector(HTMLParser):
+    """Collects tags, attributes and script bodies; fails on unbalanced structure."""
+
+    VOID: ClassVar[set[str]] = {"meta", "br", "img", "link", "hr", "input"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.stack: list[str] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag not in self.VOID:
+            self.stack.append(tag)
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self.stack, f"unbalanced </{tag}>"
+        assert self.stack[-1] == tag, f"unbalanced </{tag}> in {self.stack}"
+        self.stack.pop()
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script:
+            self.scripts.append(data)
+
+
+def parse(page: str) -> _Collector:
+    collector = _Collector()
+    collector.feed(page)
+    collector.close()
+    assert collector.stack == []
+    return collector
+
+
+def test_self_contained_document() -> None:
+    page = render_html(measured_report())
+    assert page.startswith('<!DOCTYPE html>\n<html lang="en">')
+    assert page.endswith("</html>\n")
+    parsed = parse(page)
+    for tag, attrs in parsed.tags:
+        assert "src" not in attrs, tag
+        if tag == "link":
+            raise AssertionError("external stylesheet")
+        for value in attrs.values():
+            assert not (value or "").startswith(("http:", "https:", "//")), (tag, attrs)
+    assert "<style>" in page
+    assert len(parsed.scripts) == 1
+    assert "beforeprint" in parsed.scripts[0]
+    assert "@media print" in page
+
+
+def test_title_findings_and_details() -> None:
+    page = render_html(small_report())
+    assert "<title>pcidoc report: testhost (FAIL)</title>" in page
+    assert '<span class="verdict sev-fail">FAIL</span>' in page
+    findings = page.split("<h2>Findings</h2>", 1)[1].split("</table>", 1)[0]
+    ids = re.findall(r"<td><code>([a-z0-9.-]+)</code></td>", findings)
+    assert ids[:3] == ["p2p.acs-iommu", "scaling.allreduce", "pcie.link-speed"]
+    assert ids[-1] == "transfer.pinned"
+    assert '<span class="sev sev-fail">✗ fail</span>' in findings
+    assert page.count("<details") == 7
+    assert '<details open id="check-p2p.acs-iommu">' in page
+    assert '<details id="check-nvml.health">' in page
+    assert "<li>GPU2: pinned H2D: 3.1 GB/s</li>" in page
+    assert (
+        "<li>Disable ACS redirect: <code>sudo setpci -s 41:00.0 ECAP_ACS+0x6.w=0000</code>.</li>"
+        in page
+    )
+
+
+def test_matrix_is_colour_coded() -> None:
+    cap = machine(
+        4,
+        link="SYS",
+        pairs={(0, 1): "NV12", (0, 2): "NV4", (1, 2): "PIX", (2, 3): "PHB", (1, 3): "NODE"},
+    )
+    cap.topology.links[0][3] = None
+    page = render_html(small_report(cap))
+    assert '<td class="c-nv-hi" title="GPU0–GPU1: NV12">NV12</td>' in page
+    assert '<td class="c-nv-lo" title="GPU0–GPU2: NV4">NV4</td>' in page
+    assert '<td class="c-pix" title="GPU1–GPU2: PIX">PIX</td>' in page
+    assert '<td class="c-phb" title="GPU2–GPU3: PHB">PHB</td>' in page
+    assert '<td class="c-node" title="GPU1–GPU3: NODE">NODE</td>' in page
+    assert '<td class="c-sys" title="GPU3–GPU0: SYS">SYS</td>' in page
+    assert '<td class="c-unknown" title="GPU0–GPU3: ?">?</td>' in page
+    assert '<td class="c-self" title="GPU0–GPU0: X">X</td>' in page
+    for style in ("c-nv-hi", "c-pix", "c-sys", "c-node", "c-phb"):
+        assert f".{style} {{" in page
+
+
+def test_compact_matrix_for_many_gpus() -> None:
+    page = render_html(small_report(machine(32, link="NV18")))
+    assert '<table class="matrix compact">' in page
+    assert '<td class="c-nv-hi" title="GPU0–GPU1: NV18">N</td>' in page
+    assert "<td>GPUs 0-31</td>" in page
+
+
+def test_every_capture_string_is_escaped() -> None:
+    cap = small_report().machine
+    evil = '<script>alert("x")</script>'
+    cap.host.hostname = evil
+    cap.gpus[0].name = evil
+    cap.gpus[0].cpu_affinity = evil
+    cap.nics[0].name = evil
+    cap.topology.labels[0] = evil
+    cap.origin.note = evil
+    report = small_report(cap)
+    report.checks[0].summary = f"summary {evil} `{evil}`"
+    report.checks[1].evidence[0].label = evil
+    report.checks[1].remediation[0] = f'<a href="javascript:alert(1)">x</a> `{evil}`'
+    page = render_html(report)
+    parsed = parse(page)
+    assert len(parsed.scripts) == 1  # only our own print helper
+    assert "<a " not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert not any(tag == "a" for tag, _ in parsed.tags)
+
+
+def test_measurements_and_origin_sections() -> None:
+    page = render_html(measured_report())
+    assert "<h3>Host ↔ device transfers</h3>" in page
+    assert "<td>53.2 GB/s</td>" in page
+    assert "<h3>GPU ↔ GPU bandwidth (GB/s), P2P enabled, CE</h3>" in page
+    assert "<td>410 GB/s</td>" in page
+    assert "<li>p2p (timeout): deadline of 60 s passed</li>" in page
+    assert "<li>Imported <code>topo.txt</code> (nvidia-smi-topo)<ul>" in page
+    assert "<li>from: https://github.com/example/issue/1</li>" in page
+
+
+def test_deterministic() -> None:
+    assert render_html(measured_report()) == render_html(measured_report())
