@@ -237,12 +237,23 @@ def _read_ids(values: list[str]) -> list[str]:
 
 def cmd_topo(args: argparse.Namespace) -> int:
     """``pcidoc topo``."""
-    capture, source = resolve_machine(args)
     if args.json:
         from pcidoc.present.json import topology_json
 
-        sys.stdout.write(topology_json(capture))
+        file = getattr(args, "from_file", None)
+        if file is None and getattr(args, "demo", None) is not None:
+            from pcidoc.samples import default_demo, sample_path
+
+            file = str(sample_path(args.demo or default_demo()))
+        if file is not None:
+            # Read-only fast path: validated plain data, no model classes to build.
+            from pcidoc.collect.capture import load_capture_data
+
+            sys.stdout.write(topology_json(load_capture_data(file)))
+        else:
+            sys.stdout.write(topology_json(resolve_machine(args)[0]))
         return ExitCode.OK
+    capture, source = resolve_machine(args)
     from pcidoc.present.text import make_console, render_topology
 
     render_topology(capture, make_console(), source=source)

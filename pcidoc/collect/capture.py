@@ -14,11 +14,14 @@ import re
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pcidoc import __version__
 from pcidoc.errors import PcidocError
-from pcidoc.model.capture import CAPTURE_MAJOR, Capture
+from pcidoc.model.formats import CAPTURE_MAJOR
+
+if TYPE_CHECKING:
+    from pcidoc.model.capture import Capture
 
 _SCHEMA_RE = re.compile(r"^pcidoc\.(?P<kind>[a-z]+)/(?P<major>\d+)$")
 
@@ -64,16 +67,8 @@ def _format_loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def capture_from_data(data: Any, name: str) -> Capture:
-    """Validate already-parsed JSON as a capture (or a report holding one).
-
-    Args:
-        data: Parsed JSON.
-        name: File name used in error messages.
-
-    Raises:
-        PcidocError: one-line description of the first problem.
-    """
+def _unwrap(data: Any, name: str) -> tuple[dict[str, Any], str]:
+    """Check the schema tag; return the capture object (a report's ``machine``) and its name."""
     if not isinstance(data, dict):
         raise PcidocError(f"{name}: not a pcidoc capture (the JSON is not an object)")
     schema = data.get("schema")
@@ -92,7 +87,7 @@ def capture_from_data(data: Any, name: str) -> Capture:
         machine = data.get("machine")
         if not isinstance(machine, dict):
             raise PcidocError(f'{name}: report has no "machine" object')
-        return capture_from_data(machine, f"{name} (machine)")
+        return _unwrap(machine, f"{name} (machine)")
     if kind != "capture":
         raise PcidocError(f"{name}: is a {schema} file, not a capture")
     if major > CAPTURE_MAJOR:
@@ -102,20 +97,51 @@ def capture_from_data(data: Any, name: str) -> Capture:
         )
     if major < CAPTURE_MAJOR:
         raise PcidocError(f"{name}: {schema} is an unsupported old format")
+    return data, name
+
+
+def _validation_error(name: str, errors: list[Any]) -> PcidocError:
+    """One line naming the first invalid field, its problem and the value found."""
+    first = errors[0]
+    loc = _format_loc(tuple(first.get("loc", ())))
+    got = first.get("input")
+    got_text = ""
+    if first.get("type") != "missing" and not isinstance(got, (dict, list)):
+        got_text = f" (got {got!r})"
+    more = f" (+{len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    return PcidocError(f"{name}: {loc}: {first.get('msg')}{got_text}{more}")
+
+
+def capture_from_data(data: Any, name: str) -> Capture:
+    """Validate already-parsed JSON as a capture (or a report holding one).
+
+    Args:
+        data: Parsed JSON.
+        name: File name used in error messages.
+
+    Raises:
+        PcidocError: one-line description of the first problem.
+    """
+    body, name = _unwrap(data, name)
     from pydantic import ValidationError
 
+    from pcidoc.model.capture import Capture
+
     try:
-        return Capture.model_validate(data)
+        return Capture.model_validate(body)
     except ValidationError as exc:
-        errors = exc.errors()
-        first = errors[0]
-        loc = _format_loc(tuple(first.get("loc", ())))
-        got = first.get("input")
-        got_text = ""
-        if first.get("type") != "missing" and not isinstance(got, (dict, list)):
-            got_text = f" (got {got!r})"
-        more = f" (+{len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        raise PcidocError(f"{name}: {loc}: {first.get('msg')}{got_text}{more}") from None
+        raise _validation_error(name, exc.errors()) from None
+
+
+def _parse_json(text: str, file: Path) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PcidocError(
+            f"{file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    except RecursionError:
+        raise PcidocError(f"{file}: not JSON (nested too deeply)") from None
 
 
 def load_capture(path: str | os.PathLike[str]) -> Capture:
@@ -126,16 +152,32 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
             major version, or has missing/wrong-typed fields.
     """
     file = Path(path)
-    text = _read_text(file)
+    return capture_from_data(_parse_json(_read_text(file), file), str(file))
+
+
+_FAST_VALIDATOR: Any = None
+
+
+def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Load a capture file as validated plain data, without building the model classes.
+
+    The file is checked exactly as :func:`load_capture` checks it (same rules, same one-line
+    errors), using the models' validation schema compiled ahead of time
+    (:mod:`pcidoc.model.schemas`). For read-only fast paths such as ``pcidoc topo --json``.
+    """
+    global _FAST_VALIDATOR
+    file = Path(path)
+    body, name = _unwrap(_parse_json(_read_text(file), file), str(file))
+    from pydantic_core import SchemaValidator, ValidationError
+
+    if _FAST_VALIDATOR is None:
+        from pcidoc.model.schemas import CORE_SCHEMA_FILE
+
+        _FAST_VALIDATOR = SchemaValidator(json.loads(CORE_SCHEMA_FILE.read_text("utf-8")))
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PcidocError(
-            f"{file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
-    except RecursionError:
-        raise PcidocError(f"{file}: not JSON (nested too deeply)") from None
-    return capture_from_data(data, str(file))
+        return dict(_FAST_VALIDATOR.validate_python(body))
+    except ValidationError as exc:
+        raise _validation_error(name, exc.errors()) from None
 
 
 def dump_json(model: Any) -> str:
@@ -206,8 +248,10 @@ class _Redactor:
             n = self.counters.get(kind, 0) + 1
             self.counters[kind] = n
             if kind == "uuid":
-                prefix = "GPU-" if original.startswith("GPU-") else (
-                    "MIG-" if original.startswith("MIG-") else ""
+                prefix = (
+                    "GPU-"
+                    if original.startswith("GPU-")
+                    else ("MIG-" if original.startswith("MIG-") else "")
                 )
                 self.seen[key] = f"{prefix}00000000-0000-0000-0000-{n:012d}"
             elif kind == "mac":
@@ -256,4 +300,6 @@ def redact_capture(capture: Capture) -> Capture:
             redactor.hostnames.append(short)
     redacted = redactor.walk(data)
     redacted["origin"]["redacted"] = True
+    from pcidoc.model.capture import Capture
+
     return Capture.model_validate(redacted)

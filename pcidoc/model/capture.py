@@ -10,8 +10,9 @@ from pcidoc.model.base import Model
 from pcidoc.model.facts import Driver, Gpu, Host, Nic, P2PStatus, Topology
 from pcidoc.model.measurements import Measurements
 
-CAPTURE_SCHEMA = "pcidoc.capture/1"
-CAPTURE_MAJOR = 1
+from pcidoc.model.formats import CAPTURE_MAJOR, CAPTURE_SCHEMA
+
+__all__ = ["CAPTURE_MAJOR", "CAPTURE_SCHEMA", "Capture", "Origin", "OriginSource", "SampleInfo"]
 
 
 class OriginSource(Model):

@@ -9,7 +9,7 @@ from pydantic import Field
 from pcidoc.model.base import Model
 from pcidoc.model.capture import Capture
 
-REPORT_SCHEMA = "pcidoc.report/1"
+from pcidoc.model.formats import REPORT_SCHEMA
 
 Severity = Literal["pass", "info", "warn", "fail", "skip", "error"]
 Confidence = Literal["high", "medium", "low"]

@@ -1,0 +1,104 @@
+"""Schemas generated from the models: JSON Schemas for the docs and the compiled validation
+schema of the fast read path.
+
+``pcidoc topo --json --from FILE`` only needs plain data, yet must validate the file exactly as
+the models would. Building the pydantic model classes costs more than the whole command may
+take, so the models' validation core schema is converted ahead of time into a class-free form
+(typed dicts instead of model classes) and stored as ``capture.core.json`` next to this module.
+``pydantic_core`` compiles it in a few milliseconds. ``tests/test_schemas.py`` fails when the
+stored file no longer matches the models; ``python -m pcidoc.model.schemas`` rewrites it and the
+JSON Schemas under ``docs/schema/``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+CORE_SCHEMA_FILE = Path(__file__).resolve().parent / "capture.core.json"
+
+_DROPPED_KEYS = {
+    "cls",
+    "config",
+    "metadata",
+    "serialization",
+    "post_init",
+    "custom_init",
+    "root_model",
+    "generic_origin",
+}
+
+
+def _class_free(node: Any) -> Any:
+    """Turn a pydantic core schema into one without Python classes (model -> typed dict)."""
+    if isinstance(node, list):
+        return [_class_free(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    kind = node.get("type")
+    if kind == "model":
+        converted = _class_free(node["schema"])
+        if "ref" in node:
+            converted["ref"] = node["ref"]
+        return converted
+    if kind == "model-fields":
+        fields: dict[str, Any] = {}
+        for name, field in node["fields"].items():
+            schema = field["schema"]
+            required = True
+            if schema.get("type") == "default":
+                required = False
+                schema = schema["schema"]
+            key = field.get("validation_alias") or name
+            if not isinstance(key, str):
+                key = name
+            fields[key] = {
+                "type": "typed-dict-field",
+                "schema": _class_free(schema),
+                "required": required,
+            }
+        return {"type": "typed-dict", "fields": fields, "extra_behavior": "ignore"}
+    return {key: _class_free(value) for key, value in node.items() if key not in _DROPPED_KEYS}
+
+
+def capture_core_schema() -> dict[str, Any]:
+    """The class-free validation schema of ``pcidoc.capture/1``, from the models."""
+    from pcidoc.model.capture import Capture
+
+    Capture.model_rebuild()
+    return _class_free(Capture.__pydantic_core_schema__)
+
+
+def json_schemas() -> dict[str, dict[str, Any]]:
+    """JSON Schemas of the capture and report formats, keyed by file name."""
+    from pcidoc.model.capture import Capture
+    from pcidoc.model.report import Report
+
+    return {
+        "capture.schema.json": Capture.model_json_schema(by_alias=True),
+        "report.schema.json": Report.model_json_schema(by_alias=True),
+    }
+
+
+def dumps(data: Any) -> str:
+    """Stable JSON text for generated files."""
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def write_all(docs_dir: Path) -> list[Path]:
+    """Regenerate the stored core schema and the docs' JSON Schemas."""
+    written = [CORE_SCHEMA_FILE]
+    CORE_SCHEMA_FILE.write_text(dumps(capture_core_schema()), encoding="utf-8")
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    for name, schema in json_schemas().items():
+        path = docs_dir / name
+        path.write_text(json.dumps(schema, indent=2) + "\n", encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":  # pragma: no cover - maintenance entry point
+    root = Path(__file__).resolve().parents[2]
+    for path in write_all(root / "docs" / "schema"):
+        print(f"wrote {path}")

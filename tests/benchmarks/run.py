@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""pcidoc performance benchmarks: prints figures and ratios, asserts nothing.
+
+Usage: ``.venv/bin/python tests/benchmarks/run.py [--repeat N] [--only SECTION,...]``
+
+Sections:
+  topo     median wall time of ``pcidoc topo --json`` on the 16- and 72-GPU synthetic captures
+  import   ``pcidoc import`` on the largest realdata file
+  check    ``pcidoc check --json`` on the 72-GPU capture and on each bundled sample
+  tui      process start to first complete screen of ``pcidoc --demo``; 72-GPU matrix render
+           time; RSS without torch; live sampler CPU cost per GPU per sample (fake backend)
+
+Every wall time is the median of N runs in fresh processes, with its ratio to
+``python -c "import pydantic, rich"`` measured in the same run (the issue's baseline) and to
+``python -c "from pydantic import BaseModel"`` (the floor of any program with pydantic models,
+because ``import pydantic`` alone is lazy and does not load the model machinery).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+REALDATA = ROOT.parent / "shared" / "realdata"
+PY = sys.executable
+
+
+def wall(argv: list[str], repeat: int, env: dict[str, str] | None = None) -> float:
+    """Median wall time in seconds of running ``argv`` ``repeat`` times (after one warm-up)."""
+    full_env = {**os.environ, **(env or {})}
+    subprocess.run(argv, capture_output=True, env=full_env, check=False)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, env=full_env, check=False)
+        times.append(time.perf_counter() - start)
+        if proc.returncode not in (0, 1, 2):
+            raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-500:]!r}")
+    return statistics.median(times)
+
+
+def row(name: str, seconds: float, base: float, floor: float, note: str = "") -> None:
+    print(
+        f"{name:<52} {seconds * 1000:8.1f} ms   x{seconds / base:5.2f} base   "
+        f"x{seconds / floor:5.2f} BaseModel   {note}"
+    )
+
+
+def sample_file(name: str) -> Path:
+    return ROOT / "pcidoc" / "samples" / "data" / f"{name}.json"
+
+
+def section_topo(repeat: int, base: float, floor: float) -> None:
+    print("\n== topo (target: x1.5 base on 72 GPUs)")
+    for name in ("synthetic-16gpu", "synthetic-72gpu"):
+        path = sample_file(name)
+        t = wall([PY, "-m", "pcidoc", "topo", "--json", "--from", str(path)], repeat)
+        row(f"pcidoc topo --json ({name})", t, base, floor)
+
+
+def section_import(repeat: int, base: float, floor: float) -> None:
+    print("\n== import (target: <= 50 ms of work beyond base)")
+    if not REALDATA.is_dir():
+        print("   (skipped: ../shared/realdata not present)")
+        return
+    files = [p for p in REALDATA.rglob("*.txt")]
+    largest = max(files, key=lambda p: p.stat().st_size)
+    with tempfile.TemporaryDirectory() as tmp:
+        # Strip the 3 metadata lines the corpus adds, as users paste raw output.
+        raw = Path(tmp) / largest.name
+        raw.write_text("".join(largest.read_text().splitlines(keepends=True)[3:]))
+        t = wall([PY, "-m", "pcidoc", "import", str(raw), "-o", str(Path(tmp) / "o.json")], repeat)
+    row(f"pcidoc import {largest.parent.name}/{largest.name[:28]}", t, base, floor,
+        f"{(t - base) * 1000:+.0f} ms vs base")
+
+
+def section_check(repeat: int, base: float, floor: float) -> None:
+    print("\n== check (target: x1.5 base on 72 GPUs)")
+    index = json.loads((ROOT / "pcidoc" / "samples" / "data" / "index.json").read_text())
+    for entry in sorted(index, key=lambda e: -int(e.get("gpus", 0))):
+        path = sample_file(str(entry["name"]))
+        t = wall([PY, "-m", "pcidoc", "check", "--json", "--from", str(path)], repeat)
+        row(f"pcidoc check --json ({entry['name']})", t, base, floor)
+
+
+def section_tui(repeat: int, base: float, floor: float) -> None:
+    print("\n== tui (targets: first screen <= 1.0 s; 72-GPU matrix render <= 200 ms; "
+          "RSS <= 150 MB; sampler <= 1 % of a core at 1 Hz for 8 GPUs)")
+    script = ROOT / "tests" / "benchmarks" / "tui_probe.py"
+    if not script.is_file():
+        print("   (skipped: tui_probe.py not present)")
+        return
+    firsts, renders, rss = [], [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [PY, str(script), "first-screen", str(start)], capture_output=True, text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"tui_probe failed: {proc.stderr[-800:]}")
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+        firsts.append(data["first_screen_s"])
+        rss.append(data["rss_mb"])
+        proc = subprocess.run([PY, str(script), "matrix-72"], capture_output=True, text=True,
+                              check=False)
+        if proc.returncode != 0:
+            raise SystemExit(f"tui_probe failed: {proc.stderr[-800:]}")
+        renders.append(json.loads(proc.stdout.strip().splitlines()[-1])["render_s"])
+    row("pcidoc --demo: process start -> first complete screen", statistics.median(firsts),
+        base, floor)
+    print(f"{'72-GPU matrix render (median)':<52} {statistics.median(renders) * 1000:8.1f} ms")
+    print(f"{'RSS at first screen, torch not imported (max)':<52} {max(rss):8.1f} MB")
+    proc = subprocess.run([PY, str(script), "sampler"], capture_output=True, text=True,
+                          check=False)
+    if proc.returncode == 0:
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+        per = data["cpu_s_per_gpu_sample"]
+        print(f"{'sampler CPU per GPU per sample (fake NVML backend)':<52} {per * 1e6:8.1f} us"
+              f"   -> {per * 8 * 100:.3f} % of a core at 1 Hz for 8 GPUs")
+    else:
+        print(f"   sampler: failed: {proc.stderr[-300:]}")
+
+
+SECTIONS = {
+    "topo": section_topo,
+    "import": section_import,
+    "check": section_check,
+    "tui": section_tui,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="pcidoc benchmarks")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--only", default=",".join(SECTIONS))
+    args = parser.parse_args()
+    base = wall([PY, "-c", "import pydantic, rich"], args.repeat)
+    floor = wall([PY, "-c", "from pydantic import BaseModel"], args.repeat)
+    print(f"python {sys.version.split()[0]} on {os.cpu_count()} CPUs; median of {args.repeat}")
+    base_label = 'baseline: python -c "import pydantic, rich"'
+    floor_label = 'floor: python -c "from pydantic import BaseModel"'
+    print(f"{base_label:<52} {base * 1000:8.1f} ms")
+    print(f"{floor_label:<52} {floor * 1000:8.1f} ms")
+    for name in args.only.split(","):
+        SECTIONS[name.strip()](args.repeat, base, floor)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

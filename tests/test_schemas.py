@@ -1,0 +1,60 @@
+"""Generated schemas stay in sync with the models, and the fast loader validates like them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pcidoc.collect.capture import load_capture, load_capture_data, save_capture
+from pcidoc.errors import PcidocError
+from pcidoc.model.schemas import CORE_SCHEMA_FILE, capture_core_schema, dumps, json_schemas
+from tests.builders import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_stored_core_schema_matches_the_models() -> None:
+    assert CORE_SCHEMA_FILE.read_text(encoding="utf-8") == dumps(capture_core_schema()), (
+        "pcidoc/model/capture.core.json is stale: run `python -m pcidoc.model.schemas`"
+    )
+
+
+def test_published_json_schemas_match_the_models() -> None:
+    for name, schema in json_schemas().items():
+        published = json.loads((ROOT / "docs" / "schema" / name).read_text(encoding="utf-8"))
+        assert published == schema, f"docs/schema/{name} is stale: run python -m pcidoc.model.schemas"
+
+
+def test_fast_loader_returns_the_same_data(tmp_path: Path) -> None:
+    cap = machine(4, link="NV18", nics=["NIC0"], numa_nodes=2)
+    path = save_capture(cap, tmp_path / "m.json")
+    data = load_capture_data(path)
+    assert data["schema"] == "pcidoc.capture/1"
+    assert data["topology"]["labels"] == cap.topology.labels
+    assert data["topology"]["links"] == cap.topology.links
+    assert [g["index"] for g in data["gpus"]] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d["gpus"][1].__setitem__("index", "abc"),
+        lambda d: d.__delitem__("topology"),
+        lambda d: d["topology"]["links"][0].__setitem__(1, 5),
+        lambda d: d["origin"].__setitem__("kind", "guess"),
+        lambda d: d["gpus"][0]["nvlinks"].append({"state": "up"}),
+    ],
+    ids=["wrong-type", "missing-section", "bad-cell", "bad-literal", "missing-required"],
+)
+def test_fast_loader_rejects_what_the_models_reject(tmp_path: Path, mutate) -> None:  # type: ignore[no-untyped-def]
+    data = json.loads(save_capture(machine(2, link="NV4"), tmp_path / "ok.json").read_text())
+    mutate(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(PcidocError) as slow:
+        load_capture(bad)
+    with pytest.raises(PcidocError) as fast:
+        load_capture_data(bad)
+    assert fast.value.message == slow.value.message
