@@ -180,3 +180,144 @@ NCCL_HW_LATENCY_US = {"nvlink": 3.4, "pcie": 5.7}
 PROCESS_LOCAL_CPU_WARN_SHARE = 0.5
 
 __all__ = [name for name in dir() if name.isupper() or name.endswith("_gbps")]
+
+# ============================================================================================
+# P2P, NUMA, transfer and scaling checks (p2p.*, numa.*, transfer.*, scaling.*)
+# ============================================================================================
+
+# NCCL's *effective* per-link NVLink bandwidth by NVLink version, GB/s per direction [A] (NCCL
+# topo.h SM60_NVLINK_BW 18, SM70 20, SM80 20, SM90 20.6, SM100 40.1; the version stands in for
+# the compute capability: NVLink1 = SM60, 2.x = SM70, 3.x = SM80, 4.0 = SM90, 5.0 = SM100).
+NCCL_NVLINK_EFFECTIVE_GBPS: dict[str, float] = {
+    "1.0": 18.0,
+    "2.0": 20.0,
+    "2.2": 20.0,
+    "3.0": 20.0,
+    "3.1": 20.0,
+    "4.0": 20.6,
+    "5.0": 40.1,
+}
+# NCCL's effective rate is ~80 % of the nominal line rate (20/25, 20.6/25, 40.1/50) [A/M]
+# (topo.h; sjeaugey in nccl-tests#212: "~20 % protocol overhead"); used when only the
+# reported per-link speed is known.
+NVLINK_NCCL_EFFICIENCY = 0.80
+# Reported per-link speeds (``nvidia-smi nvlink -s``: 25.781 on V100/A100, 26.562 on H100,
+# 53.125 on GB200) carry signalling overhead; within this tolerance they are snapped to the
+# nominal data rate of their generation (25 or 50 GB/s) [D].
+NVLINK_REPORTED_SNAP_TOLERANCE = 0.10
+# More NVLinks than this per GPU do not exist (NVLink4/5: 18 per GPU) [A] (NVML
+# NVML_NVLINK_MAX_LINKS on Hopper/Blackwell boards). A topology whose NV# per pair times the
+# number of peers exceeds it must be an NVSwitch fabric (NV# = the GPU's links to the switch),
+# not a direct mesh [D].
+NVLINK_MAX_LINKS_PER_GPU = 18
+
+
+def nvlink_nominal_rate_gbps(
+    version: str | None, reported_gbps: float | None = None
+) -> float | None:
+    """Nominal per-link, per-direction data rate: from the version, else the snapped report.
+
+    ``("4.0", 26.562) -> 25.0``; ``(None, 53.125) -> 50.0``; ``(None, 30.0) -> 30.0``.
+    """
+    if version and version in NVLINK_LINE_RATE_GBPS:
+        return NVLINK_LINE_RATE_GBPS[version]
+    if not reported_gbps:
+        return None
+    for nominal in sorted(set(NVLINK_LINE_RATE_GBPS.values())):
+        if abs(reported_gbps - nominal) <= NVLINK_REPORTED_SNAP_TOLERANCE * nominal:
+            return nominal
+    return reported_gbps
+
+
+def nccl_nvlink_model_gbps(
+    version: str | None, links: int | None, reported_gbps: float | None = None
+) -> float | None:
+    """NCCL's effective bandwidth of ``links`` NVLinks, GB/s per direction (A100 x12 -> 240).
+
+    Uses NCCL's per-version constant when the version is known, else ``NVLINK_NCCL_EFFICIENCY``
+    times the nominal rate of the reported speed; ``None`` when neither is known.
+    """
+    if not links:
+        return None
+    if version and version in NCCL_NVLINK_EFFECTIVE_GBPS:
+        return links * NCCL_NVLINK_EFFECTIVE_GBPS[version]
+    nominal = nvlink_nominal_rate_gbps(None, reported_gbps)
+    return None if nominal is None else links * nominal * NVLINK_NCCL_EFFICIENCY
+
+
+# P2P enabled within this fraction of the disabled/staged copy is indistinguishable from the
+# driver's fallback copy [D] (p2pBandwidthLatencyTest with peer access unavailable prints
+# identical enabled/disabled matrices: rtx4090x2 22.18 vs 22.02 GB/s [U]).
+P2P_FALLBACK_TOLERANCE = 0.05
+# Enabled-P2P latency at or above this fraction of the disabled (staged) latency looks staged
+# [D] (probes.md §4.4: P2P 2-3.5 us over NVLink/PCIe vs 10-25 us disabled).
+P2P_LATENCY_STAGED_FRACTION = 0.5
+# BAR1 below this size on a GPU whose P2P misbehaves points at Resizable BAR being off [U]
+# (aikitoria/open-gpu-kernel-modules#6/#9: BAR1-based P2P needs a large BAR; 256 MiB = off).
+BAR1_SMALL_BYTES = 1024**3
+# NCCL uses P2P up to PATH_PXB by default, but up to SYS on AMD CPUs with at most this many GPUs
+# [A] (NCCL paths.cc ncclTopoCheckP2p).
+NCCL_AMD_P2P_SYS_MAX_GPUS = 2
+
+# SLIT distances: 10 local [A] (ACPI SLIT); nodes of one socket (NPS/SNC) sit at 11-12,
+# other sockets at >= 20 (typically 21-32) [U]. At or below this distance two NUMA nodes are
+# treated as one socket [D].
+NUMA_SAME_SOCKET_DISTANCE_MAX = 19
+
+# A profiled job with less pageable H2D than this per step is not worth a warning whatever its
+# share (tiny scalar copies) [D] (checks.md §2 trap "tiny copies").
+PAGEABLE_WORKLOAD_MIN_BYTES_PER_STEP = 16 * 1024**2
+# A profiled job that spends more than this share of its step in NCCL with no compute
+# overlapping is communication-bound [D].
+NCCL_EXPOSED_SHARE_WARN = 0.20
+# PyTorch DDP's default gradient bucket (bucket_cap_mb=25) [A] (torch DDP docs; pytorch#118421)
+# and the larger bucket the what-if uses [D].
+DDP_DEFAULT_BUCKET_BYTES = 25 * 1024**2
+DDP_LARGE_BUCKET_BYTES = 100 * 1024**2
+# Gradient-accumulation steps the what-if prints when no step count reaches the target [D].
+GRAD_ACCUM_WHAT_IF_STEPS = 4
+# Accumulation is never suggested beyond this many micro-steps [D].
+GRAD_ACCUM_MAX_STEPS = 64
+
+# ============================================================================================
+# Link, error, uplink, NVLink and environment checks (nvml.*, pcie.*, nvlink.*, env.*)
+# ============================================================================================
+
+# A GPU's PCIe gen/width is judged only at full-speed P-state (P0): DCGM skips its link check
+# unless the GPU is in P0 before and after reading them [A] (DCGM PcieMain.cpp
+# bg_check_pci_link); idle GPUs drop to Gen1 [U] (checks.md §4 "idle downclocking").
+LINK_JUDGE_PSTATE = 0
+
+
+def aer_correctable_limit_per_minute(gen: int | None, width: int | None) -> int:
+    """AER correctable errors per minute tolerated on a GPU or its link partner.
+
+    DCGM's GEMM rule: more than 32/min on Gen5 x16, 16/min otherwise, fails [A] (DCGM Pcie.cpp;
+    checks.md §4). Gen6 and wider links keep the Gen5 x16 value [D].
+    """
+    if gen is not None and width is not None and gen >= 5 and width >= 16:
+        return AER_CORRECTABLE_WARN_PER_MIN_GEN5_X16
+    return AER_CORRECTABLE_WARN_PER_MIN
+
+
+# Concurrent pinned H2D of the GPUs behind one switch uplink below this fraction of each GPU's
+# solo pinned H2D: the shared uplink is the bottleneck [D] (same cut as PINNED_WARN_FRACTION,
+# checks.md §2 "h2d_below_link"; probes.md §4.1 names the shared uplink as a cause).
+SHARED_UPLINK_CONCURRENT_WARN_FRACTION = 0.75
+# GPUs behind one uplink whose combined link model exceeds the uplink's model by more than this
+# ratio are oversubscribed for concurrent H2D [D] (arithmetic: 1.0 = exactly saturated).
+SHARED_UPLINK_OVERSUBSCRIBED_RATIO = 1.0
+
+# NVLink replay/recovery errors: DCGM fails at a delta >= 1 within its one-minute watch window
+# [A] (DcgmHealthWatch.cpp MonitorNVLink4Fields, DCGM_LIMIT_MAX_NVLINK_ERROR). CRC errors warn at
+# any delta and fail at NVLINK_CRC_FAIL_PER_S (above).
+NVLINK_ERROR_FAIL_PER_MIN = 1.0
+
+# NCCL's default P2P cutoff: P2P up to PXB, not across CPU host bridges [A] (NCCL paths.cc
+# ncclTopoCheckP2p; env docs NCCL_P2P_LEVEL). AMD CPUs with <= NCCL_AMD_P2P_SYS_MAX_GPUS use SYS.
+NCCL_P2P_DEFAULT_LEVEL = "PXB"
+# NCCL's default GPUDirect RDMA cutoff between a GPU and a NIC [A] (NCCL paths.cc
+# ncclTopoCheckGdr: PATH_PXB).
+NCCL_NET_GDR_DEFAULT_LEVEL = "PXB"
+
+__all__ = [name for name in dir() if name.isupper() or name.endswith("_gbps")]

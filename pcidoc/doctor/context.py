@@ -138,3 +138,79 @@ class Context:
             "p2pBandwidthLatencyTest / bandwidthTest / nvbandwidth / nccl-tests output with "
             "`pcidoc import`"
         )
+
+    # ------------------------------------------------------- P2P status (p2p/scaling checks)
+
+    _P2P_GRANT_CAPS: tuple[str, ...] = ("read", "write", "pci")
+    _P2P_CODE_ORDER: tuple[str, ...] = ("OK", "U", "DR", "NS", "TNS", "CNS", "GNS")
+    """Refusal codes from least to most telling."""
+
+    def p2p_code(self, a: int, b: int) -> str | None:
+        """NVML P2P status of the pair (both directions, read/write/pci capabilities).
+
+        Returns ``"OK"`` when every known code is OK, the most telling refusal code otherwise
+        (``GNS`` > ``CNS`` > ``TNS`` > ``NS`` > ``DR`` > ``U``), ``None`` when nothing is known.
+        """
+        status = self.capture.p2p
+        codes = [
+            status.status(cap, x, y) for cap in self._P2P_GRANT_CAPS for x, y in ((a, b), (b, a))
+        ]
+        known = [c for c in codes if c and c != "X"]
+        if not known:
+            return None
+        order = self._P2P_CODE_ORDER
+        return max(known, key=lambda c: order.index(c) if c in order else 1)
+
+    def can_access_peer(self, a: int, b: int) -> bool | None:
+        """``cudaDeviceCanAccessPeer`` for the pair (False if either direction is False)."""
+        status = self.capture.p2p
+        matrix = status.can_access_peer
+        if matrix is None or a not in status.gpus or b not in status.gpus:
+            return None
+        i, j = status.gpus.index(a), status.gpus.index(b)
+        values = []
+        for x, y in ((i, j), (j, i)):
+            try:
+                values.append(matrix[x][y])
+            except IndexError:
+                values.append(None)
+        if False in values:
+            return False
+        if values and all(v is True for v in values):
+            return True
+        return None
+
+    def p2p_available(self, a: int, b: int) -> bool | None:
+        """Whether peer access is granted for the pair: CUDA's answer first, then NVML's."""
+        cuda = self.can_access_peer(a, b)
+        if cuda is not None:
+            return cuda
+        code = self.p2p_code(a, b)
+        if code is None or code == "U":
+            return None
+        return code == "OK"
+
+    def p2p_gpu_indices(self) -> list[int]:
+        """GPU indices known from the GPU list or, failing that, from the P2P status matrix."""
+        indices = {g.index for g in self.gpus}
+        if not indices:
+            indices = set(self.capture.p2p.gpus)
+        return sorted(indices)
+
+    @staticmethod
+    def is_geforce(gpu: Gpu | None) -> bool:
+        """True for consumer (GeForce/TITAN) GPUs, whose stock driver refuses P2P (GNS)."""
+        name = (gpu.name or "").lower() if gpu else ""
+        return "geforce" in name or "titan" in name
+
+    def nvlink_rate(self, index: int) -> tuple[str | None, float | None]:
+        """NVLink version and reported per-link speed (GB/s) of a GPU's up links, if known."""
+        gpu = self.gpu_by_index.get(index)
+        version: str | None = None
+        speed: float | None = None
+        for link in gpu.nvlinks if gpu else []:
+            if link.state == "down":
+                continue
+            version = version or link.version
+            speed = speed or link.speed_gbps
+        return version, speed
