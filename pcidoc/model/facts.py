@@ -83,8 +83,12 @@ class GpuDirect(FactModel):
     """Legacy Mellanox ``nv_peer_mem`` module present."""
 
 
-class GpuProcess(Model):
-    """A process currently using a GPU, with its CPU binding."""
+class GpuProcess(FactModel):
+    """A process currently using a GPU, with its CPU binding.
+
+    A ``FactModel`` so that a field the collector could not read (another PID namespace, no
+    permission) carries its reason in ``unavailable``.
+    """
 
     pid: int
     name: str | None = None

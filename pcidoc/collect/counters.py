@@ -1,0 +1,243 @@
+"""The live counter sampler: cumulative PCIe/NVLink counters for the TUI's links pane.
+
+One :meth:`CounterSampler.sample` reads, per GPU, **one** ``nvmlDeviceGetFieldValues`` call
+holding every cumulative counter (PCIe TX/RX bytes 197/198, the replay counter 94, and per
+NVLink the data TX/RX KiB 138/139, the link state 165 and the DL error counters 161-163 with
+``scopeId`` = link), plus three cheap scalar reads (current link generation and width,
+P-state). It never calls ``nvmlDeviceGetPcieThroughput``, which samples for 20 ms per call
+(research/probes.md §5). Rates come from :func:`pcidoc.model.counters.rates` over two samples.
+
+Cost budget: at most 1 % of one core at 1 Hz on 8 GPUs, i.e. 10 ms of CPU per sample.
+:func:`measure_overhead` reports the CPU time one sample takes; with the fake backend it measures
+pcidoc's own Python cost, on a GPU machine it includes the real NVML calls.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pcidoc.collect.nvml import (
+    FI_NVLINK_ERROR_DL_CRC,
+    FI_NVLINK_ERROR_DL_RECOVERY,
+    FI_NVLINK_ERROR_DL_REPLAY,
+    FI_NVLINK_GET_STATE,
+    FI_NVLINK_THROUGHPUT_DATA_RX,
+    FI_NVLINK_THROUGHPUT_DATA_TX,
+    FI_PCIE_COUNT_RX_BYTES,
+    FI_PCIE_COUNT_TX_BYTES,
+    FI_PCIE_REPLAY_COUNTER,
+    NVML_NVLINK_MAX_LINKS,
+    FieldRequest,
+    FieldResult,
+    NvmlBackend,
+    Unavailable,
+)
+from pcidoc.collect.sysfs import parse_aer_total
+from pcidoc.model.counters import CounterSample, GpuCounters, NvLinkCounter
+
+_PER_LINK_FIELDS: tuple[int, ...] = (
+    FI_NVLINK_THROUGHPUT_DATA_TX,
+    FI_NVLINK_THROUGHPUT_DATA_RX,
+    FI_NVLINK_GET_STATE,
+    FI_NVLINK_ERROR_DL_REPLAY,
+    FI_NVLINK_ERROR_DL_RECOVERY,
+    FI_NVLINK_ERROR_DL_CRC,
+)
+_GPU_FIELDS: tuple[int, ...] = (
+    FI_PCIE_COUNT_TX_BYTES,
+    FI_PCIE_COUNT_RX_BYTES,
+    FI_PCIE_REPLAY_COUNTER,
+)
+
+
+def _value(result: FieldResult) -> int | None:
+    return None if isinstance(result, Unavailable) else int(result)
+
+
+def discover_links(backend: NvmlBackend, index: int) -> list[int]:
+    """NVLink ids that exist on GPU ``index`` (up or down); empty for PCIe-only GPUs."""
+    links: list[int] = []
+    for link in range(NVML_NVLINK_MAX_LINKS):
+        state = backend.nvlink_state(index, link)
+        if isinstance(state, Unavailable):
+            if link == 0 and state.error in ("NOT_SUPPORTED", "GPU_IS_LOST"):
+                break
+            continue
+        links.append(link)
+    return links
+
+
+class CounterSampler:
+    """Reads cumulative counters of some GPUs; cheap enough for a 1 Hz background thread.
+
+    The backend must be initialised by the caller (``backend.init()``) for the sampler's
+    lifetime; the sampler never initialises or shuts NVML down itself.
+
+    Args:
+        backend: An initialised NVML backend.
+        gpu_indices: GPUs to sample; all GPUs NVML reports when ``None``.
+        links: GPU index -> NVLink ids to read; discovered once here when ``None``.
+        aer_paths: GPU index -> path of its sysfs ``aer_dev_correctable`` (optional, read each
+            sample for ``aer_correctable``).
+        clock: Monotonic clock (seconds), replaceable in tests.
+    """
+
+    def __init__(
+        self,
+        backend: NvmlBackend,
+        gpu_indices: Iterable[int] | None = None,
+        *,
+        links: Mapping[int, Sequence[int]] | None = None,
+        aer_paths: Mapping[int, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.backend = backend
+        if gpu_indices is None:
+            count = backend.device_count()
+            gpu_indices = range(0 if isinstance(count, Unavailable) else count)
+        self.gpu_indices: tuple[int, ...] = tuple(gpu_indices)
+        self.links: dict[int, tuple[int, ...]] = {}
+        for index in self.gpu_indices:
+            ids = links.get(index) if links is not None else None
+            self.links[index] = tuple(ids if ids is not None else discover_links(backend, index))
+        self.aer_paths = dict(aer_paths or {})
+        self.clock = clock
+        self._requests: dict[int, list[FieldRequest]] = {
+            index: [(fid, 0) for fid in _GPU_FIELDS]
+            + [(fid, link) for link in self.links[index] for fid in _PER_LINK_FIELDS]
+            for index in self.gpu_indices
+        }
+
+    @classmethod
+    def for_capture(
+        cls, backend: NvmlBackend, capture: object, sys_root: str = "/sys"
+    ) -> CounterSampler:
+        """A sampler for the usable GPUs of a live capture, reusing its NVLink ids and AER
+        paths (no rediscovery)."""
+        gpus = [g for g in getattr(capture, "gpus", []) if g.nvml_error is None]
+        aer = {
+            g.index: os.path.join(
+                sys_root, "bus", "pci", "devices", g.bus_id, "aer_dev_correctable"
+            )
+            for g in gpus
+            if g.bus_id
+        }
+        links = {g.index: [link.link for link in g.nvlinks] for g in gpus}
+        return cls(backend, [g.index for g in gpus], links=links, aer_paths=aer)
+
+    def _read_aer(self, index: int) -> int | None:
+        path = self.aer_paths.get(index)
+        if path is None:
+            return None
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return parse_aer_total(handle.read())
+        except OSError:
+            return None
+
+    def sample(self) -> CounterSample:
+        """Read every GPU's counters once; errors become ``CounterSample.errors`` lines."""
+        backend = self.backend
+        errors: list[str] = []
+        gpus: list[GpuCounters] = []
+        t = self.clock()
+        for index in self.gpu_indices:
+            values = backend.field_values(index, self._requests[index])
+            if isinstance(values, Unavailable):
+                errors.append(f"GPU{index}: {values.reason}")
+                if values.fatal:
+                    gpus.append(GpuCounters(index=index))
+                    continue
+                values = [values] * len(self._requests[index])
+            tx, rx, replay = (_value(v) for v in values[:3])
+            if tx is None and isinstance(values[0], Unavailable):
+                errors.append(f"GPU{index}: PCIe byte counters: {values[0].reason}")
+            nvlinks: list[NvLinkCounter] = []
+            step = len(_PER_LINK_FIELDS)
+            for n, link in enumerate(self.links[index]):
+                chunk = values[3 + n * step : 3 + (n + 1) * step]
+                link_tx, link_rx, state, *errs = (_value(v) for v in chunk)
+                known = [e for e in errs if e is not None]
+                nvlinks.append(
+                    NvLinkCounter(
+                        link=link,
+                        tx_bytes=None if link_tx is None else link_tx * 1024,
+                        rx_bytes=None if link_rx is None else link_rx * 1024,
+                        up=None if state is None else bool(state),
+                        errors=sum(known) if known else None,
+                    )
+                )
+            gen = backend.pcie_current_gen(index)
+            width = backend.pcie_current_width(index)
+            pstate = backend.performance_state(index)
+            gpus.append(
+                GpuCounters(
+                    index=index,
+                    pcie_tx_bytes=tx,
+                    pcie_rx_bytes=rx,
+                    replay_count=replay,
+                    aer_correctable=self._read_aer(index),
+                    link_gen=None if isinstance(gen, Unavailable) else gen,
+                    link_width=None if isinstance(width, Unavailable) else width,
+                    pstate=None if isinstance(pstate, Unavailable) else pstate,
+                    nvlinks=tuple(nvlinks),
+                )
+            )
+        return CounterSample(t=t, gpus=tuple(gpus), errors=tuple(errors))
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """CPU cost of :meth:`CounterSampler.sample`."""
+
+    samples: int
+    gpus: int
+    cpu_s_per_sample: float
+    """Median CPU seconds (this thread) per sample."""
+    cpu_s_per_gpu_sample: float
+    """Median CPU seconds per GPU per sample."""
+    wall_s_per_sample: float
+    """Median wall seconds per sample."""
+
+    def core_percent(self, hz: float = 1.0) -> float:
+        """Share of one CPU core used when sampling at ``hz`` samples per second."""
+        return self.cpu_s_per_sample * hz * 100.0
+
+
+def measure_overhead(
+    sampler: CounterSampler, samples: int = 200, between: Callable[[], None] | None = None
+) -> Overhead:
+    """Measure the CPU (``time.thread_time``) and wall time of ``samples`` samples.
+
+    Args:
+        sampler: The sampler to measure (its backend must be initialised).
+        samples: How many samples to take; the median is reported.
+        between: Called between samples (e.g. ``fake.advance``), outside the measurement.
+
+    Returns:
+        Median per-sample costs. On a GPU machine run it with a :class:`PynvmlBackend` to include
+        NVML's own cost; the budget is 10 ms of CPU per sample for 8 GPUs at 1 Hz.
+    """
+    cpu: list[float] = []
+    wall: list[float] = []
+    for _ in range(max(1, samples)):
+        if between is not None:
+            between()
+        c0, w0 = time.thread_time(), time.perf_counter()
+        sampler.sample()
+        cpu.append(time.thread_time() - c0)
+        wall.append(time.perf_counter() - w0)
+    cpu.sort()
+    wall.sort()
+    median_cpu = cpu[len(cpu) // 2]
+    gpus = max(1, len(sampler.gpu_indices))
+    return Overhead(
+        samples=len(cpu),
+        gpus=len(sampler.gpu_indices),
+        cpu_s_per_sample=median_cpu,
+        cpu_s_per_gpu_sample=median_cpu / gpus,
+        wall_s_per_sample=wall[len(wall) // 2],
+    )
