@@ -525,8 +525,15 @@ def _build_p2p(capture: Capture, backend: NvmlBackend, usable: set[int]) -> None
 
 
 def _collect_nics(sysfs: SysfsReader) -> list[Nic]:
+    """RDMA-capable NICs (InfiniBand or RoCE devices), as ``nvidia-smi topo -m`` lists them.
+
+    Plain Ethernet functions without an RDMA device (a VM's virtio NIC, a management port) are
+    left out: GPUDirect RDMA and NCCL's IB transport cannot use them, and listing them would
+    make every GPU look "far from its NIC".
+    """
     nics: list[Nic] = []
-    for n, info in enumerate(sysfs.nics()):
+    rdma = [info for info in sysfs.nics() if info.rdma_devices]
+    for n, info in enumerate(rdma):
         nic = Nic(
             label=f"NIC{n}",
             name=info.name,

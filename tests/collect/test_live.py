@@ -75,18 +75,17 @@ def test_full_capture_over_the_switch_box_round_trips(box: Box) -> None:
     assert (gpu2.path[0].current_gen, gpu2.path[0].max_gen) == (1, 4)
     assert gpu2.pcie.host_max_gen == 4
     assert capture.host.iommu.default_domain_type == "DMA"
-    assert [n.name for n in capture.nics] == ["mlx5_0", "eth1"]
+    # eth1 has no RDMA device: like nvidia-smi topo -m, only RDMA NICs are listed.
+    assert [n.name for n in capture.nics] == ["mlx5_0"]
 
     topo = capture.topology
-    assert topo.labels == ["GPU0", "GPU1", "GPU2", "GPU3", "NIC0", "NIC1"]
+    assert topo.labels == ["GPU0", "GPU1", "GPU2", "GPU3", "NIC0"]
     assert topo.link("GPU0", "GPU1") == "NV2"
     assert topo.link("GPU0", "GPU2") == "PHB"
     assert topo.link("GPU0", "GPU3") == "SYS"
     assert topo.link("GPU0", "NIC0") == "PIX"
-    assert topo.link("GPU0", "NIC1") == "NODE"
-    assert topo.link("GPU3", "NIC1") == "SYS"
-    assert topo.link("NIC0", "NIC1") == "NODE"
-    assert topo.link("NIC1", "NIC1") == "X"
+    assert topo.link("GPU3", "NIC0") == "SYS"
+    assert topo.link("NIC0", "NIC0") == "X"
     assert topo.source == "nvml"
     assert "topology" not in capture.unavailable
 
@@ -246,7 +245,7 @@ def test_init_errors_become_driver_facts(box: Box, error: str, fragment: str) ->
     assert fragment in (capture.driver.nvml_error_message or "")
     assert fragment in capture.unavailable["gpus"]
     assert capture.host.hostname == "testhost"  # host facts are still collected
-    assert capture.topology.labels == ["NIC0", "NIC1"]
+    assert capture.topology.labels == ["NIC0"]
 
 
 def test_version_mismatch_reports_the_loaded_kernel_module(box: Box) -> None:
