@@ -13,10 +13,12 @@ JSON Schemas under ``docs/schema/``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 CORE_SCHEMA_FILE = Path(__file__).resolve().parent / "capture.core.json"
+_REF_ID = re.compile(r":\d+$")
 
 _DROPPED_KEYS = {
     "cls",
@@ -30,6 +32,11 @@ _DROPPED_KEYS = {
 }
 
 
+def _stable_ref(ref: str) -> str:
+    """pydantic suffixes refs with ``:<id(cls)>``, which changes every run; drop it."""
+    return _REF_ID.sub("", ref)
+
+
 def _class_free(node: Any) -> Any:
     """Turn a pydantic core schema into one without Python classes (model -> typed dict)."""
     if isinstance(node, list):
@@ -40,7 +47,7 @@ def _class_free(node: Any) -> Any:
     if kind == "model":
         converted = _class_free(node["schema"])
         if "ref" in node:
-            converted["ref"] = node["ref"]
+            converted["ref"] = _stable_ref(node["ref"])
         return converted
     if kind == "model-fields":
         fields: dict[str, Any] = {}
@@ -59,7 +66,11 @@ def _class_free(node: Any) -> Any:
                 "required": required,
             }
         return {"type": "typed-dict", "fields": fields, "extra_behavior": "ignore"}
-    return {key: _class_free(value) for key, value in node.items() if key not in _DROPPED_KEYS}
+    out = {key: _class_free(value) for key, value in node.items() if key not in _DROPPED_KEYS}
+    for key in ("ref", "schema_ref"):
+        if isinstance(out.get(key), str):
+            out[key] = _stable_ref(out[key])
+    return out
 
 
 def capture_core_schema() -> dict[str, Any]:
