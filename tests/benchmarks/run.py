@@ -100,9 +100,9 @@ def section_tui(repeat: int, base: float, floor: float) -> None:
         return
     firsts, renders, rss = [], [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.time()  # wall clock: comparable across processes, unlike perf_counter
         proc = subprocess.run(
-            [PY, str(script), "first-screen", str(start)], capture_output=True, text=True,
+            [PY, str(script), "first-screen", repr(start)], capture_output=True, text=True,
             check=False,
         )
         if proc.returncode != 0:

@@ -1,0 +1,62 @@
+"""Child probe ``env``: what torch sees (version, CUDA devices, NCCL/gloo) — no measurement.
+
+The parent runs it once before the heavy probes, so that a machine without torch or without a
+CUDA device gets one clear reason instead of one failed child per GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pcidoc.probes.child import Emitter, import_torch, no_cuda_reason
+
+
+def device_bus_id(props: Any) -> str | None:
+    """``dddd:bb:dd.0`` from torch's device properties, when this torch exposes them."""
+    bus = getattr(props, "pci_bus_id", None)
+    device = getattr(props, "pci_device_id", None)
+    if bus is None or device is None:
+        return None
+    domain = getattr(props, "pci_domain_id", 0) or 0
+    return f"{int(domain):04x}:{int(bus):02x}:{int(device):02x}.0"
+
+
+def run(params: dict[str, Any], emit: Emitter) -> None:
+    """Report torch's view of the machine as an ``info`` message."""
+    torch = import_torch()
+    import torch.distributed as dist
+
+    data: dict[str, Any] = {
+        "torch_version": torch.__version__,
+        "cuda_build": torch.version.cuda,
+        "cuda_available": bool(torch.cuda.is_available()),
+        "device_count": 0,
+        "devices": [],
+        "distributed": bool(dist.is_available()),
+        "nccl_available": bool(dist.is_available() and dist.is_nccl_available()),
+        "gloo_available": bool(dist.is_available() and dist.is_gloo_available()),
+        "cuda_sleep": hasattr(torch.cuda, "_sleep"),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "cpu_count": os.cpu_count(),
+    }
+    if data["cuda_available"]:
+        count = int(torch.cuda.device_count())
+        data["device_count"] = count
+        for ordinal in range(count):
+            props = torch.cuda.get_device_properties(ordinal)
+            uuid = getattr(props, "uuid", None)
+            data["devices"].append(
+                {
+                    "ordinal": ordinal,
+                    "name": props.name,
+                    "bus_id": device_bus_id(props),
+                    "uuid": f"GPU-{uuid}"
+                    if uuid is not None and not str(uuid).startswith("GPU-")
+                    else (str(uuid) if uuid is not None else None),
+                    "total_memory_bytes": int(props.total_memory),
+                }
+            )
+    else:
+        data["no_cuda_reason"] = no_cuda_reason(torch)
+    emit.info(data)

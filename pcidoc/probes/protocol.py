@@ -1,0 +1,142 @@
+"""The JSON-lines protocol between a probe child process and its parent.
+
+A probe child writes one JSON object per line on its protocol stream (the child's stdout):
+
+* ``{"type": "progress", "probe": "transfer", "fraction": 0.4, "message": "GPU1 H2D sweep"}``
+* ``{"type": "result", "kind": "transfer", "measurement": {...}, "extra": {...}}`` — one per
+  measurement; ``kind`` names the :class:`pcidoc.model.measurements.Measurements` list it goes
+  to (see :data:`RESULT_KINDS`), ``extra`` carries derived numbers that are not part of the
+  model (shown by ``pcidoc probe``, dropped from captures).
+* ``{"type": "error", "kind": "unavailable", "message": "..."}`` — ``kind`` is a
+  :class:`pcidoc.model.measurements.ProbeError` kind.
+* ``{"type": "log", "level": "warning", "message": "..."}``
+* ``{"type": "info", "data": {...}}`` — facts a probe learned (torch version, CUDA devices).
+
+This module is pure Python (no torch): both sides and the fake runner use it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pcidoc.model.base import Model
+from pcidoc.model.measurements import (
+    CollectiveMeasurement,
+    P2PMatrixMeasurement,
+    P2PVerification,
+    ScalingMeasurement,
+    TransferMeasurement,
+)
+
+PROTOCOL_VERSION = 1
+
+RESULT_KINDS: dict[str, type[Model]] = {
+    "transfer": TransferMeasurement,
+    "p2p": P2PMatrixMeasurement,
+    "p2p_verification": P2PVerification,
+    "collective": CollectiveMeasurement,
+    "scaling": ScalingMeasurement,
+}
+"""Result kind -> the model its ``measurement`` validates into."""
+
+ERROR_KINDS: tuple[str, ...] = (
+    "timeout",
+    "crash",
+    "unavailable",
+    "interrupted",
+    "refused",
+    "error",
+)
+
+INSTALL_HINT = "pip install 'pcidoc[probes]'"
+"""What to run when torch is missing."""
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One protocol line (UTF-8, newline-terminated) for ``message``."""
+    return (json.dumps(message, separators=(",", ":"), allow_nan=False) + "\n").encode()
+
+
+def progress(probe: str, fraction: float, message: str) -> dict[str, Any]:
+    """A progress message; ``fraction`` is clamped to [0, 1]."""
+    return {
+        "type": "progress",
+        "probe": probe,
+        "fraction": max(0.0, min(1.0, float(fraction))),
+        "message": message,
+    }
+
+
+def result(kind: str, measurement: dict[str, Any], extra: dict[str, Any] | None = None) -> dict:
+    """A result message carrying one measurement of ``kind`` (a key of RESULT_KINDS)."""
+    if kind not in RESULT_KINDS:
+        raise ValueError(f"unknown result kind {kind!r}")
+    message: dict[str, Any] = {"type": "result", "kind": kind, "measurement": measurement}
+    if extra:
+        message["extra"] = extra
+    return message
+
+
+def error(kind: str, message: str) -> dict[str, Any]:
+    """An error message; ``kind`` is one of :data:`ERROR_KINDS`."""
+    if kind not in ERROR_KINDS:
+        kind = "error"
+    return {"type": "error", "kind": kind, "message": message}
+
+
+def log(level: str, message: str) -> dict[str, Any]:
+    """A log message (``debug``, ``info``, ``warning``)."""
+    return {"type": "log", "level": level, "message": message}
+
+
+def info(data: dict[str, Any]) -> dict[str, Any]:
+    """Facts the probe learned about its environment."""
+    return {"type": "info", "data": data}
+
+
+class ProtocolError(ValueError):
+    """A line that is not a protocol message."""
+
+
+def decode(line: bytes | str) -> dict[str, Any]:
+    """Parse one protocol line.
+
+    Args:
+        line: The raw line, with or without its newline.
+
+    Returns:
+        The message object (always has a known ``type``).
+
+    Raises:
+        ProtocolError: the line is not JSON, not an object, or has an unknown type or
+            missing fields.
+    """
+    text = line.decode("utf-8", errors="replace") if isinstance(line, bytes) else line
+    text = text.strip()
+    if not text:
+        raise ProtocolError("empty line")
+    try:
+        message = json.loads(text)
+    except ValueError as exc:
+        raise ProtocolError(f"not JSON: {exc}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("not a JSON object")
+    kind = message.get("type")
+    if kind == "progress":
+        if not isinstance(message.get("fraction", 0.0), (int, float)):
+            raise ProtocolError("progress without a numeric fraction")
+        return message
+    if kind == "result":
+        if message.get("kind") not in RESULT_KINDS or not isinstance(
+            message.get("measurement"), dict
+        ):
+            raise ProtocolError("result without a known kind and a measurement object")
+        return message
+    if kind == "error":
+        if not isinstance(message.get("message"), str):
+            raise ProtocolError("error without a message")
+        return message
+    if kind in ("log", "info"):
+        return message
+    raise ProtocolError(f"unknown message type {kind!r}")

@@ -1,0 +1,139 @@
+"""A CPU stand-in for ``torch.cuda``, to execute the CUDA probes' code paths without a GPU.
+
+It wraps the real (CPU) torch: "device" tensors are CPU tensors, copies are synchronous CPU
+copies, events read the host clock when recorded. The numbers it yields are meaningless; the
+point is to run every line of the transfer and P2P probes (buffer handling, stream/event
+choreography, statistics, verification, result records) on any machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+import torch as real_torch
+
+
+class FakeEvent:
+    def __init__(self, enable_timing: bool = False) -> None:
+        self.enable_timing = enable_timing
+        self.t: float | None = None
+
+    def record(self, stream: Any = None) -> None:
+        self.t = time.perf_counter()
+
+    def synchronize(self) -> None:
+        assert self.t is not None, "synchronize() on an event that was never recorded"
+
+    def wait(self, stream: Any = None) -> None:
+        pass
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        assert self.enable_timing, "timing needs enable_timing=True"
+        assert end.enable_timing, "timing needs enable_timing=True"
+        assert self.t is not None
+        assert end.t is not None
+        return max((end.t - self.t) * 1e3, 1e-4)
+
+
+class FakeStream:
+    def __init__(self, device: Any = None) -> None:
+        self.device = device
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait_event(self, event: FakeEvent) -> None:
+        assert event.t is not None, "waiting on an event that was never recorded"
+
+    def wait_stream(self, stream: Any) -> None:
+        pass
+
+
+class FakeCudart:
+    def __init__(self) -> None:
+        self.registered: set[int] = set()
+
+    def cudaHostRegister(self, ptr: int, size: int, flags: int) -> int:
+        self.registered.add(ptr)
+        return 0
+
+    def cudaHostUnregister(self, ptr: int) -> int:
+        self.registered.discard(ptr)
+        return 0
+
+
+class FakeCuda:
+    Event = FakeEvent
+    Stream = FakeStream
+
+    def __init__(self, count: int, peer: bool = True, corrupt: bool = False) -> None:
+        self.count = count
+        self.peer = peer
+        self._cudart = FakeCudart()
+        self.sleeps = 0
+
+    def is_available(self) -> bool:
+        return self.count > 0
+
+    def device_count(self) -> int:
+        return self.count
+
+    def stream(self, stream: Any) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def device(self, device: Any) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def set_device(self, device: Any) -> None:
+        pass
+
+    def synchronize(self, device: Any = None) -> None:
+        pass
+
+    def empty_cache(self) -> None:
+        pass
+
+    def mem_get_info(self, device: Any = None) -> tuple[int, int]:
+        return 8 * 2**30, 16 * 2**30
+
+    def can_device_access_peer(self, a: int, b: int) -> bool:
+        return self.peer
+
+    def _sleep(self, cycles: int) -> None:
+        self.sleeps += 1
+
+    def cudart(self) -> FakeCudart:
+        return self._cudart
+
+
+class FakeTorch:
+    """``torch`` with ``cuda`` replaced; device/pinning arguments are dropped."""
+
+    def __init__(self, count: int = 2, peer: bool = True) -> None:
+        self.cuda = FakeCuda(count, peer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(real_torch, name)
+
+    def device(self, kind: str, index: int | None = None) -> Any:
+        return real_torch.device("cpu")
+
+    def set_num_threads(self, n: int) -> None:
+        pass
+
+    @staticmethod
+    def _strip(kwargs: dict[str, Any]) -> dict[str, Any]:
+        kwargs.pop("device", None)
+        kwargs.pop("pin_memory", None)
+        return kwargs
+
+    def empty(self, *args: Any, **kwargs: Any) -> Any:
+        return real_torch.empty(*args, **self._strip(kwargs))
+
+    def zeros(self, *args: Any, **kwargs: Any) -> Any:
+        return real_torch.zeros(*args, **self._strip(kwargs))
+
+    def ones(self, *args: Any, **kwargs: Any) -> Any:
+        return real_torch.ones(*args, **self._strip(kwargs))

@@ -1,0 +1,215 @@
+"""Run the transfer and P2P probes' code on a CPU stand-in for torch.cuda (no GPU).
+
+The numbers are meaningless (CPU copies timed by the host clock); these tests catch mistakes
+in the probes' choreography and records before a GPU machine ever sees them. The real
+measurements are covered by the ``gpu``-marked tests.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("torch")
+
+from pcidoc.probes import p2p, transfer
+from pcidoc.probes.child import Emitter
+from pcidoc.probes.runner import OutcomeBuilder, ProbeOutcome, ProbeSpec
+from tests.probes.fake_cuda import FakeTorch
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+def _run(module, params: dict, fake: FakeTorch, tmp_path, monkeypatch) -> ProbeOutcome:
+    monkeypatch.setattr(module, "import_torch", lambda: fake)
+    path = tmp_path / "stream.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    affinity = os.sched_getaffinity(0)
+    try:
+        module.run(params, Emitter(fd, module.__name__.rsplit(".", 1)[1]))
+    finally:
+        os.close(fd)
+        os.sched_setaffinity(0, affinity)
+    builder = OutcomeBuilder(ProbeSpec(name="fake"))
+    for line in path.read_bytes().splitlines():
+        builder.feed(line)
+    outcome = builder.finish()
+    assert outcome.garbage_lines == 0
+    return outcome
+
+
+TRANSFER_OVERRIDES = {
+    "plateau_bytes": 1 * MiB,
+    "plateau_copies": 2,
+    "plateau_trials": 3,
+    "warmup_copies": 1,
+    "sweep_sizes": [64 * KiB, 256 * KiB, 1 * MiB],
+    "sweep_trials": 2,
+    "sweep_target_s": 0.001,
+    "sweep_max_copies": 8,
+    "bidir_copies": 2,
+    "bidir_trials": 3,
+    "pageable_bytes": 512 * KiB,
+    "pageable_copies": 2,
+    "pageable_trials": 2,
+    "numa_copies": 2,
+    "numa_trials": 2,
+    "numa_directions": ["h2d", "d2h"],
+    "verify_bytes": 256 * KiB,
+}
+
+
+def test_transfer_probe_records(tmp_path, monkeypatch) -> None:
+    cpus = f"0-{(os.cpu_count() or 1) - 1}"
+    params = {
+        "mode": "quick",
+        "overrides": TRANSFER_OVERRIDES,
+        "gpus": [
+            {"index": 0, "ordinal": 0, "bus_id": None, "cpus": cpus, "numa_node": 0},
+            {"index": 3, "ordinal": 1, "bus_id": None, "cpus": None, "numa_node": None},
+        ],
+        # Node 1's CPUs do not exist here: binding fails and is reported, nothing crashes.
+        "numa_nodes": [
+            {"id": 0, "cpus": cpus, "distances": [10, 21]},
+            {"id": 1, "cpus": "4096-4097", "distances": [21, 10]},
+        ],
+        "numa_gpus": [0],
+    }
+    outcome = _run(transfer, params, FakeTorch(2), tmp_path, monkeypatch)
+    assert outcome.ok, outcome.errors
+    records = [r.measurement for r in outcome.results]
+    pinned = [
+        t
+        for t in records
+        if t.memory == "pinned"
+        and not t.bidirectional
+        and t.placement != "remote"
+        and t.context
+        and "cudaHostRegister" not in t.context
+    ]
+    assert {(t.gpu, t.direction) for t in pinned} == {
+        (0, "h2d"),
+        (0, "d2h"),
+        (3, "h2d"),
+        (3, "d2h"),
+    }
+    for t in pinned:
+        assert t.method == "cuda-events"
+        assert t.bandwidth_gbps > 0
+        assert t.trials == 2
+        assert [p.size_bytes for p in t.sweep] == [64 * KiB, 256 * KiB, 1 * MiB]
+        assert t.min_gbps <= t.bandwidth_gbps <= t.max_gbps
+    gpu0 = next(t for t in pinned if t.gpu == 0)
+    assert gpu0.placement == "local"
+    assert "GPU-local" in (gpu0.context or "")
+    gpu3 = next(t for t in pinned if t.gpu == 3)
+    assert gpu3.placement is None
+    assert "affinity not set" in (gpu3.context or "")
+    bidir = [t for t in records if t.bidirectional]
+    assert len(bidir) == 4
+    assert {
+        r.extra.get("interferer_bytes_factor")
+        for r in outcome.results
+        if r.measurement.bidirectional
+    } == {2}
+    pageable = [t for t in records if t.memory == "pageable"]
+    assert len(pageable) == 4
+    assert all(t.method == "host-timer" for t in pageable)
+    numa = [t for t in records if t.context and "cudaHostRegister" in t.context]
+    assert {t.placement for t in numa} == {"local", "remote"}
+    assert {t.host_numa_node for t in numa} == {0, 1}
+    assert outcome.info.get("verified_gpu0") == 256 * KiB
+    assert outcome.info.get("verified_gpu3") == 256 * KiB
+
+
+P2P_OVERRIDES = {
+    "size_bytes": 1 * MiB,
+    "copies": 2,
+    "trials": 3,
+    "bidir_copies": 2,
+    "bidir_trials": 3,
+    "staged_bytes": 1 * MiB,
+    "staged_chunk_bytes": 256 * KiB,
+    "staged_trials": 2,
+    "latency_copies": 5,
+    "latency_trials": 1,
+    "verify_bytes": 256 * KiB,
+}
+
+
+@pytest.mark.parametrize("peer", [True, False])
+def test_p2p_probe_records(tmp_path, monkeypatch, peer: bool) -> None:
+    params = {
+        "mode": "quick",
+        "overrides": P2P_OVERRIDES,
+        "gpus": [
+            {"index": 1, "ordinal": 0},
+            {"index": 5, "ordinal": 1},
+            {"index": 6, "ordinal": 2},
+        ],
+    }
+    outcome = _run(p2p, params, FakeTorch(3, peer=peer), tmp_path, monkeypatch)
+    assert outcome.ok, outcome.errors
+    mode = "enabled" if peer else "disabled"
+    matrices = {
+        (m.measurement.kind, m.measurement.p2p, m.measurement.bidirectional)
+        for m in outcome.results
+        if m.kind == "p2p"
+    }
+    assert matrices == {
+        ("bandwidth", mode, False),
+        ("bandwidth", mode, True),
+        ("bandwidth", "staged", False),
+        ("latency", mode, False),
+    }
+    uni = next(
+        m.measurement
+        for m in outcome.results
+        if m.kind == "p2p"
+        and m.measurement.p2p == mode
+        and not m.measurement.bidirectional
+        and m.measurement.kind == "bandwidth"
+    )
+    assert uni.gpus == [1, 5, 6]
+    assert uni.value(1, 1) is None
+    assert uni.value(1, 6) > 0
+    verifications = [r.measurement for r in outcome.results if r.kind == "p2p_verification"]
+    assert len(verifications) == 6
+    assert all(v.ok for v in verifications)
+    assert outcome.info["can_access_peer"][0][1] is peer
+
+
+def test_p2p_needs_two_gpus(tmp_path, monkeypatch) -> None:
+    from pcidoc.probes.child import ProbeUnavailable
+
+    monkeypatch.setattr(p2p, "import_torch", lambda: FakeTorch(1))
+    with pytest.raises(ProbeUnavailable):
+        p2p.run({"mode": "quick", "gpus": [{"index": 0, "ordinal": 0}]}, Emitter(2, "p2p"))
+
+
+def test_wrong_bytes_are_reported(tmp_path, monkeypatch) -> None:
+    """A copy that returns wrong data is an error (transfer) / a failed verification (p2p)."""
+    from pcidoc.probes import cudautil
+
+    monkeypatch.setattr(cudautil, "count_mismatches", lambda torch, buffer, seed: 7)
+    params = {
+        "mode": "quick",
+        "overrides": TRANSFER_OVERRIDES,
+        "gpus": [{"index": 0, "ordinal": 0, "bus_id": None, "cpus": None, "numa_node": None}],
+    }
+    outcome = _run(transfer, params, FakeTorch(1), tmp_path, monkeypatch)
+    messages = [e.message for e in outcome.errors]
+    assert any("H2D copy" in m and "wrong data (7 bytes differ)" in m for m in messages)
+    assert all("bytes verified" not in (r.measurement.context or "") for r in outcome.results)
+    params = {
+        "mode": "quick",
+        "overrides": P2P_OVERRIDES,
+        "gpus": [{"index": 0, "ordinal": 0}, {"index": 1, "ordinal": 1}],
+    }
+    outcome = _run(p2p, params, FakeTorch(2), tmp_path, monkeypatch)
+    verifications = [r.measurement for r in outcome.results if r.kind == "p2p_verification"]
+    assert verifications
+    assert not any(v.ok for v in verifications)
+    assert "7 bytes differ" in (verifications[0].detail or "")
