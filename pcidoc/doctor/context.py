@@ -12,7 +12,8 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import parse_cpulist
 from pcidoc.model.facts import Gpu, Nic
 from pcidoc.model.links import is_nvlink
-from pcidoc.model.measurements import P2PMatrixMeasurement, TransferMeasurement
+from pcidoc.doctor.registry import Finding
+from pcidoc.model.measurements import P2PMatrixMeasurement, ProbeError, TransferMeasurement
 
 
 class Context:
@@ -62,9 +63,7 @@ class Context:
     @cached_property
     def has_topology(self) -> bool:
         """True when at least one GPU pair (or GPU-NIC pair) has a known link class."""
-        return any(
-            cell not in (None, "X") for row in self.capture.topology.links for cell in row
-        )
+        return any(cell not in (None, "X") for row in self.capture.topology.links for cell in row)
 
     @cached_property
     def nvlink_pairs(self) -> set[frozenset[int]]:
@@ -128,6 +127,49 @@ class Context:
             and (memory is None or t.memory == memory)
             and (bidirectional is None or t.bidirectional == bidirectional)
         ]
+
+    def probe_error(self, probe: str) -> ProbeError | None:
+        """Why a probe of this run produced nothing (``transfer``, ``p2p``, ``allreduce``,
+        ``scaling``), if it reported why."""
+        for error in self.measurements.probe_errors:
+            if error.probe == probe:
+                return error
+        return None
+
+    def unmeasured(self, probe: str, summary: str, needs: str | None = None) -> Finding:
+        """The finding of a probe-fed check with nothing to judge.
+
+        A ``skip`` saying what would provide the measurement; when the probe ran and could not
+        measure, its reason instead: unavailable (no torch/CUDA, with the install hint),
+        refused (busy GPUs) and interrupted stay ``skip``; a timeout, crash or error becomes
+        ``error``, because a probe that hangs or dies is something to look at.
+        """
+        error = self.probe_error(probe)
+        hint = needs or self.probe_hint()
+        if error is None:
+            return Finding("skip", summary, needs=hint)
+        if error.kind in ("unavailable", "refused", "interrupted"):
+            verb = {
+                "unavailable": "could not run",
+                "refused": "was refused",
+                "interrupted": "was cancelled",
+            }[error.kind]
+            follow = {
+                "refused": "stop the other GPU processes or rerun with `--force`",
+                "interrupted": hint,
+            }.get(error.kind, error.message)
+            return Finding("skip", f"the {probe} probe {verb}: {error.message}", needs=follow)
+        what = {"timeout": "timed out", "crash": "crashed"}.get(error.kind, "failed")
+        return Finding(
+            "error",
+            f"the {probe} probe {what}: {error.message}",
+            remediation=[
+                "Rerun it alone with `pcidoc probe " + probe + " --debug` and read its stderr; "
+                "a peer copy or collective that hangs points at P2P/ACS/IOMMU (see "
+                "p2p.acs-iommu) or at NCCL (rerun with `NCCL_DEBUG=INFO`)."
+            ],
+            confidence="low",
+        )
 
     def probe_hint(self) -> str:
         """What to run to get measurements on this machine."""

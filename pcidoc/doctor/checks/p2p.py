@@ -880,7 +880,7 @@ def p2p_fallback(ctx: Context) -> Finding | list[Finding]:
     enabled, baseline = _uni_or_bidir(ctx)
     verifications = ctx.measurements.p2p_verification
     if not enabled and not verifications:
-        return Finding("skip", "no peer-to-peer copy was measured", needs=ctx.probe_hint())
+        return ctx.unmeasured("p2p", "no peer-to-peer copy was measured")
     findings: list[Finding] = []
     bad = [v for v in verifications if not v.ok]
     if bad:

@@ -251,7 +251,7 @@ def scaling_allreduce(ctx: Context) -> Finding | list[Finding]:
         if m.op.replace("_", "").lower() in ("allreduce", "all-reduce") and m.rows
     ]
     if not runs:
-        return Finding("skip", "no all-reduce was measured", needs=ctx.probe_hint())
+        return ctx.unmeasured("allreduce", "no all-reduce was measured")
     findings: list[Finding] = []
     for m in runs:
         findings.extend(_judge_run(ctx, m))
@@ -547,10 +547,10 @@ def scaling_efficiency(ctx: Context) -> Finding | list[Finding]:
         if finding is not None:
             findings.append(finding)
     if not findings:
-        return Finding(
-            "skip",
+        return ctx.unmeasured(
+            "scaling",
             "no scaling ladder and no profiler trace with NCCL time",
-            needs=ctx.probe_hint() + " (`--probes full` runs the 1→N scaling ladder)",
+            needs=ctx.probe_hint() + "; or import a `torch.profiler` trace of your job",
         )
     return findings
 

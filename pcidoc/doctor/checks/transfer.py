@@ -118,9 +118,7 @@ def transfer_pinned(ctx: Context) -> Finding | list[Finding]:
         if t.direction in _DIRECTION and t.placement != "remote"
     ]
     if not pinned:
-        return Finding(
-            "skip", "no pinned host↔device transfer was measured", needs=ctx.probe_hint()
-        )
+        return ctx.unmeasured("transfer", "no pinned host↔device transfer was measured")
     caveat, lowered = _environment_caveat(ctx)
     findings: list[Finding] = []
     passes: list[tuple[Finding, str, float]] = []
@@ -470,8 +468,8 @@ def transfer_pageable(ctx: Context) -> Finding | list[Finding]:
         if finding is not None:
             findings.append(finding)
     if not findings:
-        return Finding(
-            "skip",
+        return ctx.unmeasured(
+            "transfer",
             "no pageable-vs-pinned measurement and no profiler trace with copies",
             needs=ctx.probe_hint() + "; or import a `torch.profiler` trace of your job",
         )
@@ -511,10 +509,8 @@ def transfer_remote_numa(ctx: Context) -> Finding | list[Finding]:
     if not comparable:
         if nodes == 1:
             return Finding("info", "single NUMA node: remote-socket memory does not apply")
-        return Finding(
-            "skip",
-            "no pinned copy was measured from both the local and a remote NUMA node",
-            needs=ctx.probe_hint(),
+        return ctx.unmeasured(
+            "transfer", "no pinned copy was measured from both the local and a remote NUMA node"
         )
     findings: list[Finding] = []
     ratios = []
