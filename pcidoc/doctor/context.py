@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from functools import cached_property
 
+from pcidoc.doctor.registry import Finding
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import parse_cpulist
 from pcidoc.model.facts import Gpu, Nic
 from pcidoc.model.links import is_nvlink
-from pcidoc.doctor.registry import Finding
 from pcidoc.model.measurements import P2PMatrixMeasurement, ProbeError, TransferMeasurement
 
 

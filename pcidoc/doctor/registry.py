@@ -87,7 +87,9 @@ class CheckSpec:
 REGISTRY: dict[str, CheckSpec] = {}
 
 
-def check(check_id: str, title: str, needs: str = "facts") -> Callable[[CheckFunction], CheckFunction]:
+def check(
+    check_id: str, title: str, needs: str = "facts"
+) -> Callable[[CheckFunction], CheckFunction]:
     """Register a check function under a catalogue id.
 
     Args:
