@@ -48,7 +48,7 @@ class Finding:
 
     Attributes:
         severity: ``pass``/``info``/``warn``/``fail``/``skip`` (``error`` is set by the engine).
-        summary: One line with the key numbers, e.g. ``"GPU2 at Gen1 x16 under load (max Gen4 x16)"``.
+        summary: One line with the key numbers, e.g. ``"GPU2 at Gen1 x16 under load"``.
         subjects: ``GPU<n>``, ``GPU<a>-GPU<b>``, NIC names.
         evidence: Facts and numbers used, with units.
         remediation: What to do, in order; commands in backticks.
