@@ -1,1 +1,195 @@
-"""pcidoc.collect.importers."""
+"""``pcidoc import``: build a capture of one machine from outputs people paste.
+
+Supported outputs are listed in :data:`SUPPORTED_FORMATS` (and documented in docs/import.md).
+Each text is cleaned (prompts, markdown, mpirun tags, vim tab markers), split into sections by
+the distinctive lines of each format, each section is parsed by its format's module, and the
+fragments of all files are merged into one :class:`~pcidoc.model.capture.Capture`
+(``origin.kind == "import"``). Damaged pastes import what is sound and say what was dropped in
+``origin.sources[].warnings``; only input in which nothing at all is recognised is an error.
+
+Public API: :func:`import_texts`, :func:`import_paths`, :class:`ImportResult`,
+:data:`SUPPORTED_FORMATS`.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pcidoc.collect.importers import scan as _scan
+from pcidoc.collect.importers.fragment import Fragment
+from pcidoc.collect.importers.merge import FileResult, merge
+from pcidoc.collect.importers.text import prepare
+from pcidoc.collect.importers.torch_trace import parse_trace
+from pcidoc.errors import PcidocError
+from pcidoc.model.capture import Capture
+
+SUPPORTED_FORMATS: dict[str, str] = {
+    "nvidia-smi-topo": "nvidia-smi topo -m / --matrix (topology, CPU/NUMA affinity, NIC legend)",
+    "nvidia-smi-p2p": "nvidia-smi topo -p2p r|w|n|a|p (P2P status matrix)",
+    "nvidia-smi-query": "nvidia-smi -q [-i N] [-d PCIE] (GPU identity, PCIe link, fabric)",
+    "nvidia-smi-nvlink": "nvidia-smi nvlink -s / -R / -e (NVLink state, rate, remote ends)",
+    "nvidia-smi-list": "nvidia-smi -L (GPU index, name, UUID)",
+    "nvidia-smi": "nvidia-smi summary table (driver/CUDA versions, GPU names, bus ids)",
+    "p2pBandwidthLatencyTest": "cuda-samples p2pBandwidthLatencyTest (P2P bandwidth/latency)",
+    "bandwidthTest": "cuda-samples bandwidthTest (host<->device bandwidth)",
+    "nvbandwidth": "nvbandwidth (CE/SM copy bandwidth and latency)",
+    "nccl-tests": "nccl-tests *_perf tables (collective bus bandwidth)",
+    "pytorch-trace": "PyTorch profiler Chrome trace JSON (torch.profiler)",
+}
+"""Format id -> what it is; ids appear in ``origin.sources[].formats``."""
+
+_MAX_BYTES = 512 * 2**20
+
+
+@dataclass
+class ImportResult:
+    """The outcome of an import.
+
+    Attributes:
+        capture: The machine (``origin.kind == "import"``; per-file details in
+            ``capture.origin.sources``).
+        warnings: Every warning, prefixed with its file name (same as
+            ``capture.origin.warnings``).
+        unrecognised: Files in which nothing supported was found (each also a warning).
+    """
+
+    capture: Capture
+    warnings: list[str] = field(default_factory=list)
+    unrecognised: list[str] = field(default_factory=list)
+
+
+def _display_name(name: str) -> str:
+    if name in ("-", "<stdin>"):
+        return "<stdin>"
+    return Path(name).name or name
+
+
+def _parse_text(path: str, text: str) -> FileResult:
+    name = _display_name(path)
+    result = FileResult(path=path, name=name)
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        fragment = _parse_json(stripped, name, result)
+        if fragment is not None:
+            result.fragments.append(fragment)
+            return result
+    doc = prepare(text, name)
+    scanned = _scan.scan(doc, name)
+    result.fragments.extend(scanned.fragments)
+    result.warnings.extend(scanned.warnings)
+    return result
+
+
+def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
+    import json
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        if '"traceEvents"' in text[:4096]:
+            result.warnings.append("profiler trace: the JSON is incomplete or damaged; not read")
+        return None
+    try:
+        return parse_trace(data, name)
+    except Exception as exc:  # a parser bug must not turn into a traceback
+        if _scan.RAISE_PARSER_ERRORS:
+            raise
+        result.warnings.append(f"profiler trace: could not be read ({exc.__class__.__name__})")
+        return None
+
+
+def import_texts(items: list[tuple[str, str]]) -> ImportResult:
+    """Build one capture from pasted texts that all describe the same machine.
+
+    Args:
+        items: ``(name, text)`` pairs; ``name`` is used in messages and in measurement sources
+            (``import:<name>``).
+
+    Returns:
+        The merged capture with per-file details in ``capture.origin.sources``.
+
+    Raises:
+        PcidocError: nothing supported was recognised in any of the texts (the message names
+            the files and lists the supported formats).
+    """
+    files = [_parse_text(name, text) for name, text in items]
+    unrecognised = [f.name for f in files if not f.fragments]
+    if files and len(unrecognised) == len(files):
+        names = ", ".join("<stdin>" if f.path == "-" else f.path for f in files)
+        raise PcidocError(
+            f"{names}: no supported output recognised; pcidoc import reads "
+            + ", ".join(SUPPORTED_FORMATS)
+        )
+    if not files:
+        raise PcidocError("pcidoc import: no input given")
+    for file in files:
+        if not file.fragments:
+            file.warnings.append(
+                "nothing recognised in this file (supported: " + ", ".join(SUPPORTED_FORMATS) + ")"
+            )
+    try:
+        capture = merge(files)
+    except PcidocError:
+        raise
+    except Exception as exc:
+        if _scan.RAISE_PARSER_ERRORS:
+            raise
+        raise PcidocError(
+            f"{', '.join(f.path for f in files)}: could not assemble the capture "
+            f"({exc.__class__.__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})"
+        ) from None
+    return ImportResult(
+        capture=capture, warnings=list(capture.origin.warnings), unrecognised=unrecognised
+    )
+
+
+def _read(path: str) -> str:
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(_MAX_BYTES + 1)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read(_MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise PcidocError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise PcidocError(f"{path}: is a directory") from None
+    except PermissionError:
+        raise PcidocError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise PcidocError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if data[:2] == b"\x1f\x8b":
+        import gzip
+        import zlib
+
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error):
+            raise PcidocError(f"{path}: damaged gzip file") from None
+    if len(data) > _MAX_BYTES:
+        raise PcidocError(f"{path}: larger than {_MAX_BYTES // 2**20} MiB; not a paste")
+    if b"\x00" in data[:65536]:
+        raise PcidocError(f"{path}: not a text file")
+    return data.decode("utf-8", errors="replace")
+
+
+def import_paths(paths: list[str]) -> ImportResult:
+    """Read files (``-`` = standard input) and build one capture from them.
+
+    Args:
+        paths: Files holding pasted outputs of one machine (``.gz`` files are decompressed).
+
+    Returns:
+        See :func:`import_texts`.
+
+    Raises:
+        PcidocError: a file is missing or unreadable (``FILE: no such file``), or nothing
+            supported was recognised in any file.
+    """
+    items = [(path, _read(path)) for path in paths]
+    return import_texts(items)
+
+
+__all__ = ["SUPPORTED_FORMATS", "ImportResult", "import_paths", "import_texts"]

@@ -1,0 +1,303 @@
+"""Cleaning of pasted text, shell command recognition and small value parsers.
+
+Pasted outputs arrive wrapped in whatever the author's medium added: markdown fences and
+``> `` quoting, terminal colour codes, shell prompts (``root@host:~# cmd``, ``$ cmd``,
+``-[09:00 AM]-cmd``), mpirun ``--tag-output`` prefixes (``[0]``), tabs shown by vim's ``list``
+mode (``>---``), Windows line ends and non-breaking spaces. :func:`prepare` removes that
+packaging once, so each format parser sees plain lines, and marks which lines are shell commands
+(the context of the output after them).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# ------------------------------------------------------------------------- lazy patterns
+
+
+class LazyPattern:
+    """A regular expression compiled on first use.
+
+    The importer knows ~100 patterns but one paste needs a few of them; compiling them lazily
+    keeps ``import pcidoc.collect.importers`` cheap.
+    """
+
+    __slots__ = ("_compiled", "_flags", "_pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._pattern = pattern
+        self._flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern."""
+        if self._compiled is None:
+            self._compiled = re.compile(self._pattern, self._flags)
+        return self._compiled
+
+    def match(self, text: str) -> re.Match[str] | None:
+        """``re.Pattern.match``."""
+        return self.compiled.match(text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """``re.Pattern.search``."""
+        return self.compiled.search(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """``re.Pattern.finditer``."""
+        return self.compiled.finditer(text)
+
+    def findall(self, text: str) -> list[Any]:
+        """``re.Pattern.findall``."""
+        return self.compiled.findall(text)
+
+    def sub(self, replacement: str, text: str) -> str:
+        """``re.Pattern.sub``."""
+        return self.compiled.sub(replacement, text)
+
+
+def lazy(pattern: str, flags: int = 0) -> LazyPattern:
+    """A :class:`LazyPattern` (drop-in for ``re.compile`` in this package)."""
+    return LazyPattern(pattern, flags)
+
+
+# --------------------------------------------------------------------------- value parsers
+
+_NUMBER_RE = lazy(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
+_INT_RE = lazy(r"^[+-]?\d+$")
+
+
+def to_float(token: str | None) -> float | None:
+    """Parse a finite decimal number (``"12.3"``, ``"1e-06"``); ``None`` for anything else.
+
+    Unlike :func:`float` this never accepts ``inf``/``nan`` spellings, so a parsed value always
+    serialises to JSON.
+    """
+    if token is None:
+        return None
+    token = token.strip()
+    if not _NUMBER_RE.match(token):
+        return None
+    value = float(token)
+    return value if math.isfinite(value) else None
+
+
+def to_int(token: str | None) -> int | None:
+    """Parse a decimal integer; ``None`` for anything else."""
+    if token is None:
+        return None
+    token = token.strip()
+    if not _INT_RE.match(token) or len(token) > 30:
+        return None
+    return int(token)
+
+
+_BUS_RE = lazy(
+    r"^\[?(?:(?P<domain>[0-9A-Fa-f]{1,8}):)?(?P<bus>[0-9A-Fa-f]{1,2}):(?P<dev>[0-9A-Fa-f]{1,2})"
+    r"(?:\.(?P<fn>[0-7]))?\]?$"
+)
+
+
+def normalize_bus_id(text: str | None) -> str | None:
+    """Normalise a PCI address to the sysfs form ``dddd:bb:dd.f`` in lower case.
+
+    Accepts NVML's 8-digit domain (``00000000:2F:00.0``), addresses without a function
+    (``00000000:99:00`` as nvbandwidth prints them, ``[0000:04:00]`` as nccl-tests prints them,
+    function 0 implied) and addresses without a domain (domain 0 implied).
+    Returns ``None`` when the text is not a PCI address.
+    """
+    if not text:
+        return None
+    match = _BUS_RE.match(text.strip())
+    if not match:
+        return None
+    domain = int(match.group("domain") or "0", 16)
+    bus = int(match.group("bus"), 16)
+    dev = int(match.group("dev"), 16)
+    fn = int(match.group("fn") or "0")
+    if dev > 0x1F:
+        return None
+    dom = f"{domain:04x}" if domain <= 0xFFFF else f"{domain:08x}"
+    return f"{dom}:{bus:02x}:{dev:02x}.{fn}"
+
+
+def label_span(labels: list[str]) -> str:
+    """Compact a list of labels: ``GPU5, GPU6, GPU7, NIC0`` -> ``GPU5-GPU7, NIC0``."""
+    out: list[str] = []
+    run: list[tuple[str, int]] = []
+
+    def flush() -> None:
+        if not run:
+            return
+        if len(run) >= 3:
+            out.append(f"{run[0][0]}{run[0][1]}-{run[-1][0]}{run[-1][1]}")
+        else:
+            out.extend(f"{p}{n}" for p, n in run)
+        run.clear()
+
+    for label in labels:
+        match = re.match(r"^(.*?)(\d+)$", label)
+        if not match:
+            flush()
+            out.append(label)
+            continue
+        prefix, number = match.group(1), int(match.group(2))
+        if run and run[-1][0] == prefix and run[-1][1] + 1 == number:
+            run.append((prefix, number))
+        else:
+            flush()
+            run.append((prefix, number))
+    flush()
+    return ", ".join(out)
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """Quote-safe short excerpt of a line for warnings."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ------------------------------------------------------------------------- text cleaning
+
+_FENCE_RE = lazy(r"^\s*(?:```|~~~)")
+_QUOTE_RE = lazy(r"^ {0,3}(?:>(?: |$))+")
+_LISTCHARS_RE = lazy(r">+-+(?:>+-+)*")
+_TAG_START_RE = lazy(r"^\s*\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?")
+_ANSI_RE = lazy(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_TAG_RE = lazy(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?")
+_INVISIBLE = str.maketrans(
+    {"\u00a0": " ", "\u2007": " ", "\u202f": " ", "\u200b": None, "\ufeff": None, "\r": None}
+)
+
+_TOOL_RE = lazy(
+    r"(?<![\w.])(?P<tool>(?:/|[\w.~][\w.~-]*/)*"
+    r"(?:nvidia-smi|p2pBandwidthLatencyTest|bandwidthTest|nvbandwidth|"
+    r"[a-z0-9]+(?:_[a-z0-9]+)*_perf(?:_mpi)?|numactl|mpirun|mpiexec|srun|taskset|torchrun))"
+    r"(?:\.exe)?(?=\s|$)(?!\s+[Vv]ersion\b)(?!\s*:)"
+)
+_PREFIX_OK_RE = lazy(
+    r"^(?:.*?[$#>%\]]\s*|\s*-\[[^\]]*\]-\s*|\s*)"
+    r"(?:(?:sudo|time|env|nohup|exec|command)\s+(?:-\S+\s+)*|[A-Za-z_]\w*=\S*\s+)*$"
+)
+_GLUED_HEADER_RE = lazy(r"\s{2,}(?=GPU\d)")
+
+
+@dataclass
+class Doc:
+    """One text after cleaning: lines, and the shell command found on each command line."""
+
+    name: str
+    lines: list[str]
+    commands: list[str | None] = field(default_factory=list)
+
+    def is_command(self, index: int) -> bool:
+        """True when line ``index`` is a shell command line."""
+        return self.commands[index] is not None
+
+
+def command_in(line: str) -> str | None:
+    """The shell command on ``line`` (prompt removed), or ``None`` when it is not a command.
+
+    A command line is a known tool name (``nvidia-smi``, ``./bandwidthTest``, ``all_reduce_perf``,
+    ``numactl``, ``mpirun``...) preceded by nothing, a shell prompt or ``sudo``/``VAR=value``.
+    """
+    if len(line) > 1000:
+        return None
+    for match in _TOOL_RE.finditer(line):
+        prefix = line[: match.start()]
+        if len(prefix) > 300 or not _PREFIX_OK_RE.match(prefix):
+            continue
+        return line[match.start() :].strip()
+    return None
+
+
+def _clean_line(raw: str, tagged: bool) -> str:
+    line = raw.translate(_INVISIBLE)
+    if "\x1b" in line:
+        line = _ANSI_RE.sub("", line)
+    if ">-" in line:
+        line = _LISTCHARS_RE.sub("\t", line)
+    if _FENCE_RE.match(line):
+        return ""
+    if line.lstrip().startswith(">"):
+        line = _QUOTE_RE.sub("", line)
+    if tagged and _TAG_START_RE.match(line):
+        line = _TAG_RE.sub(" ", line)
+    return line.rstrip()
+
+
+def prepare(text: str, name: str) -> Doc:
+    """Clean a pasted text and mark its shell command lines.
+
+    Args:
+        text: The text as read from the file.
+        name: File name, used in messages.
+
+    Returns:
+        A :class:`Doc` whose ``lines`` are the cleaned lines (same count or more: a prompt glued
+        to a ``topo -m`` header is split in two) and ``commands`` the command on each line.
+    """
+    raw_lines = text.replace("\r\n", "\n").split("\n")
+    tagged = any(_TAG_START_RE.match(line) for line in raw_lines[:200])
+    lines: list[str] = []
+    commands: list[str | None] = []
+    index = 0
+    total = len(raw_lines)
+    while index < total:
+        line = _clean_line(raw_lines[index], tagged)
+        index += 1
+        command = command_in(line) if line else None
+        if command is None:
+            lines.append(line)
+            commands.append(None)
+            continue
+        # Shell line continuations: `mpirun ... \` + following lines.
+        while command.endswith("\\") and index < total:
+            command = command[:-1].rstrip() + " " + _clean_line(raw_lines[index], tagged).strip()
+            index += 1
+        glued = _GLUED_HEADER_RE.search(command)
+        rest = ""
+        if glued and command.startswith("nvidia-smi"):
+            command, rest = command[: glued.start()].strip(), command[glued.end() :]
+        lines.append(line)
+        commands.append(command)
+        if rest:
+            lines.append("        " + rest)
+            commands.append(None)
+    return Doc(name=name, lines=lines, commands=commands)
+
+
+# ------------------------------------------------------------------- command-line options
+
+
+def option_value(command: str | None, *names: str) -> str | None:
+    """Value of a command-line option (``-i 0``, ``-i0``, ``--id=0``, ``--memory pageable``)."""
+    if not command:
+        return None
+    tokens = command.split()
+    for pos, token in enumerate(tokens):
+        for name in names:
+            if token == name and pos + 1 < len(tokens):
+                return tokens[pos + 1]
+            if name.startswith("--") and token.startswith(name + "="):
+                return token[len(name) + 1 :]
+            if not name.startswith("--") and len(name) == 2 and token.startswith(name):
+                rest = token[2:]
+                if rest.startswith("="):
+                    return rest[1:]
+                if rest[:1].isdigit():
+                    return rest
+    return None
+
+
+def has_flag(command: str | None, *names: str) -> bool:
+    """True when one of the flags appears as a token of ``command``."""
+    if not command:
+        return False
+    tokens = set(command.split())
+    return any(name in tokens for name in names)
