@@ -357,13 +357,17 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     result = import_paths(args.files)
     capture = result.capture
+    per_file = set()
     for source in capture.origin.sources:
         what = "; ".join(source.read) or "nothing usable"
-        _stderr(f"pcidoc: {source.path}: {', '.join(source.formats) or '?'}: {what}")
+        _stderr(f"pcidoc: {source.path}: {what}")
         for warning in source.warnings:
+            per_file.add(warning)
             _stderr(f"pcidoc: {source.path}: warning: {warning}")
     for warning in capture.origin.warnings:
-        _stderr(f"pcidoc: warning: {warning}")
+        # origin.warnings repeats the per-file ones with the file name in front.
+        if not any(warning.endswith(w) for w in per_file):
+            _stderr(f"pcidoc: warning: {warning}")
     if args.redact:
         from pcidoc.collect.capture import redact_capture
 

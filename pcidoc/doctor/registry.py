@@ -81,7 +81,7 @@ class CheckSpec:
     @property
     def docs_url(self) -> str:
         """Where the check is documented."""
-        return f"docs/checks.md#{self.id.replace('.', '')}"
+        return f"docs/checks.md#{self.id}"
 
 
 REGISTRY: dict[str, CheckSpec] = {}
