@@ -8,6 +8,7 @@ progress go to stderr. Errors are one line and exit 3 (``--debug`` shows the tra
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING, NoReturn
@@ -20,6 +21,13 @@ if TYPE_CHECKING:
     from pcidoc.model.report import ReportSource
 
 PROBE_NAMES = ("transfer", "p2p", "allreduce", "scaling")
+
+# `--debug` is accepted after the subcommand too; SUPPRESS keeps the top-level value.
+_HIDDEN_DEBUG: dict[str, object] = {
+    "action": "store_true",
+    "default": argparse.SUPPRESS,
+    "help": argparse.SUPPRESS,
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -97,8 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source_options(check)
     _add_probe_options(check, "none")
     check.add_argument(
-        "--only", action="append", default=[], metavar="IDS", help="comma-separated check ids "
-        "or topics to run (e.g. p2p,numa.cross-socket)"
+        "--only",
+        action="append",
+        default=[],
+        metavar="IDS",
+        help="comma-separated check ids or topics to run (e.g. p2p,numa.cross-socket)",
     )
     check.add_argument(
         "--skip", action="append", default=[], metavar="IDS", help="check ids or topics to skip"
@@ -112,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "-v", "--verbose", action="store_true", help="show evidence and remediation of every check"
     )
-    check.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    check.add_argument("--debug", **_HIDDEN_DEBUG)
 
     topo = sub.add_parser(
         "topo",
@@ -121,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     topo.add_argument("--json", action="store_true", help="print the topology part as JSON")
     _add_source_options(topo)
-    topo.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    topo.add_argument("--debug", **_HIDDEN_DEBUG)
 
     capture = sub.add_parser(
         "capture",
@@ -141,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace hostnames, serials, UUIDs and MAC-like ids with stable placeholders",
     )
     _add_probe_options(capture, "none")
-    capture.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    capture.add_argument("--debug", **_HIDDEN_DEBUG)
 
     imp = sub.add_parser(
         "import",
@@ -156,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", metavar="FILE", help="write the capture to FILE (default: stdout)"
     )
     imp.add_argument("--redact", action="store_true", help="redact identifying strings")
-    imp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    imp.add_argument("--debug", **_HIDDEN_DEBUG)
 
     probe = sub.add_parser(
         "probe",
@@ -182,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument(
         "--force", action="store_true", help="run even when other processes use the GPUs"
     )
-    probe.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    probe.add_argument("--debug", **_HIDDEN_DEBUG)
 
     samples = sub.add_parser(
         "samples",
@@ -273,7 +284,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     probes = args.probes != "none"
     if probes:
         if source.kind != "live":
-            raise PcidocError("--probes measures this machine; it cannot be combined with --from/--demo")
+            raise PcidocError(
+                "--probes measures this machine; it cannot be combined with --from/--demo"
+            )
         from pcidoc.probes.session import measure
 
         measure(capture, mode=args.probes, force=args.force, progress=_stderr)
@@ -464,10 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         # `pcidoc check --json | head`: the reader went away; not an error of ours.
-        try:
+        with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115
-        except OSError:
-            pass
         return int(ExitCode.OK)
     except Exception as exc:
         if debug:

@@ -148,9 +148,7 @@ def machine(
         cpu_vendor=cpu_vendor,
         cpu_model="Intel(R) Xeon(R) Platinum 8480+" if cpu_vendor == "intel" else None,
         sockets=numa_nodes,
-        numa_nodes=[
-            NumaNode(id=n, cpus=f"{n * 48}-{n * 48 + 47}") for n in range(numa_nodes)
-        ],
+        numa_nodes=[NumaNode(id=n, cpus=f"{n * 48}-{n * 48 + 47}") for n in range(numa_nodes)],
     )
     host.virtualization.hypervisor = hypervisor
     return Capture(
@@ -159,8 +157,9 @@ def machine(
         driver=Driver(nvml_available=True, driver_version="550.54.15", cuda_driver_version="12.4"),
         gpus=gpus,
         nics=nic_list,
-        topology=topology(n_gpus, link, pairs, nic_list and [n.label for n in nic_list], nic_links,
-                          nic_default),
+        topology=topology(
+            n_gpus, link, pairs, nic_list and [n.label for n in nic_list], nic_links, nic_default
+        ),
         p2p=P2PStatus(gpus=list(range(n_gpus))),
         measurements=Measurements(),
     )
@@ -168,5 +167,7 @@ def machine(
 
 def square(n: int, off: float, diag: float | None = None) -> list[list[float | None]]:
     """An n x n matrix with ``off`` everywhere but the diagonal (``diag`` or ``off`` x 50)."""
-    return [[(diag if diag is not None else off * 50) if i == j else off for j in range(n)]
-            for i in range(n)]
+    return [
+        [(diag if diag is not None else off * 50) if i == j else off for j in range(n)]
+        for i in range(n)
+    ]

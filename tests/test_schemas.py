@@ -24,7 +24,8 @@ def test_stored_core_schema_matches_the_models() -> None:
 def test_published_json_schemas_match_the_models() -> None:
     for name, schema in json_schemas().items():
         published = json.loads((ROOT / "docs" / "schema" / name).read_text(encoding="utf-8"))
-        assert published == schema, f"docs/schema/{name} is stale: run python -m pcidoc.model.schemas"
+        stale = f"docs/schema/{name} is stale: run python -m pcidoc.model.schemas"
+        assert published == schema, stale
 
 
 def test_fast_loader_returns_the_same_data(tmp_path: Path) -> None:

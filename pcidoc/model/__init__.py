@@ -52,7 +52,48 @@ _WHERE: dict[str, str] = {
     "WorkloadEvidence": "measurements",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "CAPTURE_SCHEMA",
+    "REPORT_SCHEMA",
+    "AcsControl",
+    "Capture",
+    "CheckResult",
+    "CollectiveMeasurement",
+    "CollectiveRow",
+    "Driver",
+    "Evidence",
+    "Fabric",
+    "FabricManager",
+    "Gpu",
+    "GpuDirect",
+    "GpuProcess",
+    "Host",
+    "Iommu",
+    "Measurements",
+    "MemcpyKind",
+    "Mig",
+    "Nic",
+    "NumaNode",
+    "NvLink",
+    "Origin",
+    "OriginSource",
+    "P2PMatrixMeasurement",
+    "P2PStatus",
+    "P2PVerification",
+    "PcieHop",
+    "PcieLink",
+    "ProbeError",
+    "Report",
+    "ReportSource",
+    "SampleInfo",
+    "ScalingMeasurement",
+    "ScalingPoint",
+    "SweepPoint",
+    "Topology",
+    "TransferMeasurement",
+    "Virtualization",
+    "WorkloadEvidence",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -107,9 +148,9 @@ if TYPE_CHECKING:  # pragma: no cover
         WorkloadEvidence,
     )
     from pcidoc.model.report import (
+        REPORT_SCHEMA,
         CheckResult,
         Evidence,
-        REPORT_SCHEMA,
         Report,
         ReportSource,
     )

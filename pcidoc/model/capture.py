@@ -8,9 +8,8 @@ from pydantic import Field
 
 from pcidoc.model.base import Model
 from pcidoc.model.facts import Driver, Gpu, Host, Nic, P2PStatus, Topology
-from pcidoc.model.measurements import Measurements
-
 from pcidoc.model.formats import CAPTURE_MAJOR, CAPTURE_SCHEMA
+from pcidoc.model.measurements import Measurements
 
 __all__ = ["CAPTURE_MAJOR", "CAPTURE_SCHEMA", "Capture", "Origin", "OriginSource", "SampleInfo"]
 

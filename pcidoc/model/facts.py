@@ -153,7 +153,7 @@ class Driver(FactModel):
     """CUDA version supported by the driver, e.g. ``"12.6"``."""
     fabric_manager: FabricManager = Field(default_factory=FabricManager)
     nvidia_pci_devices: int | None = None
-    """NVIDIA display/3D controllers visible on the PCI bus, counted from sysfs even with no driver."""
+    """NVIDIA display/3D controllers on the PCI bus, counted from sysfs even with no driver."""
 
 
 # --------------------------------------------------------------------------------- PCIe / GPU

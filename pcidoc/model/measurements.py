@@ -158,7 +158,7 @@ class ScalingMeasurement(Model):
     allreduce_busbw_gbps: float | None = None
     """Bus bandwidth measured at the gradient size in the same run (feeds the alpha-beta model)."""
     slowest_edge: str | None = None
-    """The weakest link class among the GPUs used at the largest rank count (``SYS``, ``PHB``...)."""
+    """The weakest link class among the GPUs used at the largest rank count (``SYS``...)."""
     source: str | None = None
 
 

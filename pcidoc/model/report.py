@@ -8,7 +8,6 @@ from pydantic import Field
 
 from pcidoc.model.base import Model
 from pcidoc.model.capture import Capture
-
 from pcidoc.model.formats import REPORT_SCHEMA
 
 Severity = Literal["pass", "info", "warn", "fail", "skip", "error"]
