@@ -20,6 +20,11 @@ from pcidoc.model.units import PCIE_GT_PER_S, pcie_raw_gbps
 _NCCL_PCI_SPEED = {1: 15, 2: 30, 3: 60, 4: 120, 5: 240, 6: 480}
 
 
+# The newest PCIe generation NCCL models (topo.cc kvDictPciGen: up to Gen6) [A]. A peer copy
+# faster than its x16 link can carry did not cross PCIe [D].
+PCIE_NEWEST_GEN = max(_NCCL_PCI_SPEED)
+
+
 def pcie_nccl_model_gbps(gen: int | None, width: int | None) -> float | None:
     """NCCL's per-direction model of a PCIe link, in GB/s (Gen4 x16 -> 24.0)."""
     if not gen or not width or gen not in _NCCL_PCI_SPEED:
@@ -154,6 +159,11 @@ BUSBW_FAIL_FRACTION = 0.50
 # Peak bandwidth needs large messages: below this size busbw is not judged against the model
 # [M] (nccl-tests#212: "256M is too small to reach peak" on H100; #149 use 8G on A100).
 BUSBW_MIN_SIZE_BYTES = 64 * 1024 * 1024
+# When the links between the GPUs are not known, busbw is still judged against the slowest
+# intra-node hop NCCL models on current hardware: PCIe Gen3 x8 (8 x 60 / 80 = 6 GB/s) and the
+# slowest socket links (Broadwell QPI, ARM: 6 GB/s) [A] (NCCL topo.h/topo.cc). Below
+# BUSBW_WARN_FRACTION of even that -> warn, low confidence [D].
+BUSBW_FLOOR_MODEL_GBPS = 6.0
 # A drop of busbw by more than half from one size to the next larger size (a cliff, not a
 # plateau) is flagged [D] (NVIDIA/nccl#1453: 29.5 -> 5 GB/s at 64 MiB).
 BUSBW_CLIFF_FRACTION = 0.5

@@ -86,6 +86,22 @@ class Context:
         return None
 
     @cached_property
+    def single_numa_node(self) -> bool | None:
+        """Whether the host has exactly one NUMA node; ``None`` when that is not known.
+
+        Linux numbers NUMA nodes from 0, so a node id above 0 (of the host or of a GPU) means
+        there are several. An imported ``nvidia-smi topo -m`` lists only the nodes its GPUs sit
+        on, so one node there does not prove the host has only one.
+        """
+        ids = {n.id for n in self.host.numa_nodes}
+        ids |= {g.numa_node for g in self.gpus if g.numa_node is not None and g.numa_node >= 0}
+        if len(ids) > 1 or any(i > 0 for i in ids):
+            return False
+        if ids and self.capture.origin.kind != "import":
+            return True
+        return None
+
+    @cached_property
     def mig_gpus(self) -> set[int]:
         """Indices of GPUs with MIG enabled."""
         return {g.index for g in self.gpus if g.mig.enabled}

@@ -60,6 +60,32 @@ def hostname(capture: Capture) -> str:
     return "(unknown host)"
 
 
+def machine_title(capture: Capture) -> str:
+    """What to call the machine in a report's header.
+
+    Its host name; for a bundled sample, the sample's title; for an import without a host
+    name, ``"imported capture"`` (pastes rarely carry one); else :func:`hostname`'s placeholder.
+    """
+    if capture.host.hostname:
+        return capture.host.hostname
+    if capture.origin.sample is not None:
+        return capture.origin.sample.title
+    if capture.origin.kind == "import":
+        return "imported capture"
+    return hostname(capture)
+
+
+def numa_text(capture: Capture) -> str | None:
+    """``"2 NUMA nodes"``; for an import, which nodes the GPUs sit on (the only ones it shows)."""
+    nodes = sorted(n.id for n in capture.host.numa_nodes)
+    if not nodes:
+        return None
+    if capture.origin.kind == "import":
+        noun = "node" if len(nodes) == 1 else "nodes"
+        return f"GPUs on NUMA {noun} {', '.join(map(str, nodes))}"
+    return f"{len(nodes)} NUMA {'node' if len(nodes) == 1 else 'nodes'}"
+
+
 def gpu_models(capture: Capture) -> str:
     """``"8 × NVIDIA H100 80GB HBM3"``, ``"2 × A, 1 × B"`` or ``"no GPUs"``."""
     if not capture.gpus:

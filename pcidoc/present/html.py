@@ -23,7 +23,8 @@ from pcidoc.present._common import (
     VERDICTS,
     exit_code,
     gpu_models,
-    hostname,
+    machine_title,
+    numa_text,
     source_text,
     split_code,
     summary_line,
@@ -141,7 +142,7 @@ def _header(report: Report) -> list[str]:
         for b in (
             host.cpu_model,
             f"{host.sockets} sockets" if host.sockets else None,
-            f"{len(host.numa_nodes)} NUMA nodes" if host.numa_nodes else None,
+            numa_text(capture),
             f"kernel {host.kernel}" if host.kernel else None,
         )
         if b
@@ -150,7 +151,7 @@ def _header(report: Report) -> list[str]:
         items.append(("Host", esc(", ".join(bits))))
     rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in items)
     return [
-        f"<h1>pcidoc report: {esc(hostname(capture))} "
+        f"<h1>pcidoc report: {esc(machine_title(capture))} "
         f'<span class="verdict sev-{esc(report.worst)}">{esc(verdict)}</span></h1>',
         f"<p><b>{esc(summary_line(report))}</b>; exit code {code} "
         f"({esc(EXIT_MEANINGS.get(code, '?'))}).</p>",
@@ -279,7 +280,9 @@ def _measurements(m: Measurements) -> list[str]:
         title = (
             f"GPU ↔ GPU {matrix.kind} ({matrix.unit}), P2P {matrix.p2p}"
             + (", bidirectional" if matrix.bidirectional else "")
+            + (f", {matrix.access}s" if matrix.access else "")
             + (f", {matrix.method.upper()}" if matrix.method else "")
+            + (f", {matrix.latency_side.upper()}-side" if matrix.latency_side else "")
         )
         out.append(f"<h3>{esc(title)}</h3>")
         digits = 1 if matrix.kind == "bandwidth" else 2
@@ -430,7 +433,7 @@ def render_html(report: Report) -> str:
     """
     capture = report.machine
     verdict = VERDICTS.get(report.worst, report.worst.upper())
-    title = f"pcidoc report: {hostname(capture)} ({verdict})"
+    title = f"pcidoc report: {machine_title(capture)} ({verdict})"
     body: list[str] = [*_header(report), *_findings(report)]
     if report.checks:
         body.append("<h2>Details</h2>")

@@ -28,7 +28,8 @@ from pcidoc.present._common import (
     VERDICTS,
     exit_code,
     gpu_models,
-    hostname,
+    machine_title,
+    numa_text,
     source_text,
     split_code,
     summary_line,
@@ -103,7 +104,7 @@ def _header(report: Report) -> list[str]:
     capture = report.machine
     verdict = VERDICTS.get(report.worst, report.worst.upper())
     lines = [
-        f"# pcidoc report: {escape_text(hostname(capture))} — {verdict}",
+        f"# pcidoc report: {escape_text(machine_title(capture))} — {verdict}",
         "",
         f"**{escape_text(summary_line(report))}**; exit code {exit_code(report)} "
         f"({EXIT_MEANINGS.get(exit_code(report), '?')}).",
@@ -125,7 +126,7 @@ def _header(report: Report) -> list[str]:
         for b in (
             host.cpu_model,
             f"{host.sockets} sockets" if host.sockets else None,
-            f"{len(host.numa_nodes)} NUMA nodes" if host.numa_nodes else None,
+            numa_text(capture),
             f"kernel {host.kernel}" if host.kernel else None,
         )
         if b
@@ -283,7 +284,9 @@ def _measurements(measurements: Measurements) -> list[str]:
         title = (
             f"### GPU ↔ GPU {matrix.kind} ({matrix.unit}), P2P {matrix.p2p}"
             + (", bidirectional" if matrix.bidirectional else "")
+            + (f", {matrix.access}s" if matrix.access else "")
             + (f", {matrix.method.upper()}" if matrix.method else "")
+            + (f", {matrix.latency_side.upper()}-side" if matrix.latency_side else "")
         )
         lines += [title, ""]
         digits = 1 if matrix.kind == "bandwidth" else 2

@@ -30,7 +30,7 @@ from pcidoc.present._common import (
     attention,
     exit_code,
     gpu_models,
-    hostname,
+    machine_title,
     severity_counts,
     source_text,
     split_code,
@@ -70,6 +70,9 @@ CODE_STYLE = "bold cyan"
 
 _MAX_FIRST_STEPS = 5
 """How many findings get their first remediation step in the short report."""
+
+_MAX_SKIP_ROWS = 2
+"""Beyond this many skipped checks the short report folds them into one row of ids."""
 
 
 # ------------------------------------------------------------------------------ console
@@ -171,7 +174,7 @@ def _join(parts: Iterable[Text | str]) -> Text:
 
 
 def _machine_line(capture: Capture) -> Text:
-    parts: list[Text | str] = [Text(hostname(capture), style="bold"), gpu_models(capture)]
+    parts: list[Text | str] = [Text(machine_title(capture), style="bold"), gpu_models(capture)]
     if versions_text(capture):
         parts.append(versions_text(capture))
     return _join(parts)
@@ -343,13 +346,27 @@ def _check_grid(report: Report, marks: dict[str, str], ticks: bool, verbose: boo
     grid.add_column(no_wrap=True)
     grid.add_column(no_wrap=True, style="bold")
     grid.add_column(ratio=1, overflow="fold")
-    for check in report.sorted_checks():
+    checks = report.sorted_checks()
+    skipped = [c for c in checks if c.severity == "skip"]
+    fold = not verbose and len(skipped) > _MAX_SKIP_ROWS
+    for check in checks:
+        if fold and check.severity == "skip":
+            continue
         style = "dim" if check.severity in ("skip", "pass") else ""
         summary = _inline(check.summary, style, ticks)
         if not verbose and check.severity in ("pass", "skip"):
             summary.no_wrap = True
             summary.overflow = "ellipsis"
         grid.add_row(_severity_cell(check.severity, marks), Text(check.id), summary)
+    if fold:
+        summary = _inline(
+            "no input (`--verbose` says what each needs): " + ", ".join(c.id for c in skipped),
+            "dim",
+            ticks,
+        )
+        summary.no_wrap = True
+        summary.overflow = "ellipsis"
+        grid.add_row(_severity_cell("skip", marks), Text(f"{len(skipped)} checks"), summary)
     return grid
 
 
@@ -458,7 +475,7 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
                     )
                 )
         skipped = [c for c in report.checks if c.severity == "skip"]
-        if skipped:
+        if 0 < len(skipped) <= _MAX_SKIP_ROWS:
             console.print()
             noun = "check was" if len(skipped) == 1 else "checks were"
             console.print(

@@ -230,6 +230,16 @@ def test_nic_affinity_without_nics_is_single_node_info() -> None:
     assert "single-node" in r.summary
 
 
+def test_nic_affinity_of_an_import_without_topology_is_a_skip() -> None:
+    # bandwidth/*: a bandwidthTest paste says nothing about NICs, so "no NICs" is not known.
+    cap = machine(1, kind="import")
+    cap.topology.labels, cap.topology.links = [], []
+    r = result(cap, "numa.nic-affinity")
+    assert r.severity == "skip"
+    assert r.needs is not None
+    assert "topo -m" in r.needs
+
+
 def test_sparse_nics_name_the_gpus_without_a_local_nic() -> None:
     # topo/h800-8gpu-nv8-2nic-pxb-vllm-8852: NIC0 PXB to GPU2/3, NIC1 PXB to GPU6/7.
     cap = machine(
@@ -279,6 +289,16 @@ def test_one_pix_nic_per_gpu_passes() -> None:
     r = result(cap, "numa.nic-affinity")
     assert r.severity == "pass"
     assert "1:1 PIX" in r.summary
+
+
+def test_passing_nic_affinity_names_the_nearest_nics() -> None:
+    # topo/2gpu-nv12-slice-8-mlx5-columns-lmdeploy-1944: mlx5_6/mlx5_7 PXB to both GPUs.
+    nics = [f"NIC{i}" for i in range(4)]
+    links = {(g, nic): "PXB" for g in (0, 1) for nic in ("NIC2", "NIC3")}
+    cap = machine(2, link="NV12", nics=nics, nic_links=links)
+    r = result(cap, "numa.nic-affinity")
+    assert r.severity == "pass"
+    assert any(e.value == "mlx5_2, mlx5_3 (PXB)" for e in r.evidence if e.subject == "GPU0")
 
 
 def test_bonded_management_nic_is_info() -> None:

@@ -417,11 +417,26 @@ def test_gpu_to_gpu_nvlink_is_not_an_nvswitch_system():
 
 
 def test_matrix_only_full_nvlink_mesh_is_low_confidence_info():
-    cap = hgx(8, kind="import")
+    # topo/h100-4gpu-nv6-4nic-nccl-1617: 4 GPUs NV6 to each other = 18 links each, which a
+    # direct mesh (HGX 4-GPU boards) can wire: NVSwitch or not is unknown.
+    cap = hgx(4, nv="NV6", kind="import")
     for g in cap.gpus:
         g.nvlinks = []
     res = result(cap, "nvlink.fabric")
     assert (res.severity, res.confidence) == ("info", "low")
+    assert res.needs
+
+
+def test_matrix_only_mesh_beyond_a_gpus_links_is_called_an_nvswitch_system():
+    # topo/a100x8-nv12-compacted-columns-ml-engineering: 8 GPUs NV12 to each other would need
+    # 7 x 12 = 84 NVLinks per GPU as a direct mesh; no GPU has more than 18.
+    cap = hgx(8, nv="NV12", kind="import")
+    for g in cap.gpus:
+        g.nvlinks = []
+    res = result(cap, "nvlink.fabric")
+    assert (res.severity, res.confidence) == ("info", "medium")
+    assert "only NVSwitches can wire" in res.summary
+    assert "84 NVLinks" in res.summary
     assert res.needs
 
 

@@ -120,6 +120,17 @@ def test_capability_gns_pair_explained() -> None:
     assert any("not a fault" in step for step in r.remediation)
 
 
+def test_capability_refused_on_consumer_gpus_leads_with_what_to_do() -> None:
+    # p2p-bandwidth/rtx4090x2-driver525-p2p-denied-puget-kinghorn: CANNOT Access Peer on two
+    # GeForce cards. The first step (the one a short report shows) is what to plan for.
+    cap = access(machine(2, link="PHB", gpu_fields=GEFORCE), False)
+    r = result(cap, "p2p.capability")
+    assert r.severity == "warn"
+    assert "consumer GPUs" in r.summary
+    assert "not a fault" in r.remediation[0]
+    assert "NVLink" in r.remediation[0]
+
+
 def test_capability_ns_on_pix_pair_bounces_through_uplink() -> None:
     # p2p-matrix/rtx2080ti-x2-pix-ns-autodl: two 2080 Ti behind one switch, topo -p2p p = NS.
     cap = codes(
@@ -127,7 +138,7 @@ def test_capability_ns_on_pix_pair_bounces_through_uplink() -> None:
     )
     r = result(cap, "p2p.capability")
     assert r.severity == "warn"
-    assert "PIX pairs bounce through the switch uplink" in r.summary
+    assert "even between PIX GPUs (up the switch uplink and back)" in r.summary
 
 
 def test_capability_cns_in_vm_points_at_gpudirect_clique() -> None:
@@ -534,6 +545,33 @@ def test_fallback_bridged_h100_pcie_passes(version: str | None, speed: float) ->
         matrix("bandwidth", "disabled", [[1622.17, 26.10], [25.00, 1634.15]]),
     ]
     assert result(cap, "p2p.fallback").severity == "pass"
+
+
+def test_fallback_pairs_of_unknown_path_faster_than_any_pcie_link_are_called_nvlink() -> None:
+    # p2p-bandwidth/a100-sxm4-80gb-x8-nvlink-270gbps-distserve-3 imported alone: ~270 GB/s
+    # enabled vs ~18 GB/s staged and no topology; no PCIe x16 link carries 270 GB/s.
+    cap = machine(8)
+    cap.topology.labels, cap.topology.links = [], []
+    cap.measurements.p2p = a100_matrices()
+    r = result(cap, "p2p.fallback")
+    assert (r.severity, r.confidence) == ("pass", "medium")
+    assert "every pair" in r.summary
+    assert "PCIe pair" not in r.summary
+    assert "beyond any PCIe x16 link" in r.summary
+    assert "NVLink" in r.summary
+
+
+def test_fallback_pairs_of_unknown_path_at_pcie_rates_are_not_called_nvlink() -> None:
+    cap = machine(2)
+    cap.topology.labels, cap.topology.links = [], []
+    cap.measurements.p2p = [
+        matrix("bandwidth", "enabled", pair_matrix(2, 25.0)),
+        matrix("bandwidth", "disabled", pair_matrix(2, 12.0)),
+    ]
+    r = result(cap, "p2p.fallback")
+    assert r.severity == "pass"
+    assert "every pair" in r.summary
+    assert "NVLink" not in r.summary
 
 
 def test_fallback_nvlink_at_pcie_rate_fails() -> None:

@@ -511,6 +511,44 @@ def test_nested_switches_report_each_shared_uplink():
     assert buses == {"0000:30:00.0", "0000:20:00.0"}
 
 
+def test_long_gpu_lists_are_written_as_ranges():
+    # The synthetic 72-GPU sample listed GPU0, GPU1, ... GPU71 in one summary line.
+    res = result(gen4(8), "pcie.link-speed")
+    assert res.severity == "pass"
+    assert res.summary.startswith("GPUs 0-7 at their max link")
+
+
+def test_many_identical_switches_are_reported_as_one_finding():
+    # The synthetic 72-GPU sample: 36 switches, two Gen5-class GPUs behind each; 8 GPUs here.
+    cap = gen4(8, link="PIX")
+    for g in cap.gpus:
+        pair = g.index // 2
+        g.path = switch_path(
+            dsp=f"0000:{0x11 + pair:02x}:0{g.index % 2}.0",
+            usp_bus=f"0000:{0x40 + pair:02x}:00.0",
+            root_bus=f"0000:00:0{pair}.0",
+        )
+    findings = pcie.pcie_shared_uplink(Context(cap))
+    uplinks = [f for f in findings if "uplink" in f.summary]
+    assert len(uplinks) == 1
+    assert uplinks[0].summary.startswith("4 uplinks alike, e.g. GPU0, GPU1 share uplink")
+    assert {"0000:40:00.0", "0000:43:00.0", "GPU7"} <= set(uplinks[0].subjects)
+    assert any(e.label == "uplinks like this one" for e in uplinks[0].evidence)
+
+
+def test_a_few_identical_switches_stay_separate():
+    cap = gen4(4, link="PIX")
+    for g in cap.gpus:
+        pair = g.index // 2
+        g.path = switch_path(
+            dsp=f"0000:{0x11 + pair:02x}:0{g.index % 2}.0",
+            usp_bus=f"0000:{0x40 + pair:02x}:00.0",
+            root_bus=f"0000:00:0{pair}.0",
+        )
+    findings = pcie.pcie_shared_uplink(Context(cap))
+    assert len([f for f in findings if "share uplink" in f.summary]) == 2
+
+
 def test_topology_only_pix_pairs_are_low_confidence_info():
     cap = gen4(4, kind="import", pairs={(0, 1): "PIX", (2, 3): "PXB"}, link="SYS")
     res = result(cap, "pcie.shared-uplink")

@@ -228,13 +228,58 @@ def test_small_messages_are_not_judged() -> None:
 
 
 def test_nccl_tests_without_topology_is_info_low() -> None:
+    # nccl-tests/rtx4090x8-pcie-sys-p2p-unlocked-allreduce-blog: 20.64 GB/s on 8 GPUs; the
+    # paste has no links, so the level is not judged.
+    cap = machine(8, kind="import")
+    cap.topology.labels, cap.topology.links = [], []
+    cap.measurements.collectives = [
+        allreduce([(64 * MIB, 20.59), (128 * MIB, 20.64)], gpus=list(range(8)), ranks=8)
+    ]
+    r = result(cap, "scaling.allreduce")
+    assert (r.severity, r.confidence) == ("info", "low")
+    assert "no link model" in r.summary
+
+
+def test_unknown_links_still_judged_against_the_slowest_link_nccl_models() -> None:
+    # nccl-tests/rtx2080ti-x2-pix-no-p2p-allreduce-4gbps-autodl alone: 4.0 GB/s, no topology,
+    # no link facts. Even a Gen3 x8 or QPI hop (6 GB/s in NCCL's model) would carry more.
     cap = machine(2, kind="import")
     cap.gpus = []
     cap.topology.labels, cap.topology.links = [], []
     cap.measurements.collectives = [allreduce(NO_P2P_2080TI, ranks=2)]
     r = result(cap, "scaling.allreduce")
-    assert (r.severity, r.confidence) == ("info", "low")
-    assert "no link model" in r.summary
+    assert (r.severity, r.confidence) == ("warn", "low")
+    assert "slowest link NCCL models (6 GB/s)" in r.summary
+    assert "likely causes: no P2P" in r.summary
+
+
+def test_single_rank_all_reduce_is_not_judged_against_the_floor() -> None:
+    # nccl-tests prints busbw 0 for one rank (2(n-1)/n = 0): nothing crossed a link.
+    cap = machine(1, kind="import")
+    cap.topology.labels, cap.topology.links = [], []
+    cap.measurements.collectives = [allreduce([(GIB, 0.0)], gpus=[0], ranks=1)]
+    assert result(cap, "scaling.allreduce").severity == "info"
+
+
+def test_below_the_floor_names_consumer_gpus_as_the_likely_cause() -> None:
+    cap = machine(2, kind="import", gpu_fields={"name": "NVIDIA GeForce RTX 2080 Ti"})
+    cap.topology.labels, cap.topology.links = [], []
+    cap.measurements.collectives = [allreduce(NO_P2P_2080TI, gpus=[0, 1], ranks=2)]
+    r = result(cap, "scaling.allreduce")
+    assert r.severity == "warn"
+    assert r.subjects == ["GPU0", "GPU1"]
+    assert "consumer GPUs" in r.summary
+    assert "shared memory" in r.summary
+
+
+def test_below_the_floor_with_p2p_refused_says_so() -> None:
+    cap = machine(2, kind="import")
+    cap.topology.labels, cap.topology.links = [], []
+    cap.p2p.matrices["pci"] = [["X", "NS"], ["NS", "X"]]
+    cap.measurements.collectives = [allreduce(NO_P2P_2080TI, gpus=[0, 1], ranks=2)]
+    r = result(cap, "scaling.allreduce")
+    assert r.severity == "warn"
+    assert "P2P is unavailable on GPU0-GPU1" in r.summary
 
 
 def test_gloo_is_functional_only() -> None:

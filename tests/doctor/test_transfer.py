@@ -120,6 +120,20 @@ def test_pinned_unknown_link_but_known_device_generation_warns() -> None:
     assert "supports Gen4" in r.summary
 
 
+def test_pinned_unknown_link_reports_both_directions_of_a_gpu_once() -> None:
+    # bandwidth/a100-sxm4-40gb-pinned-12gbps-cuda-demo: H2D 12.3 / D2H 13.2 GB/s, no link facts.
+    cap = machine(1, kind="import")
+    cap.gpus = []
+    cap.measurements.transfers = [
+        xfer(0, "h2d", 12.3, method="bandwidthTest"),
+        xfer(0, "d2h", 13.2, method="bandwidthTest"),
+    ]
+    r = result(cap, "transfer.pinned")
+    assert (r.severity, r.confidence) == ("info", "low")
+    assert r.summary.startswith("GPU0 pinned H2D 12.3 / D2H 13.2 GB/s is Gen3-x16-class")
+    assert "more)" not in r.summary
+
+
 def test_pinned_imports_without_gpu_facts_are_classified() -> None:
     cap = machine(1, kind="import")
     cap.gpus = []
@@ -264,6 +278,22 @@ def test_remote_numa_single_node_is_not_applicable() -> None:
     r = result(machine(1, numa_nodes=1), "transfer.remote-numa")
     assert r.severity == "info"
     assert "single NUMA node" in r.summary
+
+
+def test_remote_numa_gpus_on_node_1_are_not_a_single_node_host() -> None:
+    # topo/a100-2gpu-slurm-slice-nv12-10nic-dask-cuda-1358: both GPUs on NUMA 3; topo -m lists
+    # only that node, but node ids start at 0, so the host has several.
+    cap = machine(2, numa_nodes=1, kind="import")
+    for g in cap.gpus:
+        g.numa_node = 3
+    cap.host.numa_nodes[0].id = 3
+    r = result(cap, "transfer.remote-numa")
+    assert r.severity == "skip"
+
+
+def test_remote_numa_import_of_node_0_only_is_not_proof_of_one_node() -> None:
+    r = result(machine(2, numa_nodes=1, kind="import"), "transfer.remote-numa")
+    assert r.severity == "skip"
 
 
 @pytest.mark.parametrize(("ratio", "severity"), [(0.79, "warn"), (0.81, "pass")])

@@ -104,6 +104,28 @@ def test_skipped_checks_are_counted_with_a_hint() -> None:
     assert "Needs:" not in text
 
 
+def test_many_skipped_checks_fold_into_one_row() -> None:
+    report = small_report()
+    for check_id in ("env.nccl", "env.virtualization", "pcie.errors"):
+        report.checks.append(
+            CheckResult(id=check_id, title=check_id, severity="skip", summary="not captured")
+        )
+    lines = plain(report, width=160).splitlines()
+    skips = [line for line in lines if line.startswith("- skip")]
+    assert len(skips) == 1
+    assert skips[0].split()[:4] == ["-", "skip", "5", "checks"]
+    assert "no input (`--verbose` says what each needs): env.nccl, env.virtualization" in skips[0]
+    assert "skipped for lack of input" not in "\n".join(lines)
+    assert "5 checks" not in plain(report, verbose=True)
+
+
+def test_imported_capture_without_host_name_is_called_so() -> None:
+    report = small_report()
+    report.machine.host.hostname = None
+    report.machine.origin.kind = "import"
+    assert plain(report).splitlines()[0].startswith("imported capture · 8 × NVIDIA H100")
+
+
 def test_pass_and_skip_summaries_are_cut_to_one_line() -> None:
     report = small_report()
     for check in report.checks:

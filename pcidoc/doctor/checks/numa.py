@@ -515,6 +515,13 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
     """GPUs with no PCIe-local NIC, and GPUDirect RDMA kernel support."""
     if not ctx.gpus:
         return Finding("skip", "no GPUs in the capture")
+    if not ctx.nics and not ctx.capture.topology.labels and ctx.capture.origin.kind == "import":
+        return Finding(
+            "skip",
+            "no topology matrix in the imported text, so its NICs are not known",
+            needs="import `nvidia-smi topo -m` (with its NIC columns), or run `pcidoc check` on "
+            "the machine",
+        )
     if not ctx.nics:
         return Finding(
             "info",
@@ -583,11 +590,21 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
                 f"every GPU has a PCIe-local NIC ({len(near_nics)} NIC(s) at PIX/PXB"
                 + (", 1:1 PIX" if one_to_one else "")
                 + ")",
-                evidence=[_ev("nearest NIC", c, subject=f"GPU{i}") for i, c in known.items()][:8],
+                evidence=[
+                    _ev("nearest NIC", _nearest_nics(ctx, i, c, data_nics), subject=f"GPU{i}")
+                    for i, c in known.items()
+                ][:8],
             )
         )
     findings.extend(_gpudirect_findings(ctx, data_nics))
     return findings
+
+
+def _nearest_nics(ctx: Context, index: int, link: str | None, nics: list[Nic]) -> str:
+    """``"mlx5_6, mlx5_7 (PXB)"``: the NICs at a GPU's nearest link class, by name."""
+    names = [n.name or n.label for n in nics if ctx.link(f"GPU{index}", n.label) == link]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f"{shown} ({link})" if shown else str(link)
 
 
 def _flattened_nics(ctx: Context, far: list[int]) -> bool:
@@ -628,16 +645,26 @@ def _far_finding(
             f"{'/'.join(sorted({known[i] or '?' for i in far}))}): GPUDirect RDMA crosses "
             "the CPU for every GPU"
         )
+    summary += " (matters for multi-node jobs)"
     remediation = []
     if nvlinked and near:
         remediation.append(
             "NCCL can send these GPUs' traffic over NVLink to a GPU that owns a NIC (PXN, on by "
             "default; keep `NCCL_PXN_DISABLE` unset)."
         )
+    if near:
+        remediation.append(
+            f"For multi-node jobs that use only some GPUs, prefer {gpu_set(near)}, which own a "
+            "NIC; or move NICs into the other GPUs' PCIe switches."
+        )
+    else:
+        remediation.append(
+            "For multi-node training the NICs belong in the GPUs' PCIe switches (one NIC per GPU "
+            "or per GPU pair); as wired, inter-node traffic goes through the CPU."
+        )
     remediation.append(
-        "NCCL enables GPUDirect RDMA only up to PXB by default (`NCCL_NET_GDR_LEVEL`); raising it "
-        "makes RDMA cross the CPU at lower bandwidth. For multi-node jobs, place ranks on the "
-        "GPUs that own a NIC, or move NICs into the GPUs' PCIe switches."
+        "NCCL uses GPUDirect RDMA only up to PXB by default (`NCCL_NET_GDR_LEVEL`); raising it "
+        "makes RDMA cross the CPU at lower bandwidth, so leave it unless you measure a gain."
     )
     return Finding(
         "warn",

@@ -674,6 +674,28 @@ def _not_nvswitch(ctx: Context) -> Finding:
     if topo_nv and len(topo_nv) == len(pairs):
         count = "both" if len(ctx.gpus) == 2 else f"all {len(ctx.gpus)}"
         what = f"{count} GPUs are {nv} to each other"
+        needed = min(
+            sum(nvlink_count(ctx.gpu_link(g.index, o.index)) for o in ctx.gpus if o is not g)
+            for g in ctx.gpus
+        )
+        if needed > config.NVLINK_MAX_LINKS_PER_GPU:
+            return Finding(
+                "info",
+                f"{what}, which only NVSwitches can wire ({needed} NVLinks per GPU as a direct "
+                f"mesh, more than the {config.NVLINK_MAX_LINKS_PER_GPU} a GPU has): an NVSwitch "
+                "system whose fabric state is not in this capture",
+                evidence=[
+                    _ev("NVLink class of the GPU pairs", nv),
+                    _ev("NVLinks a direct mesh would need per GPU", needed, "links"),
+                ],
+                remediation=[
+                    "Check the fabric on the machine: `nvidia-smi -q | grep -A8 Fabric` (State "
+                    "Completed, Status Success) and `systemctl status nvidia-fabricmanager`.",
+                ],
+                confidence="medium",
+                needs="import `nvidia-smi -q` (Fabric section), or run `pcidoc check` on the "
+                "machine",
+            )
     elif up:
         what = "NVLinks are up but their far ends (GPU or NVSwitch) are not in the capture"
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.facts import Gpu
 from pcidoc.model.report import Evidence
 
@@ -332,7 +333,11 @@ def nvml_health(ctx: Context) -> list[Finding]:
         ]
     healthy = [g for g in ctx.gpus if not g.nvml_error]
     if healthy:
-        names = ", ".join(g.label for g in healthy)
+        names = (
+            ", ".join(g.label for g in healthy)
+            if len(healthy) <= 4
+            else f"GPUs {format_cpulist({g.index for g in healthy})}"
+        )
         version = ctx.driver.driver_version or "version unknown"
         findings.append(
             Finding(

@@ -389,7 +389,9 @@ def _refusal_finding(
 ) -> Finding:
     labels = [pair_label(a, b) for a, b, _ in pairs]
     shown = _list([f"{pair_label(a, b)} ({link or 'path unknown'})" for a, b, link in pairs])
+    where = shown if len(pairs) == 1 else f"{len(pairs)} pairs: {shown}"
     meaning = short_meaning(reason)
+    code = "CUDA: no peer access" if reason == "CUDA" else f"{reason}: {meaning}"
     evidence = _capped(
         [_ev("P2P refused", f"{reason}: {meaning}", subject=pair_label(a, b)) for a, b, _ in pairs]
     )
@@ -409,8 +411,8 @@ def _refusal_finding(
     if klass == "sys":
         return Finding(
             "info",
-            f"P2P refused ({reason}) across sockets on {len(pairs)} pair(s) {shown}: normal, "
-            "NCCL uses shared memory between sockets",
+            f"P2P refused ({code}) across sockets on {where}: normal, NCCL uses shared memory "
+            "between sockets",
             subjects=labels,
             evidence=evidence,
             remediation=[
@@ -421,21 +423,25 @@ def _refusal_finding(
     geforce = [g.label for g in ctx.gpus if ctx.is_geforce(g)]
     key = "CNS-bare" if reason == "CNS" and ctx.is_vm is False else reason
     advice = _CODE_ADVICE.get(key, _CODE_ADVICE["CUDA"])
-    summary = f"P2P refused ({reason}: {meaning}) on {len(pairs)} pair(s) {shown}"
+    summary = f"P2P refused ({code}) on {where}"
     summary += "; peer copies are staged through host memory"
     if nvlink_ok:
         summary += " (NVLink pairs have P2P; only these PCIe pairs are refused)"
     if any(link == "PIX" for *_, link in pairs) and reason in ("GNS", "NS", "CUDA"):
-        summary += "; even the PIX pairs bounce through the switch uplink"
-    if geforce and reason in ("GNS", "NS", "CUDA"):
+        summary += ", even between PIX GPUs (up the switch uplink and back)"
+    consumer = bool(geforce) and reason in ("GNS", "NS", "CUDA")
+    if consumer:
         evidence.append(_ev("consumer GPUs", ", ".join(geforce)))
+        summary += "; on consumer GPUs that is the driver's policy, not a fault"
     if ctx.is_vm:
         evidence.append(_ev("virtual machine", True))
     remediation = [advice]
-    if reason in ("GNS", "NS", "CUDA") and geforce:
-        remediation.append(
-            "This is the driver's normal behaviour on consumer GPUs, not a fault of the "
-            "machine; expect NCCL all-reduce at shared-memory speed (see scaling.allreduce)."
+    if consumer:
+        remediation.insert(
+            0,
+            "This is not a fault: the stock driver refuses P2P on consumer GPUs. Plan for "
+            "host-staged copies (NCCL uses shared memory, see scaling.allreduce), or run "
+            "GPU-to-GPU heavy jobs on GPUs with P2P support or NVLink.",
         )
     return Finding(
         "warn",
@@ -445,6 +451,10 @@ def _refusal_finding(
         remediation=remediation,
         confidence="high" if reason != "CUDA" else "medium",
     )
+
+
+def _all_pairs(count: int) -> str:
+    return "the GPU pair" if count == 1 else f"all {count} pairs"
 
 
 def _granted_finding(ctx: Context, granted: list[tuple[int, int, str | None]]) -> Finding:
@@ -473,7 +483,7 @@ def _granted_finding(ctx: Context, granted: list[tuple[int, int, str | None]]) -
     if not _has_p2p_measurement(ctx):
         return Finding(
             "pass",
-            f"P2P granted on all {len(granted)} pair(s); OK is a grant, not delivery: no peer "
+            f"P2P granted on {_all_pairs(len(granted))}; OK is a grant, not delivery: no peer "
             "copy was measured",
             evidence=evidence,
             remediation=[
@@ -484,7 +494,7 @@ def _granted_finding(ctx: Context, granted: list[tuple[int, int, str | None]]) -
         )
     return Finding(
         "pass",
-        f"P2P granted on all {len(granted)} pair(s) and measured (see p2p.fallback)",
+        f"P2P granted on {_all_pairs(len(granted))} and measured (see p2p.fallback)",
         evidence=evidence,
     )
 
@@ -867,6 +877,8 @@ class _Verdicts:
     fallback_pairs: list[str] = field(default_factory=list)
     indistinct: list[tuple[int, int]] = field(default_factory=list)
     ok_speedups: list[float] = field(default_factory=list)
+    ok_unknown_path: list[float] = field(default_factory=list)
+    """Enabled bandwidth of passing pairs whose path is not in the topology."""
     nv_rate_unknown: bool = False
     pcie_unjudged: bool = False
     nv_model: tuple[float, str] | None = None
@@ -931,13 +943,16 @@ def p2p_fallback(ctx: Context) -> Finding | list[Finding]:
         parts = []
         evidence = list(v.evidence)
         if v.ok_speedups:
-            parts.append(f"P2P beats staging on every PCIe pair (min {min(v.ok_speedups):.1f}×)")
+            kind = "PCIe pair" if not v.ok_unknown_path else "pair"
+            parts.append(f"P2P beats staging on every {kind} (min {min(v.ok_speedups):.1f}×)")
             evidence.append(_ev("lowest P2P speedup over staging", round(min(v.ok_speedups), 2)))
+            beyond = _beyond_pcie(v.ok_unknown_path, mode)
+            if beyond:
+                parts.append(beyond)
         if v.nv_ok:
-            parts.append(f"NVLink pairs {_gbps(min(v.nv_ok))}–{_gbps(max(v.nv_ok))} GB/s {mode}")
-            evidence.append(
-                _ev(f"NVLink P2P {mode}", f"{_gbps(min(v.nv_ok))}–{_gbps(max(v.nv_ok))}", "GB/s")
-            )
+            span = _span(v.nv_ok)
+            parts.append(f"NVLink pairs {span} GB/s {mode}")
+            evidence.append(_ev(f"NVLink P2P {mode}", span, "GB/s"))
             if v.nv_model:
                 model, basis = v.nv_model
                 parts[-1] += f" ({min(v.nv_ok) / model:.0%}+ of {_gbps(model)} GB/s line rate)"
@@ -953,6 +968,29 @@ def p2p_fallback(ctx: Context) -> Finding | list[Finding]:
             )
         )
     return findings
+
+
+def _span(values: list[float]) -> str:
+    """``"265–276"``, or one number when they round alike."""
+    low, high = _gbps(min(values)), _gbps(max(values))
+    return low if low == high else f"{low}–{high}"
+
+
+def _beyond_pcie(values: list[float], mode: str) -> str | None:
+    """A note when peer copies of pairs with an unknown path outrun every PCIe x16 link."""
+    fastest = config.PCIE_NEWEST_GEN
+    ceiling = config.pcie_ceiling_gbps(fastest, 16)
+    if not values or ceiling is None:
+        return None
+    if mode == "bidirectional":
+        ceiling *= 2
+    if min(values) <= ceiling:
+        return None
+    return (
+        f"{_span(values)} GB/s {mode} is beyond any PCIe x16 link "
+        f"(Gen{fastest} x16 = {_gbps(ceiling)} GB/s), so these pairs talk over NVLink (the "
+        "topology is not in the capture to confirm it)"
+    )
 
 
 def _judge_direction(
@@ -1008,6 +1046,8 @@ def _judge_direction(
         v.no_speedup.append((a, b))
     else:
         v.ok_speedups.append(speedup)
+        if link is None:
+            v.ok_unknown_path.append(on)
 
 
 def _direction_evidence(
@@ -1131,9 +1171,14 @@ def _fallback_findings(ctx: Context, v: _Verdicts, mode: str) -> list[Finding]:
         findings.append(
             Finding(
                 "info",
-                f"P2P not available on {len(v.fallback_pairs)} pair(s) "
-                f"({_list(v.fallback_pairs)}); copies staged through host memory at "
-                f"{_gbps(median)} GB/s (median)"
+                "P2P not available on "
+                + (
+                    v.fallback_pairs[0]
+                    if len(v.fallback_pairs) == 1
+                    else f"{len(v.fallback_pairs)} pairs ({_list(v.fallback_pairs)})"
+                )
+                + f"; copies staged through host memory at {_gbps(median)} GB/s"
+                + (" (median)" if len(v.fallback_pairs) > 1 else "")
                 + (f", driver code {'/'.join(codes)}" if codes else ""),
                 subjects=v.fallback_pairs,
                 evidence=[_ev("staged copy (fallback)", median, "GB/s")],

@@ -13,6 +13,7 @@ All three are pure functions of the capture; every threshold is in :mod:`pcidoc.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pcidoc.doctor import config
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.facts import Gpu, PcieHop
 from pcidoc.model.links import is_nvlink
 from pcidoc.model.report import Confidence, Evidence
@@ -87,6 +89,11 @@ def _ceiling(gen: int | None, width: int | None) -> str:
 
 
 def _names(labels: Iterable[str]) -> str:
+    """``"GPU0, GPU2"``; five or more GPUs as ranges (``"GPUs 0-15"``) to keep lines short."""
+    labels = list(labels)
+    indices = [int(label[3:]) for label in labels if re.fullmatch(r"GPU\d+", label)]
+    if len(labels) > 4 and len(indices) == len(labels):
+        return f"GPUs {format_cpulist(set(indices))}"
     return ", ".join(labels)
 
 
@@ -1150,7 +1157,7 @@ def pcie_shared_uplink(ctx: Context) -> list[Finding]:
 
     if with_path:
         uplinks = _shared_uplinks(ctx)
-        findings.extend(_uplink_finding(ctx, u, vm) for u in uplinks)
+        findings.extend(_fold_alike([_uplink_finding(ctx, u, vm) for u in uplinks]))
         seen = set()
         for u in uplinks:
             idx = [g.index for g in u.gpus]
@@ -1245,6 +1252,45 @@ def pcie_shared_uplink(ctx: Context) -> list[Finding]:
             )
     findings.extend(_no_p2p_pairs(ctx, switch_pairs))
     return _with_gap(ctx, findings)
+
+
+_FOLD_MIN = 4
+"""From this many uplink findings that read alike, they are reported as one."""
+_GPU_OR_BDF = re.compile(
+    r"\bGPUs [0-9,-]+|\bGPU\d+\b|\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\b"
+)
+
+
+def _fold_alike(findings: list[Finding]) -> list[Finding]:
+    """Uplink findings that differ only in GPU names and bus ids, folded into one.
+
+    A big tray has dozens of identical switches (36 on a 72-GPU NVLink domain): one finding
+    that names them all reads better than 36 copies.
+    """
+    groups: dict[tuple[str, str, str], list[Finding]] = {}
+    for finding in findings:
+        shape = _GPU_OR_BDF.sub("#", finding.summary)
+        groups.setdefault((finding.severity, finding.confidence, shape), []).append(finding)
+    out: list[Finding] = []
+    for group in groups.values():
+        if len(group) < _FOLD_MIN:
+            out.extend(group)
+            continue
+        first = group[0]
+        ports = [s for f in group for s in f.subjects if not s.startswith("GPU")]
+        subjects = list(dict.fromkeys(s for f in group for s in f.subjects))
+        shown = ", ".join(ports[:6]) + (f" and {len(ports) - 6} more" if len(ports) > 6 else "")
+        out.append(
+            Finding(
+                first.severity,
+                f"{len(group)} uplinks alike, e.g. {first.summary}",
+                subjects=subjects,
+                evidence=[*first.evidence, _ev("uplinks like this one", shown)],
+                remediation=first.remediation,
+                confidence=first.confidence,
+            )
+        )
+    return out
 
 
 def _looks_flattened(ctx: Context) -> bool:

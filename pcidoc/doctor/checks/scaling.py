@@ -378,6 +378,9 @@ def _judge_busbw(
 ) -> Finding:
     used = gpu_set(indices) if indices else f"{m.ranks or '?'} ranks"
     evidence = [*evidence, _ev("link model", model.gbps, "GB/s", subject=model.basis)]
+    floor = config.BUSBW_WARN_FRACTION * config.BUSBW_FLOOR_MODEL_GBPS
+    if model.gbps is None and (m.ranks or len(indices)) >= 2 and bw < floor:
+        return _below_floor(ctx, bw, top, indices, used, evidence)
     if model.gbps is None:
         return Finding(
             "info",
@@ -442,6 +445,66 @@ def _judge_busbw(
         remediation=remediation,
         subjects=[f"GPU{i}" for i in indices],
         confidence=confidence,
+    )
+
+
+def _below_floor(
+    ctx: Context,
+    bw: float,
+    top: CollectiveRow,
+    indices: list[int],
+    used: str,
+    evidence: list[Evidence],
+) -> Finding:
+    """busbw below even the slowest hop NCCL models, while the real links are unknown."""
+    floor = config.BUSBW_FLOOR_MODEL_GBPS
+    evidence = [
+        *evidence,
+        _ev(
+            "slowest link NCCL models",
+            floor,
+            "GB/s",
+            subject="PCIe Gen3 x8 or a QPI-class socket link",
+        ),
+    ]
+    pairs = [(a, b) for pos, a in enumerate(indices) for b in indices[pos + 1 :]]
+    refused = [f"GPU{a}-GPU{b}" for a, b in pairs if ctx.p2p_available(a, b) is False]
+    consumer = [f"GPU{i}" for i in indices if ctx.is_geforce(ctx.gpu_by_index.get(i))]
+    head = (
+        f"all-reduce on {used}: {_gbps(bw)} GB/s busbw at {format_bytes(top.size_bytes)}, "
+        f"below {config.BUSBW_WARN_FRACTION:.0%} of even the slowest link NCCL models "
+        f"({floor:g} GB/s); the real links are not in the capture"
+    )
+    if refused:
+        head += (
+            f"; P2P is unavailable on {', '.join(refused[:3])}, so NCCL stages through shared "
+            "memory"
+        )
+        evidence.append(_ev("pairs without P2P", ", ".join(refused)))
+    elif consumer:
+        head += (
+            "; these are consumer GPUs, whose stock driver refuses P2P, so NCCL most likely "
+            "stages through shared memory"
+        )
+        evidence.append(_ev("consumer GPUs", ", ".join(consumer)))
+    else:
+        head += (
+            "; likely causes: no P2P (NCCL then stages through shared memory), a narrow or "
+            "downtrained link, or other traffic on the GPUs"
+        )
+    return Finding(
+        "warn",
+        head,
+        subjects=[f"GPU{i}" for i in indices],
+        evidence=evidence,
+        remediation=[
+            "Find out why: `nvidia-smi topo -m` and `nvidia-smi topo -p2p r` show the path and "
+            "whether P2P is granted (p2p.capability), `nvidia-smi -q -d PCIE` the link of each "
+            "GPU (pcie.link-speed); `pcidoc check` on the machine reads all of them.",
+            "Without P2P the shared-memory path is the ceiling: only GPUs with peer access (or "
+            "NVLink) lift it.",
+        ],
+        confidence="low",
     )
 
 

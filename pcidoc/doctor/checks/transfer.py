@@ -123,9 +123,17 @@ def transfer_pinned(ctx: Context) -> Finding | list[Finding]:
     findings: list[Finding] = []
     passes: list[tuple[Finding, str, float]] = []
     groups = _group(pinned)
+    unknown: dict[int, list[TransferMeasurement]] = {}
+    for (index, _), items in sorted(groups.items()):
+        best = _best(items)
+        if negotiated_link(ctx.gpu_by_index.get(index), best) is None:
+            unknown.setdefault(index, []).append(best)
+    for index, transfers in sorted(unknown.items()):
+        findings.append(_unknown_link(ctx.gpu_by_index.get(index), transfers))
     judged = {
         key: _judge_pinned(ctx, ctx.gpu_by_index.get(key[0]), _best(items), caveat, lowered)
         for key, items in groups.items()
+        if key[0] not in unknown
     }
     for (index, direction), (finding, share) in sorted(judged.items()):
         finding = _sm_leniency(groups, judged, index, direction, finding)
@@ -189,12 +197,10 @@ def _judge_pinned(
     if t.method:
         evidence.append(_ev("method", t.method, subject=label))
     link = negotiated_link(gpu, t)
-    if link is None:
-        return _unknown_link(gpu, t, evidence), None
-    model = config.pcie_nccl_model_gbps(link.gen, link.width)
+    model = config.pcie_nccl_model_gbps(link.gen, link.width) if link else None
+    if link is None or model is None:
+        return _unknown_link(gpu, [t]), None
     raw = config.pcie_ceiling_gbps(link.gen, link.width)
-    if model is None:
-        return _unknown_link(gpu, t, evidence), None
     share = bw / model
     evidence += [
         _ev(f"link ({link.basis})", link_label(link.gen, link.width), subject=label),
@@ -286,18 +292,31 @@ def _pinned_fix(t: TransferMeasurement, gpu: Gpu | None) -> list[str]:
     ]
 
 
-def _unknown_link(gpu: Gpu | None, t: TransferMeasurement, evidence: list[Evidence]) -> Finding:
-    label = f"GPU{t.gpu}"
-    name = _DIRECTION[t.direction]
-    bw = t.bandwidth_gbps
-    gen = link_class(bw)
+def _unknown_link(gpu: Gpu | None, transfers: list[TransferMeasurement]) -> Finding:
+    """Pinned copies of one GPU whose link is not in the capture: the PCIe class of the number.
+
+    The link is the same in both directions, so the faster direction names its class; a GPU
+    known to support a newer generation, or a number below even the Gen3 x16 class, warns.
+    """
+    ordered = sorted(transfers, key=lambda t: t.direction != "h2d")
+    index = ordered[0].gpu
+    label = f"GPU{index}"
+    numbers = " / ".join(f"{_DIRECTION[t.direction]} {_gbps(t.bandwidth_gbps)}" for t in ordered)
+    head = f"{label} pinned {numbers} GB/s"
+    evidence = []
+    for t in ordered:
+        evidence.append(_ev(f"pinned {_DIRECTION[t.direction]}", t.bandwidth_gbps, "GB/s", label))
+        if t.method:
+            evidence.append(_ev("method", t.method, subject=label))
+    best = _best(ordered)
+    gen = link_class(best.bandwidth_gbps)
     device_gen = (gpu.pcie.device_max_gen or gpu.pcie.max_gen) if gpu else None
-    check_cmd = f"`nvidia-smi -q -d PCIE -i {t.gpu}`"
+    check_cmd = f"`nvidia-smi -q -d PCIE -i {index}`"
     if gen is None:
         g3 = config.pcie_nccl_model_gbps(3, 16) or 0
         return Finding(
             "warn",
-            f"{label} pinned {name} {_gbps(bw)} GB/s is below even the Gen3-x16 class "
+            f"{head} is below even the Gen3-x16 class "
             f"(≥ {_gbps(config.PINNED_WARN_FRACTION * g3)} GB/s); the link is not in the "
             f"capture: check {check_cmd}",
             subjects=[label],
@@ -312,8 +331,8 @@ def _unknown_link(gpu: Gpu | None, t: TransferMeasurement, evidence: list[Eviden
     if device_gen and device_gen > gen:
         return Finding(
             "warn",
-            f"{label} pinned {name} {_gbps(bw)} GB/s is Gen{gen}-x16-class although the GPU "
-            f"supports Gen{device_gen}: the link may be downtrained or slot-limited",
+            f"{head} is Gen{gen}-x16-class although the GPU supports Gen{device_gen}: the link "
+            "may be downtrained or slot-limited",
             subjects=[label],
             evidence=evidence,
             remediation=[f"Check the negotiated link under load with {check_cmd}."],
@@ -321,9 +340,8 @@ def _unknown_link(gpu: Gpu | None, t: TransferMeasurement, evidence: list[Eviden
         )
     return Finding(
         "info",
-        f"{label} pinned {name} {_gbps(bw)} GB/s is Gen{gen}-x16-class; the link is not in the "
-        f"capture, so if this GPU supports a newer generation the link may be downtrained or "
-        f"slot-limited: check {check_cmd}",
+        f"{head} is Gen{gen}-x16-class; the link is not in the capture: if the GPU supports "
+        f"a newer generation, check {check_cmd}",
         subjects=[label],
         evidence=evidence,
         remediation=[f"Import `nvidia-smi -q -d PCIE` with the output, or run {check_cmd}."],
@@ -499,7 +517,6 @@ def transfer_remote_numa(ctx: Context) -> Finding | list[Finding]:
     pinned = [
         t for t in ctx.transfers(memory="pinned", bidirectional=False) if t.direction in _DIRECTION
     ]
-    nodes = len(ctx.host.numa_nodes)
     placed: dict[tuple[int, str], dict[str, list[TransferMeasurement]]] = {}
     for t in pinned:
         where = _placement(ctx, t)
@@ -507,7 +524,7 @@ def transfer_remote_numa(ctx: Context) -> Finding | list[Finding]:
             placed.setdefault((t.gpu, t.direction), {}).setdefault(where, []).append(t)
     comparable = {k: v for k, v in placed.items() if "local" in v and "remote" in v}
     if not comparable:
-        if nodes == 1:
+        if ctx.single_numa_node:
             return Finding("info", "single NUMA node: remote-socket memory does not apply")
         return ctx.unmeasured(
             "transfer", "no pinned copy was measured from both the local and a remote NUMA node"

@@ -1,0 +1,329 @@
+"""The command-line contract of DESIGN.md §4: exit codes, one-line errors, clean stdout.
+
+* Bad input exits 3 with exactly one line on stderr (``pcidoc: ...``) and no traceback.
+* ``pcidoc check`` exits 0/1/2 when the worst finding is info/warn/fail.
+* With ``--json`` stdout carries only JSON; progress and warnings go to stderr.
+* ``--version`` and every ``--help`` exit 0; Ctrl-C exits 130.
+
+Most cases run ``pcidoc.cli.main`` in-process (fast); a few run ``python -m pcidoc`` in a
+subprocess to prove that no traceback reaches the terminal end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pcidoc import __version__
+from pcidoc.cli import COMMANDS, main
+from pcidoc.collect.importers import SUPPORTED_FORMATS
+from pcidoc.doctor.registry import CHECK_IDS
+from pcidoc.samples import sample_names, sample_path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Our own minimal `nvidia-smi topo -m` (two NVLink-bridged GPUs), for `pcidoc import`.
+TOPO = (
+    "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n"
+    "GPU0\t X \tNV4\t0-15\t0\n"
+    "GPU1\tNV4\t X \t0-15\t0\n"
+    "\n"
+    "Legend:\n"
+    "\n"
+    "  X    = Self\n"
+    "  NV#  = Connection traversing a bonded set of # NVLinks\n"
+)
+
+# Samples whose worst finding is info (0), warn (1) and fail (2), as the doctor sees them.
+EXIT_BY_SAMPLE = {
+    "h100-pcie-nvlink-bridge": 0,
+    "autodl-2080ti-2gpu": 1,
+    "synthetic-16gpu": 2,
+}
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``main(argv)`` in-process: (exit code, stdout, stderr)."""
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, out: str, err: str, *needles: str) -> None:
+    assert code == 3, (code, err)
+    assert out == ""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("pcidoc: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+@pytest.fixture
+def capture_file(tmp_path: Path) -> Path:
+    """A valid capture file (a copy of the default sample)."""
+    path = tmp_path / "machine.json"
+    path.write_bytes(sample_path("autodl-2080ti-2gpu").read_bytes())
+    return path
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+def test_missing_capture_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.json"
+    assert_one_line_error(*run(["check", "--from", str(missing)], capsys), "no such file")
+
+
+def test_corrupt_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "pcidoc.capture/1", "gpus": [', encoding="utf-8")
+    assert_one_line_error(*run(["check", "--from", str(bad)], capsys), "bad.json", "not JSON")
+
+
+def test_capture_from_a_future_pcidoc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    future = tmp_path / "future.json"
+    data = json.loads(sample_path("autodl-2080ti-2gpu").read_text(encoding="utf-8"))
+    data["schema"] = "pcidoc.capture/9"
+    future.write_text(json.dumps(data), encoding="utf-8")
+    code, out, err = run(["check", "--from", str(future)], capsys)
+    assert_one_line_error(code, out, err, "pcidoc.capture/9", "newer pcidoc")
+
+
+def test_wrong_typed_field(capture_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(capture_file.read_text(encoding="utf-8"))
+    data["gpus"][0]["index"] = "zero"
+    capture_file.write_text(json.dumps(data), encoding="utf-8")
+    code, out, err = run(["check", "--from", str(capture_file)], capsys)
+    assert_one_line_error(code, out, err, "gpus[0].index")
+
+
+@pytest.mark.parametrize("option", ["--only", "--skip"])
+def test_unknown_check_id_lists_the_known_ones(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["check", "--demo", option, "p2p.nope"], capsys)
+    assert_one_line_error(code, out, err, option, "p2p.nope")
+    assert all(check_id in err for check_id in CHECK_IDS)
+
+
+def test_output_folder_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "no" / "such" / "report.md"
+    code, out, err = run(["check", "--demo", "-o", str(target)], capsys)
+    assert_one_line_error(code, out, err, "does not exist")
+
+
+def test_output_is_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "report.md"
+    folder.mkdir()
+    code, out, err = run(["check", "--demo", "-o", str(folder)], capsys)
+    assert_one_line_error(code, out, err, "is a directory")
+
+
+def test_output_with_an_unknown_extension(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["check", "--demo", "-o", str(tmp_path / "report.txt")], capsys)
+    assert_one_line_error(code, out, err, "unknown report format", ".json, .md or .html")
+
+
+def test_output_folder_not_writable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Permission bits do not stop root, so the check pcidoc makes is what is simulated.
+    real_access = os.access
+    folder = str(tmp_path)
+
+    def access(path: str | os.PathLike[str], mode: int, *args: object, **kw: object) -> bool:
+        if os.fspath(path) == folder and mode == os.W_OK:
+            return False
+        return real_access(path, mode)
+
+    monkeypatch.setattr(os, "access", access)
+    code, out, err = run(["check", "--demo", "-o", str(tmp_path / "r.md")], capsys)
+    assert_one_line_error(code, out, err, "not writable")
+
+
+def test_probes_cannot_measure_a_capture_file(
+    capture_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(["check", "--probes", "quick", "--from", str(capture_file)], capsys)
+    assert_one_line_error(code, out, err, "--probes", "--from")
+
+
+def test_import_of_nothing_recognisable_lists_the_formats(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    junk = tmp_path / "notes.txt"
+    junk.write_text("my GPUs are slow, please help\n", encoding="utf-8")
+    code, out, err = run(["import", str(junk)], capsys)
+    assert_one_line_error(code, out, err, "notes.txt", "no supported output recognised")
+    assert all(fmt in err for fmt in SUPPORTED_FORMATS)
+
+
+def test_import_of_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["import", str(tmp_path / "gone.txt")], capsys)
+    assert_one_line_error(code, out, err, "gone.txt", "no such file")
+
+
+def test_unknown_demo_lists_the_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["check", "--demo", "NOPE"], capsys)
+    assert_one_line_error(code, out, err, "NOPE")
+    assert all(name in err for name in sample_names())
+
+
+def test_tui_interval_too_short(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["--demo", "--interval", "0.01"], capsys)
+    assert_one_line_error(code, out, err, "--interval")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["bogus"], ["check", "--bogus"], ["check", "--probes", "sometimes"], ["schema", "nope"]],
+)
+def test_usage_errors_exit_3_without_traceback(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 3
+    assert out == ""
+    assert "Traceback" not in err
+    # argparse prints its usage block first; the error itself is the last line.
+    assert err.splitlines()[-1].startswith("pcidoc"), err
+    assert ": error: " in err.splitlines()[-1]
+
+
+# -------------------------------------------------------------------------- exit codes
+
+
+@pytest.mark.parametrize(("sample", "expected"), sorted(EXIT_BY_SAMPLE.items()))
+def test_check_exit_code_follows_the_worst_finding(
+    sample: str, expected: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(["check", "--json", "--demo", sample], capsys)
+    worst = {0: {"pass", "info"}, 1: {"warn"}, 2: {"fail"}}[expected]
+    assert json.loads(out)["worst"] in worst
+    assert code == expected
+
+
+def test_keyboard_interrupt_exits_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(_args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(COMMANDS, "check", interrupted)
+    code, out, err = run(["check", "--demo"], capsys)
+    assert code == 130
+    assert out == ""
+    assert err.splitlines() == ["pcidoc: interrupted"]
+
+
+# ------------------------------------------------------------------------ clean stdout
+
+
+def test_json_report_alone_on_stdout_while_writing_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "report.html"
+    code, out, err = run(
+        ["check", "--json", "--demo", "h100-pcie-nvlink-bridge", "-o", str(target)], capsys
+    )
+    assert code == 0
+    assert json.loads(out)["schema"] == "pcidoc.report/1"
+    assert err.splitlines() == [f"pcidoc: wrote {target}"]
+    assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_import_prints_the_capture_on_stdout_and_progress_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paste = tmp_path / "topo.txt"
+    paste.write_text(TOPO, encoding="utf-8")
+    code, out, err = run(["import", str(paste)], capsys)
+    assert code == 0
+    capture = json.loads(out)
+    assert capture["schema"] == "pcidoc.capture/1"
+    assert capture["topology"]["labels"] == ["GPU0", "GPU1"]
+    assert err.startswith(f"pcidoc: {paste}: ")
+    assert "{" not in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["topo", "--json", "--demo"], ["samples", "--json"], ["schema", "report"]],
+)
+def test_json_commands_print_only_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(argv, capsys)
+    assert code == 0
+    json.loads(out)
+    assert err == ""
+
+
+# ----------------------------------------------------------------------- version, help
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"pcidoc {__version__}"
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_of_every_command(command: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [command, "--help"] if command else ["--help"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 0
+    assert out.startswith("usage: pcidoc")
+    assert err == ""
+
+
+# --------------------------------------------------------------------- end to end
+
+
+def _pcidoc(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PCIDOC_", "NCCL_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "pcidoc", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_subprocess_bad_inputs_never_show_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text("{", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("nothing here\n", encoding="utf-8")
+    for argv in (
+        ["check", "--from", "bad.json"],
+        ["import", "notes.txt"],
+        ["check", "--demo", "--only", "nope"],
+        ["bogus"],
+    ):
+        done = _pcidoc(*argv, cwd=tmp_path)
+        assert done.returncode == 3, (argv, done.stderr)
+        assert "Traceback" not in done.stderr, (argv, done.stderr)
+        assert done.stdout == "", argv
+        assert ": error: " in done.stderr or done.stderr.count("\n") == 1, (argv, done.stderr)
+
+
+def test_subprocess_json_report_and_exit_code(tmp_path: Path) -> None:
+    done = _pcidoc("check", "--json", "--demo", "synthetic-16gpu", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["worst"] == "fail"
+    assert "Traceback" not in done.stderr
