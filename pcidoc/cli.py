@@ -34,8 +34,8 @@ class _Parser(argparse.ArgumentParser):
     """ArgumentParser whose usage errors exit 3, as every other bad input does."""
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        """One line, like every other bad input, with where to look for help."""
+        sys.stderr.write(f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
         raise SystemExit(ExitCode.BAD_INPUT)
 
 
