@@ -32,6 +32,12 @@ class Context:
         self.nics: list[Nic] = list(capture.nics)
         topo = capture.topology
         self._label_pos = {label: i for i, label in enumerate(topo.labels)}
+        # Checks over pairs ask for GPU links and P2P codes thousands of times on big boxes:
+        # index them once (O(1) per lookup instead of label formatting and list.index).
+        self._gpu_pos = {
+            g.index: self._label_pos[g.label] for g in self.gpus if g.label in self._label_pos
+        }
+        self._p2p_pos = {idx: pos for pos, idx in enumerate(capture.p2p.gpus)}
         self.measurements = capture.measurements
         self.host = capture.host
         self.driver = capture.driver
@@ -51,14 +57,27 @@ class Context:
 
     def gpu_link(self, a: int, b: int) -> str | None:
         """Link class between GPU ``a`` and GPU ``b``."""
-        return self.link(f"GPU{a}", f"GPU{b}")
+        i = self._gpu_pos.get(a)
+        j = self._gpu_pos.get(b)
+        if i is None or j is None:
+            return None
+        links = self.capture.topology.links
+        if i >= len(links) or j >= len(links[i]):
+            return None
+        return links[i][j]
 
     def gpu_pairs(self) -> Iterator[tuple[int, int, str | None]]:
         """Unordered GPU pairs ``(a, b, link)`` with ``a < b``."""
+        return iter(self._pair_list)
+
+    @cached_property
+    def _pair_list(self) -> list[tuple[int, int, str | None]]:
         indices = [g.index for g in self.gpus]
-        for pos, a in enumerate(indices):
-            for b in indices[pos + 1 :]:
-                yield a, b, self.gpu_link(a, b)
+        return [
+            (a, b, self.gpu_link(a, b))
+            for pos, a in enumerate(indices)
+            for b in indices[pos + 1 :]
+        ]
 
     @cached_property
     def has_topology(self) -> bool:
@@ -209,10 +228,19 @@ class Context:
         Returns ``"OK"`` when every known code is OK, the most telling refusal code otherwise
         (``GNS`` > ``CNS`` > ``TNS`` > ``NS`` > ``DR`` > ``U``), ``None`` when nothing is known.
         """
-        status = self.capture.p2p
-        codes = [
-            status.status(cap, x, y) for cap in self._P2P_GRANT_CAPS for x, y in ((a, b), (b, a))
-        ]
+        i = self._p2p_pos.get(a)
+        j = self._p2p_pos.get(b)
+        if i is None or j is None:
+            return None
+        matrices = self.capture.p2p.matrices
+        codes = []
+        for cap in self._P2P_GRANT_CAPS:
+            matrix = matrices.get(cap)
+            if matrix is None:
+                continue
+            for x, y in ((i, j), (j, i)):
+                if x < len(matrix) and y < len(matrix[x]):
+                    codes.append(matrix[x][y])
         known = [c for c in codes if c and c != "X"]
         if not known:
             return None

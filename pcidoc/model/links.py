@@ -10,6 +10,7 @@ SMP interconnect between NUMA nodes). Old drivers printed ``SOC`` for what is no
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 PCIE_CLASSES: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
 """PCIe path classes from nearest to farthest."""
@@ -46,17 +47,20 @@ def normalize_link(token: str | None) -> str | None:
     return None
 
 
+@lru_cache(maxsize=256)
 def is_nvlink(link: str | None) -> bool:
     """True for ``NV#`` classes."""
     return bool(link) and _NV_RE.match(link or "") is not None
 
 
+@lru_cache(maxsize=256)
 def nvlink_count(link: str | None) -> int:
     """Number of bonded NVLinks for ``NV#``, else 0."""
     match = _NV_RE.match(link or "")
     return int(match.group(1)) if match else 0
 
 
+@lru_cache(maxsize=256)
 def rank(link: str | None) -> int | None:
     """Distance rank: 0 for ``X``, 1 for NVLink, 2 ``PIX`` ... 6 ``SYS``; ``None`` if unknown."""
     if link is None:
