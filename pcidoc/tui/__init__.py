@@ -1,1 +1,49 @@
-"""pcidoc.tui."""
+"""The pcidoc TUI (the only package that imports textual / textual_plotext).
+
+:func:`run_tui` is what bare ``pcidoc`` runs. It loads a ``--from`` file or a ``--demo`` sample
+*before* the app starts, so a bad file ends with the one-line error and exit code 3 of every
+other command, never inside a half-drawn screen.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def run_tui(from_file: str | None = None, demo: str | None = None, interval: float = 1.0) -> int:
+    """Run the TUI on a capture file, a bundled sample, or this machine.
+
+    Args:
+        from_file: A capture (or report) file; probes are disabled for it.
+        demo: A sample name, ``""`` for the default demo, ``None`` for this machine.
+        interval: Seconds between live counter samples.
+
+    Returns:
+        The exit code (0 after a normal quit).
+
+    Raises:
+        PcidocError: the file or sample could not be loaded (the CLI prints one line, exits 3).
+    """
+    from pcidoc.model.report import ReportSource
+
+    capture = None
+    source = None
+    if from_file:
+        from pcidoc.collect.capture import load_capture
+
+        capture = load_capture(from_file)
+        kind = {"import": "import", "synthetic": "synthetic"}.get(capture.origin.kind, "capture")
+        source = ReportSource(kind=kind, path=os.fspath(from_file))  # type: ignore[arg-type]
+    elif demo is not None:
+        from pcidoc.tui.live import load_demo
+
+        capture, source = load_demo(demo or None)
+    from pcidoc.tui.app import PcidocApp
+
+    app = PcidocApp(capture, source, interval=interval)
+    app.freeze_gc = True
+    code = app.run()
+    return int(code or 0)
+
+
+__all__ = ["run_tui"]

@@ -1,1 +1,1 @@
-"""pcidoc.tui.screens."""
+"""Screens of the pcidoc TUI: the main screen and its dialogs."""

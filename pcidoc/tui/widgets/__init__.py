@@ -1,1 +1,1 @@
-"""pcidoc.tui.widgets."""
+"""Widgets of the pcidoc TUI, one per module."""

@@ -1,0 +1,814 @@
+"""The pcidoc TUI application.
+
+The app only renders: a :class:`~pcidoc.model.report.Report`, the facts of one machine and
+counter samples. Collection, the doctor, probes, sampling and export run in thread workers with
+an explicit group (``load``, ``counters``, ``probes``, ``export``) and report back with the
+past-tense messages of :mod:`pcidoc.tui.messages`; no worker touches a widget.
+
+Everything that reaches outside the process is injected through the constructor (the capture
+or a collector, the demo loader, the doctor, the probe runner, the counter sampler factory, the
+sampler's ticker and a wall clock), so tests drive the whole app with fakes, no sleeps and no
+real clock.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.widgets import TabbedContent
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from pcidoc.model.capture import Capture, SampleInfo
+from pcidoc.model.counters import CounterSample, GpuRates, rates
+from pcidoc.model.report import Report, ReportSource
+from pcidoc.tui import live as defaults
+from pcidoc.tui.messages import (
+    CountersSampled,
+    ExportFailed,
+    FactsCollected,
+    ProbeFinished,
+    ProbeProgressed,
+    ProbesEnded,
+    ProbesPlanned,
+    ReportExported,
+    ReportUpdated,
+    ThisMachineCollected,
+)
+from pcidoc.tui.screens.main import PANES, MainScreen
+from pcidoc.tui.widgets.doctor_pane import DoctorPane
+from pcidoc.tui.widgets.host_pane import HostPane
+from pcidoc.tui.widgets.links_pane import LinksPane
+from pcidoc.tui.widgets.probe_panel import ProbePanel
+
+if TYPE_CHECKING:
+    from pcidoc.collect.counters import CounterSampler
+    from pcidoc.probes.runner import ProbeRunner
+
+Collector = Callable[[], Capture]
+DemoLoader = Callable[[str | None], tuple[Capture, ReportSource]]
+Diagnose = Callable[[Capture, ReportSource, bool, str], Report]
+SamplerFactory = Callable[[Capture], "CounterSampler | None"]
+Ticker = Callable[[float, threading.Event], bool]
+BusyCheck = Callable[[Capture, list[int]], list[Any]]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class PcidocApp(App[int]):
+    """The TUI: header, Topology / Links / Doctor / Host panes, probes and export.
+
+    Args:
+        capture: The machine to show (a capture file or a sample, loaded before the app
+            starts). ``None`` collects this machine live in a worker.
+        source: Where ``capture`` came from (``demo``, ``capture``...); ``live`` when collecting.
+        collect: Live collector (default: NVML + sysfs + host through one NVML session).
+        load_demo: Loads a bundled sample by name (``None`` = the default demo).
+        list_demos: Lists the bundled samples for the picker.
+        diagnose: The doctor: ``(capture, source, probes_requested, generated_at) -> Report``.
+        probe_runner: Runs one probe (default: child processes; tests pass a fake runner).
+        sampler_factory: Makes the counter sampler for a live machine (``None`` result: no
+            live counters).
+        interval: Seconds between counter samples; ``None`` runs no background sampler (tests
+            call :meth:`take_sample`).
+        ticker: Waits between samples; returns True to stop (default: wait on the stop event).
+        now: Wall clock for report time stamps and export file names.
+        allow_probes: ``True`` lets probes run on any machine (tests, demos with a fake
+            runner); ``False`` never; ``None`` only on a live machine with GPUs.
+        busy_check: Lists other processes on the GPUs before probing (live machines only).
+        export_dir: Folder export paths are relative to (default: the working directory).
+        demo_fallback: Open the default demo when this machine has no usable GPU.
+    """
+
+    TITLE = "pcidoc"
+    CSS_PATH = Path(__file__).parent / "pcidoc.tcss"
+    ENABLE_COMMAND_PALETTE = False
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark,f1", "help", "Help", key_display="?"),
+        Binding("1", "pane('topology')", "Topology", show=False),
+        Binding("2", "pane('links')", "Links", show=False),
+        Binding("3", "pane('doctor')", "Doctor", show=False),
+        Binding("4", "pane('host')", "Host", show=False),
+        Binding("w", "worst", "Worst"),
+        Binding("p", "probes('quick')", "Probes"),
+        Binding("P", "probes('full')", "Full probes", show=False),
+        Binding("x", "cancel_probes", "Cancel"),
+        Binding("e", "export", "Export"),
+        Binding("s", "samples", "Samples"),
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        capture: Capture | None = None,
+        source: ReportSource | None = None,
+        *,
+        collect: Collector | None = None,
+        load_demo: DemoLoader | None = None,
+        list_demos: Callable[[], list[SampleInfo]] | None = None,
+        diagnose: Diagnose | None = None,
+        probe_runner: ProbeRunner | None = None,
+        sampler_factory: SamplerFactory | None = None,
+        interval: float | None = 1.0,
+        ticker: Ticker | None = None,
+        now: Callable[[], datetime] | None = None,
+        allow_probes: bool | None = None,
+        busy_check: BusyCheck | None = None,
+        export_dir: str | os.PathLike[str] | None = None,
+        demo_fallback: bool = True,
+    ) -> None:
+        super().__init__()
+        self._live_machine: defaults.LiveMachine | None = None
+        if capture is None and (collect is None or sampler_factory is None):
+            self._live_machine = defaults.LiveMachine()
+        self._initial = capture
+        self._initial_source = source
+        self._collect = collect or (self._live_machine.collect if self._live_machine else None)
+        self._load_demo = load_demo or defaults.load_demo
+        self._list_demos = list_demos or defaults.list_demos
+        self._diagnose = diagnose or defaults.diagnose
+        self._probe_runner = probe_runner
+        self._sampler_factory = sampler_factory or (
+            self._live_machine.sampler if self._live_machine else None
+        )
+        self.interval = interval
+        self._ticker = ticker or defaults.wait_tick
+        self._now = now or _utc_now
+        self.allow_probes = allow_probes
+        self._busy_check = busy_check or defaults.busy_processes
+        self.export_dir = Path(export_dir) if export_dir is not None else Path.cwd()
+        self._demo_fallback = demo_fallback
+
+        self.capture: Capture | None = None
+        """The machine on display (with any measurements the probes added)."""
+        self.source: ReportSource | None = None
+        self.report: Report | None = None
+        self.this_machine: Capture | None = None
+        """This machine, collected live (also when it has no GPU and a demo is on display)."""
+        self.no_gpu_reason: str | None = None
+        self.fallback = False
+        """True when a demo is on display because this machine has no usable GPU."""
+        self.sampler: CounterSampler | None = None
+        self.last_sample: CounterSample | None = None
+        self.rates: dict[int, GpuRates] = {}
+        self.probes_running = False
+        self.notices: list[tuple[str, str]] = []
+        """Every notification as ``(severity, message)`` (tests and the log read it)."""
+        self.show_toasts = True
+        """Pop notifications up on screen; snapshot tests turn it off (toasts expire on a
+        timer, which a screenshot must not depend on)."""
+        self._facts: Capture | None = None
+        """The displayed machine before any probe ran; each probe run starts from a copy."""
+        self.freeze_gc = False
+        """Move everything alive after the first complete screen out of the cyclic garbage
+        collector's sight (``gc.freeze``): its full collections then take milliseconds
+        instead of ~60 ms pauses of the UI. Set by :func:`pcidoc.tui.run_tui`, the process
+        owner; tests leave it off."""
+        self._topology_stale = False
+        self._probe_notices: set[str] = set()
+        self.first_screen_at: float | None = None
+        """``time.monotonic()`` when the first report was on screen."""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def get_default_screen(self) -> MainScreen:
+        """The main screen."""
+        return MainScreen()
+
+    @property
+    def main(self) -> MainScreen:
+        """The main screen (also while a dialog is on top)."""
+        screen = self.screen_stack[0]
+        assert isinstance(screen, MainScreen)
+        return screen
+
+    def on_mount(self) -> None:
+        """Start once the main screen has its widgets."""
+        self.call_after_refresh(self._start)
+
+    def _start(self) -> None:
+        """Show what is known at once and start loading the rest."""
+        main = self.main
+        if self._initial is None:
+            main.header.show(
+                None, ReportSource(kind="live"), None, "collecting this machine's facts…"
+            )
+            main.topology.show_capture(None)
+            self.load_machine(None, None, live=True)
+        else:
+            source = self._initial_source or ReportSource(kind="capture")
+            self.post_message(FactsCollected(self._initial, source))
+            self.load_machine(self._initial, source, live=False)
+        main.focus_pane("topology")
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: Any = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:  # type: ignore[override]
+        """Show a notification (never parsed as markup) and remember it in :attr:`notices`."""
+        self.notices.append((str(severity), message))
+        if self.show_toasts:
+            super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    # ------------------------------------------------------------------ workers
+
+    @work(
+        thread=True,
+        group="load",
+        exclusive=True,
+        exit_on_error=False,
+        name="load_machine",
+        description="collect facts and run the doctor",
+    )
+    def load_machine(
+        self,
+        capture: Capture | None,
+        source: ReportSource | None,
+        live: bool = False,
+        demo: str | None = None,
+    ) -> None:
+        """Collect (or load) a machine, post its facts, run the doctor once, post the report.
+
+        A newer load (another sample picked meanwhile) cancels this one: nothing is posted after.
+        """
+        worker = get_current_worker()
+        fallback = False
+        sampler = None
+        if live:
+            assert self._collect is not None
+            capture = self._collect()
+            source = ReportSource(kind="live")
+            # Only a machine with no GPU at all falls back to the demo: GPUs that NVML lost
+            # (Xid 79...) are this machine's problem to show, not to hide behind a demo.
+            if not capture.gpus:
+                reason = capture.unavailable.get("gpus") or "NVML reports no usable NVIDIA GPU"
+                self.post_message(ThisMachineCollected(capture, reason))
+                if self._demo_fallback:
+                    try:
+                        capture, source = self._load_demo(None)
+                        fallback = True
+                    except Exception as exc:  # a damaged install: keep showing this machine
+                        self.notify(f"Could not open the demo machine: {exc}", severity="error")
+            elif self._sampler_factory is not None:
+                sampler = self._sampler_factory(capture)
+            if worker.is_cancelled:
+                return
+            self.sampler = sampler
+            self.post_message(FactsCollected(capture, source, fallback))
+        elif demo is not None:
+            capture, source = self._load_demo(demo)
+            if worker.is_cancelled:
+                return
+            self.post_message(FactsCollected(capture, source))
+        assert capture is not None and source is not None
+        report = self._diagnose(capture, source, False, self._stamp())
+        if not worker.is_cancelled:
+            self.post_message(ReportUpdated(report))
+
+    def _stamp(self) -> str:
+        return self._now().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def take_sample(self) -> CounterSample | None:
+        """Read the counters once and post them (the sampler thread's step; tests call it)."""
+        sampler = self.sampler
+        if sampler is None:
+            return None
+        sample = sampler.sample()
+        self.post_message(CountersSampled(sample))
+        return sample
+
+    @work(
+        thread=True,
+        group="counters",
+        exclusive=True,
+        exit_on_error=False,
+        name="sample_counters",
+        description="live counter sampler",
+    )
+    def sample_counters(self) -> None:
+        """The one sampler thread: a sample every ``interval`` seconds until cancelled."""
+        worker = get_current_worker()
+        interval = self.interval or 1.0
+        while not worker.is_cancelled:
+            self.take_sample()
+            if self._ticker(interval, worker.cancelled_event):
+                break
+
+    @work(
+        thread=True,
+        group="probes",
+        exclusive=True,
+        exit_on_error=False,
+        name="run_probes",
+        description="probe run",
+    )
+    def run_probes(self, mode: str, base: Capture, source: ReportSource, live: bool) -> None:
+        """Run the probes one by one; after each, re-run the doctor and post the report."""
+        from pcidoc.probes.runner import SubprocessProbeRunner
+        from pcidoc.probes.session import (
+            GPU_PROBES,
+            apply_outcome,
+            plan_probes,
+            probe_gpus,
+            probe_names,
+            run_env,
+            unavailable_errors,
+        )
+
+        worker = get_current_worker()
+        cancel = worker.cancelled_event
+        runner = self._probe_runner or SubprocessProbeRunner()
+        capture = base
+
+        def report() -> None:
+            self.post_message(
+                ReportUpdated(
+                    self._diagnose(capture.model_copy(deep=True), source, True, self._stamp())
+                )
+            )
+
+        def progress(name: str) -> Callable[[Any], None]:
+            def on_progress(event: Any) -> None:
+                text = event.message if event.probe == name else f"{event.probe}: {event.message}"
+                self.post_message(ProbeProgressed(name, float(event.fraction), text))
+
+            return on_progress
+
+        try:
+            self.post_message(ProbeProgressed("env", 0.0, "checking torch and CUDA…"))
+            env = run_env(runner, None, cancel)
+            if not env.info:
+                error = env.error
+                kind = error.kind if error else "error"
+                message = error.message if error else "the torch environment probe failed"
+                if kind in ("crash", "timeout", "error"):
+                    message = f"torch could not start: {message}"
+                errors = unavailable_errors(GPU_PROBES, message, kind)
+                capture.measurements.probe_errors.extend(errors)
+                self.post_message(ProbeFinished("env", "torch environment", 0, errors[:1]))
+                self.post_message(ProbesPlanned(mode, [], errors))
+                report()
+                return
+            self.post_message(ProbeFinished("env", "torch environment", 0, [], env.wall_s))
+            indices, _ = probe_gpus(capture)
+            busy = self._busy_check(capture, indices) if live and indices else []
+            plan = plan_probes(capture, mode, False, env.info, None, busy)
+            capture.measurements.probe_errors.extend(plan.errors)
+            self.post_message(
+                ProbesPlanned(
+                    mode,
+                    [(s.name, s.label or s.name) for s in plan.specs],
+                    list(plan.errors),
+                    list(plan.notes),
+                )
+            )
+            if plan.errors and not plan.specs:
+                report()
+            for position, spec in enumerate(plan.specs):
+                if cancel.is_set():
+                    for rest in plan.specs[position:]:
+                        errors = unavailable_errors(
+                            probe_names(rest), "cancelled before it started", "interrupted"
+                        )
+                        capture.measurements.probe_errors.extend(errors)
+                        self.post_message(
+                            ProbeFinished(rest.name, rest.label or rest.name, 0, errors)
+                        )
+                    report()
+                    break
+                outcome = runner.run(spec, progress(spec.name), cancel)
+                apply_outcome(capture, spec, outcome)
+                self.post_message(
+                    ProbeFinished(
+                        spec.name,
+                        spec.label or spec.name,
+                        len(outcome.results),
+                        list(outcome.errors),
+                        outcome.wall_s,
+                    )
+                )
+                report()
+        finally:
+            self.post_message(ProbesEnded(cancelled=cancel.is_set()))
+
+    @work(
+        thread=True,
+        group="export",
+        exclusive=True,
+        exit_on_error=False,
+        name="write_export",
+        description="write report files",
+    )
+    def write_export(self, report: Report, base: str, svg: str) -> None:
+        """Write ``base``.md/.html/.json/.svg; post what was written or why it failed."""
+        from pcidoc.present import render_report_file
+
+        target = Path(base).expanduser()
+        if not target.is_absolute():
+            target = self.export_dir / target
+        folder = target.parent
+        if not folder.is_dir():
+            self.post_message(ExportFailed(f"folder {folder} does not exist"))
+            return
+        written: list[str] = []
+        try:
+            for suffix in (".md", ".html", ".json"):
+                path = target.with_name(target.name + suffix)
+                path.write_text(render_report_file(report, path), encoding="utf-8")
+                written.append(str(path))
+            svg_path = target.with_name(target.name + ".svg")
+            svg_path.write_text(svg, encoding="utf-8")
+            written.append(str(svg_path))
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            where = exc.filename or folder
+            self.post_message(ExportFailed(f"could not write {where}: {reason}"))
+            return
+        self.post_message(ReportExported(written))
+
+    # ------------------------------------------------------------------ messages
+
+    @on(ThisMachineCollected)
+    def _this_machine(self, message: ThisMachineCollected) -> None:
+        self.this_machine = message.capture
+        self.no_gpu_reason = message.reason
+        self._show_host()
+
+    @on(FactsCollected)
+    def _facts_collected(self, message: FactsCollected) -> None:
+        main = self.main
+        self.capture = message.capture
+        self._facts = message.capture
+        self.source = message.source
+        self.fallback = message.fallback
+        self.report = None
+        self.rates = {}
+        self.last_sample = None
+        live = message.source.kind == "live"
+        if live:
+            self.this_machine = message.capture
+        from pcidoc.doctor.topology_notes import topology_notes
+
+        main.header.show(message.capture, message.source, None)
+        main.banner.show(self.no_gpu_reason if message.fallback else None, message.source.name)
+        main.topology.show_capture(message.capture, topology_notes(message.capture))
+        self._sync("links")
+        self._sync("doctor")
+        main.topology.show_report(None)
+        self._show_host()
+
+    def _show_host(self) -> None:
+        self._sync("host")
+
+    def _sync(self, name: str) -> None:
+        """Push the current state into a pane, if it has been opened."""
+        main = self.main
+        if name == "links":
+            links = main.pane("links")
+            if isinstance(links, LinksPane):
+                live = self.source is not None and self.source.kind == "live"
+                links.show_capture(self.capture, live and self.sampler is not None, self.interval)
+                if self.last_sample is not None:
+                    links.show_sample(self.last_sample, self.rates)
+        elif name == "doctor":
+            doctor = main.pane("doctor")
+            if isinstance(doctor, DoctorPane):
+                doctor.show_report(self.report)
+        elif name == "host":
+            host = main.pane("host")
+            if isinstance(host, HostPane):
+                title = "Host of the machine on display"
+                if self.source is not None and self.source.kind != "live":
+                    title += f" ({self.source.describe()})"
+                host.show(self.this_machine, self.capture, title, self.no_gpu_reason)
+
+    async def open_pane(self, name: str) -> None:
+        """Show a pane (mounting it the first time, with the current data) and focus it."""
+        main = self.main
+        if await main.ensure_pane(name):
+            self._sync(name)
+        if name == "topology" and self._topology_stale:
+            self._topology_stale = False
+            main.topology.show_rates(self.rates or None)
+            main.topology.show_capture(self.capture)
+        main.activate(name)
+        main.show_keys(self.probes_running)
+
+    @on(ReportUpdated)
+    def _report_updated(self, message: ReportUpdated) -> None:
+        main = self.main
+        report = message.report
+        first = self.report is None
+        self.report = report
+        self.capture = report.machine
+        main.header.show(report.machine, self.source, report)
+        self._sync("doctor")
+        main.topology.show_report(report)
+        if not first:
+            self._update_topology()
+        else:
+            self.call_after_refresh(self._first_screen_done)
+        live = self.source is not None and self.source.kind == "live"
+        if first and live and self.sampler is not None and self.interval is not None:
+            self.sample_counters()
+
+    def _probe_panel(self) -> ProbePanel:
+        doctor = self.main.pane("doctor")
+        assert isinstance(doctor, DoctorPane), "the Doctor pane opens before probes start"
+        return doctor.probes
+
+    def _first_screen_done(self) -> None:
+        import time
+
+        self.first_screen_at = time.monotonic()
+        if self.freeze_gc:
+            import gc
+
+            gc.collect()
+            gc.freeze()
+
+    def _update_topology(self) -> None:
+        """Redraw the matrix for a new report now if it is on display, else when it is opened
+        (a hidden 72-GPU matrix is not worth a UI pause while probes report)."""
+        main = self.main
+        if main.active_pane == "topology":
+            main.topology.show_capture(self.capture)
+        else:
+            self._topology_stale = True
+
+    @on(CountersSampled)
+    def _counters_sampled(self, message: CountersSampled) -> None:
+        previous = self.last_sample
+        self.last_sample = message.sample
+        if previous is not None:
+            self.rates = {r.index: r for r in rates(previous, message.sample)}
+        main = self.main
+        links = main.pane("links")
+        if isinstance(links, LinksPane):
+            links.show_sample(message.sample, self.rates)
+        if previous is not None:
+            if main.active_pane == "topology":
+                main.topology.show_rates(self.rates)
+            else:
+                self._topology_stale = True
+
+    @on(ProbesPlanned)
+    async def _probes_planned(self, message: ProbesPlanned) -> None:
+        await self._probe_panel().plan(message.probes, message.errors, message.notes)
+        grouped: dict[tuple[str, str], list[str]] = {}
+        for error in message.errors:
+            grouped.setdefault((error.kind, error.message), []).append(error.probe)
+        for (kind, text), probes in grouped.items():
+            severity = "warning" if kind in ("refused", "unavailable") else "error"
+            self._probe_notice(f"probe {', '.join(probes)}: {kind}: {text}", text, severity)
+
+    def _probe_notice(self, line: str, key: str, severity: str) -> None:
+        """Notify once per distinct reason within a probe run."""
+        if key in self._probe_notices:
+            return
+        self._probe_notices.add(key)
+        self.notify(line, severity=severity, timeout=8)
+
+    @on(ProbeProgressed)
+    async def _probe_progressed(self, message: ProbeProgressed) -> None:
+        await self._probe_panel().progress(message.probe, message.fraction, message.message)
+
+    @on(ProbeFinished)
+    async def _probe_finished(self, message: ProbeFinished) -> None:
+        await self._probe_panel().finish(
+            message.probe, message.results, message.errors, message.wall_s
+        )
+        for error in message.errors:
+            severity = "warning" if error.kind == "interrupted" else "error"
+            self._probe_notice(
+                f"probe {message.label}: {error.kind}: {error.message}", error.message, severity
+            )
+
+    @on(ProbesEnded)
+    def _probes_ended(self, message: ProbesEnded) -> None:
+        self.probes_running = False
+        self._probe_panel().end(message.cancelled)
+        self.main.show_keys(False)
+        if message.cancelled:
+            self.notify("Probes cancelled; their processes were stopped.", severity="warning")
+        else:
+            self.notify("Probes finished: the checks now include the measurements.")
+
+    @on(ReportExported)
+    def _report_exported(self, message: ReportExported) -> None:
+        folder = os.path.dirname(message.paths[0]) if message.paths else ""
+        names = ", ".join(os.path.basename(p) for p in message.paths)
+        self.notify(f"Wrote {names} in {folder}", title="Report exported", timeout=10)
+
+    @on(ExportFailed)
+    def _export_failed(self, message: ExportFailed) -> None:
+        self.notify(message.reason, title="Not written", severity="error", timeout=10)
+
+    @on(Worker.StateChanged)
+    def _worker_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if event.state != WorkerState.ERROR:
+            return
+        error = worker.error
+        what = worker.description or worker.name
+        self.notify(f"{what} failed: {type(error).__name__}: {error}", severity="error", timeout=10)
+        if worker.group == "probes":
+            self.probes_running = False
+            self._probe_panel().end(cancelled=False)
+            self.main.show_keys(False)
+        if worker.group == "load" and self.report is None:
+            self.main.header.show(self.capture, self.source, None, f"could not load: {error}")
+
+    @on(TabbedContent.TabActivated)
+    async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane = event.pane.id
+        if pane and self.main.active_pane == pane:
+            await self.open_pane(pane)
+
+    def action_topology_key(self, key: str) -> None:
+        """``c`` / ``n`` from the key bar: act on the Topology pane."""
+        pane = self.main.topology
+        if key == "c":
+            pane.action_cycle_colour()
+        elif key == "n":
+            pane.action_toggle_nics()
+
+    # ------------------------------------------------------------------ actions
+
+    def action_help(self) -> None:
+        """Show every key."""
+        from pcidoc.tui.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss(None)
+            return
+        self.push_screen(HelpScreen())
+
+    async def action_pane(self, pane: str) -> None:
+        """Switch pane."""
+        if pane in dict(PANES):
+            await self.open_pane(pane)
+
+    async def action_worst(self) -> None:
+        """Open the Doctor pane on the worst finding."""
+        await self.open_pane("doctor")
+        self.main.doctor.select_worst()
+
+    def probes_blocked(self) -> str | None:
+        """Why probes cannot run now, or ``None`` when they can."""
+        if self.probes_running:
+            return "Probes are already running (x cancels them)."
+        if self.capture is None or self.source is None or self.report is None:
+            return "Still loading the machine; try again in a moment."
+        if self.allow_probes is True:
+            return None
+        if self.allow_probes is False:
+            return "Probes are disabled in this session."
+        kind = self.source.kind
+        if self.fallback:
+            return (
+                f"This machine has no usable GPU ({self.no_gpu_reason}); the panes show a DEMO "
+                "machine, which cannot be measured from here. Run pcidoc on a GPU machine."
+            )
+        if kind == "demo":
+            return (
+                f"The panes show the DEMO machine {self.source.name}, not this one: probes "
+                "measure the GPUs of the machine pcidoc runs on. Run pcidoc (no --demo) there."
+            )
+        if kind != "live":
+            return (
+                "The panes show a capture file: probes measure the machine pcidoc runs on. Run "
+                "pcidoc (no --from) on that machine, or `pcidoc capture --probes quick` there."
+            )
+        if not [g for g in self.capture.gpus if g.nvml_error is None]:
+            return "This machine has no usable GPU to measure."
+        return None
+
+    async def action_probes(self, mode: str) -> None:
+        """Run the quick or full probes (on a live GPU machine)."""
+        reason = self.probes_blocked()
+        if reason is not None:
+            self.notify(reason, title="Probes not started", severity="warning", timeout=8)
+            return
+        assert self._facts is not None and self.source is not None
+        self.probes_running = True
+        self._probe_notices.clear()
+        await self.open_pane("doctor")
+        await self._probe_panel().start(mode)
+        live = self.source.kind == "live"
+        self.run_probes(mode, self._facts.model_copy(deep=True), self.source, live)
+
+    def action_cancel_probes(self) -> None:
+        """Cancel the running probes: the runner ends their process groups."""
+        if not self.probes_running:
+            return
+        self.workers.cancel_group(self, "probes")
+        self._probe_panel().cancelling()
+
+    def default_export_base(self) -> str:
+        """``pcidoc-report-<host>-<UTC time>``."""
+        capture, source = self.capture, self.source
+        name = capture.host.hostname if capture is not None and capture.host.hostname else None
+        if not name and source is not None:
+            name = source.name or (
+                os.path.splitext(os.path.basename(source.path))[0] if source.path else None
+            )
+        name = _UNSAFE.sub("-", name or "machine").strip("-") or "machine"
+        stamp = self._now().astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        return f"pcidoc-report-{name}-{stamp}"
+
+    def action_export(self) -> None:
+        """Ask for a path, then write the report and a screenshot."""
+        from pcidoc.tui.screens.export import ExportScreen
+
+        if self.report is None:
+            self.notify(
+                "Nothing to export yet: the report is still being computed.", severity="warning"
+            )
+            return
+        self.push_screen(
+            ExportScreen(self.default_export_base(), str(self.export_dir)), self._export_chosen
+        )
+
+    def _export_chosen(self, base: str | None) -> None:
+        if not base or self.report is None:
+            return
+        report = self.report
+        # The dialog is gone after this refresh: the screenshot shows the panes, not the dialog.
+        self.call_after_refresh(
+            lambda: self.write_export(
+                report, base, self.export_screenshot(title=f"pcidoc — {base}")
+            )
+        )
+
+    def action_samples(self) -> None:
+        """Open another bundled sample machine."""
+        from pcidoc.tui.screens.samples import THIS_MACHINE, SamplePicker
+
+        if self.probes_running:
+            self.notify(
+                "Probes are running on this machine: cancel them first (x).", severity="warning"
+            )
+            return
+
+        try:
+            samples = self._list_demos()
+        except Exception as exc:
+            self.notify(f"No samples: {exc}", severity="error")
+            return
+        offer_live = (
+            self.this_machine is not None
+            and bool(self.this_machine.gpus)
+            and (self.source is None or self.source.kind != "live")
+        )
+        current = self.source.name if self.source is not None else None
+
+        def chosen(name: str | None) -> None:
+            if name is None:
+                return
+            if name == THIS_MACHINE and self.this_machine is not None:
+                self.load_machine(None, None, live=True)
+                return
+            self._stop_counters()
+            self.load_machine(None, None, demo=name)
+
+        self.push_screen(SamplePicker(samples, current, offer_live), chosen)
+
+    def _stop_counters(self) -> None:
+        self.workers.cancel_group(self, "counters")
+        self.sampler = None
+
+    async def action_quit(self) -> None:
+        """Stop the sampler, cancel running probes (their processes end), exit."""
+        self.workers.cancel_group(self, "counters")
+        self.workers.cancel_group(self, "probes")
+        self.exit(0)
+
+    def on_unmount(self) -> None:
+        """End the NVML session of the live machine."""
+        self.workers.cancel_group(self, "counters")
+        self.workers.cancel_group(self, "probes")
+        if self._live_machine is not None:
+            self._live_machine.close()
+
+
+__all__ = ["PcidocApp"]

@@ -1,0 +1,797 @@
+"""Words and numbers the TUI shows, built from a capture or a report (no widgets here).
+
+Each function returns a :class:`rich.text.Text` (or plain data) so that the panes only place
+them on screen and tests can read them without running an app. Strings that come from a
+capture (GPU names, NIC names, pasted text) are appended as plain text, never parsed as markup.
+The colours are those of ``pcidoc topo`` / ``pcidoc check`` (:mod:`pcidoc.present.text`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from pcidoc.doctor.config import nvlink_nominal_rate_gbps, pcie_ceiling_gbps
+from pcidoc.model.capture import Capture
+from pcidoc.model.facts import P2P_CAPS, P2P_CODES, Gpu, Nic, PcieHop
+from pcidoc.model.links import is_nvlink, meaning, nvlink_count
+from pcidoc.model.measurements import P2PMatrixMeasurement
+from pcidoc.model.report import CheckResult, Report, ReportSource
+from pcidoc.model.units import format_gbps, link_label
+from pcidoc.present._common import MARKS, gpu_models, hostname, severity_counts, split_code
+from pcidoc.present.text import CELL_STYLES, CODE_STYLE, SEVERITY_STYLES
+
+__all__ = [
+    "CELL_STYLES",
+    "MARKS",
+    "SEVERITY_STYLES",
+    "Ceiling",
+    "check_detail",
+    "check_line",
+    "describe_cell",
+    "header_text",
+    "host_detail",
+    "inline",
+    "measured_p2p",
+    "path_ceiling",
+    "source_badge",
+    "worst_line",
+]
+
+BADGE_STYLES: dict[str, str] = {
+    "live": "bold black on green",
+    "capture": "bold black on cyan",
+    "import": "bold black on cyan",
+    "demo": "bold black on yellow",
+    "synthetic": "bold black on magenta",
+}
+"""Style of the source badge in the header, by source kind."""
+
+ROLE_NAMES: dict[str, str] = {
+    "root_port": "root port",
+    "switch_downstream": "switch down",
+    "switch_upstream": "switch up",
+    "bridge": "bridge",
+    "other": "port",
+}
+
+_ACS_SHORT = (
+    ("source_validation", "SrcValid"),
+    ("translation_blocking", "TransBlk"),
+    ("request_redirect", "ReqRedir"),
+    ("completion_redirect", "CmpltRedir"),
+    ("upstream_forwarding", "UpstreamFwd"),
+    ("egress_control", "EgressCtrl"),
+    ("direct_translated", "DirectTrans"),
+)
+
+
+# ------------------------------------------------------------------------------- helpers
+
+
+def inline(text: str, style: str = "") -> Text:
+    """Text with `backtick` spans shown as highlighted commands (backticks dropped)."""
+    out = Text(style=style)
+    for piece, is_code in split_code(text):
+        out.append(piece, style=CODE_STYLE if is_code else "")
+    return out
+
+
+def _kv(out: Text, key: str, value: str | Text, key_width: int = 16) -> None:
+    out.append(f"{key:<{key_width}}", style="bold")
+    if isinstance(value, Text):
+        out.append_text(value)
+    else:
+        out.append(value)
+    out.append("\n")
+
+
+def _dim(text: str) -> Text:
+    return Text(text, style="dim")
+
+
+def _yes_no(value: bool | None, unknown: str = "unknown") -> str:
+    if value is None:
+        return unknown
+    return "yes" if value else "no"
+
+
+# -------------------------------------------------------------------------------- header
+
+
+def source_badge(source: ReportSource | None, capture: Capture | None) -> tuple[str, str]:
+    """Short label and style of where the machine on display comes from.
+
+    ``LIVE``, ``CAPTURE file.json``, ``IMPORT file.json``, ``DEMO name`` (``· SYNTHETIC`` when
+    the sample is synthetic) or ``SYNTHETIC``.
+    """
+    if source is None:
+        return "…", "dim"
+    detail = source.name or (os.path.basename(source.path) if source.path else "")
+    label = source.kind.upper() + (f" {detail}" if detail else "")
+    synthetic = capture is not None and capture.origin.kind == "synthetic"
+    if source.kind == "demo" and synthetic:
+        label += " · SYNTHETIC"
+    return label, BADGE_STYLES.get(source.kind, "bold reverse")
+
+
+def _versions(capture: Capture) -> str:
+    driver = capture.driver
+    parts = []
+    if driver.driver_version:
+        parts.append(f"driver {driver.driver_version}")
+    if driver.cuda_driver_version:
+        parts.append(f"CUDA {driver.cuda_driver_version}")
+    return " · ".join(parts)
+
+
+def header_text(
+    capture: Capture | None,
+    source: ReportSource | None,
+    report: Report | None,
+    status: str | None = None,
+) -> Text:
+    """The header line: source badge, host, GPU count and models, versions, worst severity."""
+    out = Text(no_wrap=False)
+    label, style = source_badge(source, capture)
+    out.append(f" {label} ", style=style)
+    out.append(" ")
+    if capture is None:
+        out.append(status or "collecting this machine's facts…", style="italic")
+        return out
+    out.append(hostname(capture), style="bold")
+    out.append(" · ", style="dim")
+    out.append(gpu_models(capture))
+    versions = _versions(capture)
+    if versions:
+        out.append(" · ", style="dim")
+        out.append(versions)
+    out.append("  ")
+    if report is None:
+        out.append(status or "diagnosing…", style="italic")
+    else:
+        worst = report.worst
+        out.append("worst: ", style="dim")
+        out.append(f"{MARKS[worst]} {worst.upper()}", style=SEVERITY_STYLES[worst])
+        counts = [
+            f"{n} {sev}" for sev, n in severity_counts(report) if sev in ("fail", "error", "warn")
+        ]
+        if counts:
+            out.append(f" ({', '.join(counts)})", style="dim")
+    return out
+
+
+def attention_text(report: Report | None, limit: int = 6) -> Text:
+    """What is wrong, worst first (fail, error, warn), one entry per check, for the first screen."""
+    out = Text()
+    if report is None:
+        out.append("diagnosing…", style="dim")
+        return out
+    attention = [c for c in report.sorted_checks() if c.severity in ("fail", "error", "warn")]
+    out.append("What is wrong", style="bold")
+    out.append("  (w or 3: evidence and fix)\n", style="dim")
+    if not attention:
+        out.append(
+            f"{MARKS['pass']} nothing: no check failed or warned", style=SEVERITY_STYLES["pass"]
+        )
+        skipped = sum(1 for c in report.checks if c.severity == "skip")
+        if skipped:
+            out.append(
+                f"\n{skipped} checks need measurements: p runs the probes on a live machine",
+                style="dim",
+            )
+        return out
+    for pos, check in enumerate(attention[:limit]):
+        if pos:
+            out.append("\n")
+        out.append(f"{MARKS[check.severity]} ", style=SEVERITY_STYLES[check.severity])
+        out.append(check.id, style="bold")
+        out.append(" ")
+        out.append_text(inline(check.summary))
+    if len(attention) > limit:
+        out.append(f"\n… and {len(attention) - limit} more", style="dim")
+    return out
+
+
+def worst_line(report: Report | None) -> Text:
+    """One line naming the worst finding and where to read it (``w``)."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    if report is None:
+        return out
+    attention = [c for c in report.sorted_checks() if c.severity in ("fail", "error", "warn")]
+    if not attention:
+        out.append(" ✓ nothing wrong found", style=SEVERITY_STYLES["pass"])
+        out.append(" — press w for the checks, p to measure", style="dim")
+        return out
+    check = attention[0]
+    out.append(" w ", style="bold reverse")
+    out.append(" worst: ", style="dim")
+    out.append(f"{MARKS[check.severity]} {check.id} ", style=SEVERITY_STYLES[check.severity])
+    out.append_text(inline(check.summary))
+    return out
+
+
+# ------------------------------------------------------------------------------- doctor
+
+
+def check_line(check: CheckResult) -> Text:
+    """One row of the check list: mark, severity, id and the summary (cut to one line)."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    out.append(
+        f"{MARKS[check.severity]} {check.severity:<5} ", style=SEVERITY_STYLES[check.severity]
+    )
+    out.append(f"{check.id:<22} ", style="bold")
+    out.append_text(inline(check.summary, "dim" if check.severity in ("pass", "skip") else ""))
+    return out
+
+
+def _hanging(rows: list[tuple[Text, Text]]) -> Table:
+    """Two columns so that wrapped lines stay indented under their text, not under the mark."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, justify="right")
+    grid.add_column(ratio=1, overflow="fold")
+    for mark, text in rows:
+        grid.add_row(mark, text)
+    return grid
+
+
+def check_detail(check: CheckResult) -> Group:
+    """Everything about one check: summary, evidence with units, numbered remediation."""
+    head = Text()
+    head.append(
+        f"{MARKS[check.severity]} {check.severity.upper()}", style=SEVERITY_STYLES[check.severity]
+    )
+    head.append("  ")
+    head.append(check.id, style="bold")
+    head.append(f" — {check.title}\n")
+    head.append(f"confidence {check.confidence}", style="dim")
+    if check.subjects:
+        head.append(f" · about {', '.join(check.subjects[:8])}", style="dim")
+        if len(check.subjects) > 8:
+            head.append(f" +{len(check.subjects) - 8} more", style="dim")
+    head.append("\n")
+    parts: list[RenderableType] = [head, inline(check.summary)]
+    if check.needs:
+        needs = Text("\nNeeds  ", style="bold")
+        needs.append_text(inline(check.needs))
+        parts.append(needs)
+    if check.evidence:
+        parts.append(Text("\nEvidence", style="bold"))
+        parts.append(_hanging([(Text(" •"), inline(item.text())) for item in check.evidence]))
+    if check.remediation:
+        parts.append(Text("\nWhat to do", style="bold"))
+        parts.append(
+            _hanging(
+                [
+                    (Text(f" {n}.", style="bold"), inline(step))
+                    for n, step in enumerate(check.remediation, 1)
+                ]
+            )
+        )
+    if check.docs_url:
+        docs = Text("\nDocs  ", style="bold")
+        docs.append(check.docs_url, style="underline")
+        parts.append(docs)
+    return Group(*parts)
+
+
+# --------------------------------------------------------------------- links and ceilings
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The per-direction ceiling of the path between two GPUs, and how it was derived."""
+
+    gbps: float
+    basis: str
+    """``12 × NVLink 3.0 at 25 GB/s`` or ``PCIe Gen4 x16 (raw, after line coding)``."""
+
+
+def _link_of(gpu: Gpu) -> tuple[int | None, int | None]:
+    pcie = gpu.pcie
+    if pcie.current_gen and pcie.current_width:
+        return pcie.current_gen, pcie.current_width
+    return pcie.max_gen, pcie.max_width
+
+
+def gpu_pcie_ceiling(gpu: Gpu) -> tuple[float | None, str]:
+    """Raw per-direction ceiling of a GPU's negotiated PCIe link and its label."""
+    gen, width = _link_of(gpu)
+    return pcie_ceiling_gbps(gen, width), link_label(gen, width)
+
+
+def path_ceiling(capture: Capture, a: int, b: int, link: str | None) -> Ceiling | None:
+    """Ceiling of the path GPU ``a`` → GPU ``b`` for its link class, or ``None`` if unknown.
+
+    NVLink: links × the nominal per-link data rate of GPU ``a``'s NVLinks (from the version, else
+    the reported speed snapped to its generation's rate: 26.562 GB/s reported is 25 GB/s of
+    data). PCIe: the slower of the two GPUs' negotiated links, raw after line coding.
+    """
+    ga, gb = capture.gpu(a), capture.gpu(b)
+    if ga is None or gb is None:
+        return None
+    if is_nvlink(link):
+        count = nvlink_count(link)
+        rates = [
+            (nv.version, nvlink_nominal_rate_gbps(nv.version, nv.speed_gbps))
+            for nv in ga.nvlinks
+            if nv.state != "down"
+        ]
+        known = [(v, r) for v, r in rates if r]
+        if not known or not count:
+            return None
+        version, rate = known[0]
+        name = f"NVLink {version}" if version else "NVLink"
+        return Ceiling(count * rate, f"{count} × {name} at {rate:g} GB/s nominal")
+    ca, la = gpu_pcie_ceiling(ga)
+    cb, lb = gpu_pcie_ceiling(gb)
+    if ca is None or cb is None:
+        return None
+    if cb < ca:
+        ca, la = cb, lb
+    return Ceiling(ca, f"PCIe {la} (raw, after line coding)")
+
+
+def _matrix_name(m: P2PMatrixMeasurement) -> str:
+    parts = [f"P2P {m.p2p}"]
+    if m.bidirectional:
+        parts.append("bidirectional")
+    if m.access:
+        parts.append(m.access)
+    if m.method:
+        parts.append(m.method.upper())
+    if m.kind == "latency" and m.latency_side:
+        parts.append(f"{m.latency_side}-timed")
+    return " ".join(parts)
+
+
+def measured_p2p(capture: Capture, a: int, b: int) -> list[tuple[P2PMatrixMeasurement, float]]:
+    """Every P2P matrix measurement with a value for ``a`` → ``b`` (bandwidth first)."""
+    found = []
+    for m in capture.measurements.p2p:
+        value = m.value(a, b)
+        if value is not None:
+            found.append((m, value))
+    found.sort(key=lambda item: (item[0].kind != "bandwidth", item[0].p2p != "enabled"))
+    return found
+
+
+def best_p2p_bandwidth(capture: Capture) -> P2PMatrixMeasurement | None:
+    """The matrix the bandwidth colour mode shows: unidirectional, P2P enabled, bandwidth."""
+    candidates = [
+        m for m in capture.measurements.p2p if m.kind == "bandwidth" and m.p2p == "enabled"
+    ]
+    candidates.sort(key=lambda m: (m.bidirectional, m.access not in ("write", None)))
+    return candidates[0] if candidates else None
+
+
+# --------------------------------------------------------------------------- cell detail
+
+
+def _gpu_index(label: str) -> int | None:
+    if label.startswith("GPU") and label[3:].isdigit():
+        return int(label[3:])
+    return None
+
+
+def _link_state(
+    gen: int | None, width: int | None, max_gen: int | None, max_width: int | None
+) -> Text:
+    """``Gen4 x16 (max)`` or, in yellow, ``Gen3 x8 of Gen4 x16`` when below the maximum."""
+    now = link_label(gen, width)
+    if max_gen is None and max_width is None:
+        return Text(now)
+    below = (gen or 0) < (max_gen or 0) or (width or 0) < (max_width or 0)
+    if below:
+        return Text(f"{now} of {link_label(max_gen, max_width)}", style="yellow")
+    return Text(f"{now} (max)")
+
+
+def _acs_text(hop: PcieHop) -> Text:
+    """ACS in the words that matter for P2P: redirect on (and which bits), off, or unknown."""
+    if hop.acs is not None:
+        acs = hop.acs
+        redirect = [
+            name
+            for name, on in (
+                ("ReqRedir", acs.request_redirect),
+                ("CmpltRedir", acs.completion_redirect),
+                ("EgressCtrl", acs.egress_control),
+            )
+            if on
+        ]
+        if redirect:
+            return Text(f"ACS redirect ({'+ '.join(redirect)}+)", style="bold red")
+        if acs.raw:
+            return Text("ACS on, no redirect", style="green")
+        return Text("ACS off", style="green")
+    if hop.acs_capable is False:
+        return Text("no ACS", style="dim")
+    reason = hop.why("acs") or hop.why("acs_capable") or "not read"
+    return Text(f"ACS {reason}", style="dim")
+
+
+def _hop_line(hop: PcieHop, turn: bool) -> Text:
+    out = Text("   ↑ ")
+    out.append(hop.bus_id, style="bold" if turn else "")
+    out.append(f" {ROLE_NAMES.get(hop.role or '', 'port')}")
+    if hop.current_gen or hop.current_width:
+        out.append(" · ", style="dim")
+        out.append_text(_link_state(hop.current_gen, hop.current_width, hop.max_gen, hop.max_width))
+    out.append(" · ", style="dim")
+    out.append_text(_acs_text(hop))
+    aer = [
+        f"{name} {value}"
+        for name, value in (
+            ("AER corr", hop.aer_correctable),
+            ("nonfatal", hop.aer_nonfatal),
+            ("fatal", hop.aer_fatal),
+        )
+        if value
+    ]
+    if aer:
+        out.append(" · " + ", ".join(aer), style="yellow")
+    if turn:
+        out.append(" ← first shared port", style="bold cyan")
+    return out
+
+
+def _device_path(label: str, path: Sequence[PcieHop], turn: str | None) -> Text:
+    out = Text()
+    if not path:
+        out.append(f"   (PCIe path of {label} not in this capture)", style="dim")
+        return out
+    for pos, hop in enumerate(path):
+        if pos:
+            out.append("\n")
+        out.append_text(_hop_line(hop, hop.bus_id == turn))
+    return out
+
+
+def _gpu_link_text(gpu: Gpu) -> Text:
+    pcie = gpu.pcie
+    if pcie.current_gen is None and pcie.current_width is None:
+        return Text("link not in this capture", style="dim")
+    out = _link_state(pcie.current_gen, pcie.current_width, pcie.max_gen, pcie.max_width)
+    if out.style == "yellow":
+        idle = gpu.pstate not in (None, 0)
+        out.append(" (idle: may be power saving)" if idle else " (below max)")
+    return out
+
+
+def _device_head(capture: Capture, label: str) -> Text:
+    out = Text()
+    index = _gpu_index(label)
+    if index is not None:
+        gpu = capture.gpu(index)
+        out.append(label, style="bold")
+        if gpu is None:
+            out.append("  (no facts)", style="dim")
+            return out
+        out.append(f"  {gpu.bus_id or 'bus id unknown'}  ")
+        out.append_text(_gpu_link_text(gpu))
+        return out
+    nic = capture.nic(label)
+    out.append(label, style="bold")
+    if nic is not None:
+        bits = [b for b in (nic.name, nic.kind, nic.bus_id) if b]
+        out.append("  " + "  ".join(bits))
+    return out
+
+
+def _paths(capture: Capture, labels: Sequence[str], heads: bool = True) -> Text:
+    paths: list[tuple[str, list[PcieHop]]] = []
+    for label in labels:
+        index = _gpu_index(label)
+        dev: Gpu | Nic | None = capture.gpu(index) if index is not None else capture.nic(label)
+        paths.append((label, list(getattr(dev, "path", []) or [])))
+    turn: PcieHop | None = None
+    if len(paths) == 2:
+        other = {h.bus_id for h in paths[1][1]}
+        turn = next((h for h in paths[0][1] if h.bus_id in other), None)
+    out = Text()
+    out.append("PCIe path (nearest port first)\n", style="bold")
+    for pos, (label, path) in enumerate(paths):
+        if pos:
+            out.append("\n")
+        if heads:
+            out.append_text(_device_head(capture, label))
+            if not path:
+                out.append(" · path not in this capture", style="dim")
+                continue
+            out.append("\n")
+        out.append_text(_device_path(label, path, turn.bus_id if turn else None))
+    if turn is not None:
+        below = [
+            h for _, path in paths for h in path[: [x.bus_id for x in path].index(turn.bus_id)]
+        ]
+        if any(h.acs is not None and h.acs.redirects_p2p for h in below):
+            out.append(
+                f"\n   P2P could turn around at {turn.bus_id}, but ACS redirect below it sends it "
+                "up to the root complex (and through the IOMMU).",
+                style="bold red",
+            )
+        else:
+            out.append(f"\n   P2P traffic turns around at {turn.bus_id}.", style="dim")
+    return out
+
+
+def _p2p_status(capture: Capture, a: int, b: int) -> Text:
+    out = Text()
+    out.append("P2P status (nvidia-smi topo -p2p)\n", style="bold")
+    codes = {cap: capture.p2p.status(cap, a, b) for cap in P2P_CAPS}
+    known = {cap: code for cap, code in codes.items() if code is not None}
+    if not known:
+        reason = capture.unavailable.get("p2p") or "not in this capture"
+        out.append(f"   {reason}", style="dim")
+    else:
+        out.append("   ")
+        for pos, (cap, code) in enumerate(known.items()):
+            if pos:
+                out.append(" · ", style="dim")
+            out.append(f"{cap} ")
+            out.append(code, style="green" if code == "OK" else "bold red")
+        for code in sorted({c for c in known.values() if c not in ("OK", "X")}):
+            out.append(f"\n   {code}: {P2P_CODES.get(code, 'unknown code')}")
+    access = capture.p2p.can_access_peer
+    if access is not None and a in capture.p2p.gpus and b in capture.p2p.gpus:
+        i, j = capture.p2p.gpus.index(a), capture.p2p.gpus.index(b)
+        try:
+            value = access[i][j]
+        except IndexError:
+            value = None
+        if value is not None:
+            out.append(f"\n   cudaDeviceCanAccessPeer: {'yes' if value else 'no'}")
+    return out
+
+
+def _measured(capture: Capture, a: int, b: int, link: str | None) -> Text:
+    out = Text()
+    out.append("Measured\n", style="bold")
+    found = measured_p2p(capture, a, b)
+    ceiling = path_ceiling(capture, a, b, link)
+    if not found:
+        out.append("   no P2P copy measured for this pair", style="dim")
+        if not capture.measurements.p2p:
+            out.append(" (press p to run the probes on a live machine)", style="dim")
+    for pos, (m, value) in enumerate(found):
+        if pos:
+            out.append("\n")
+        out.append(f"   {_matrix_name(m):<32}")
+        if m.kind == "bandwidth":
+            out.append(format_gbps(value), style="bold")
+            if ceiling is not None and m.p2p == "enabled":
+                # A bidirectional value is the sum of both directions: compare with 2 × ceiling.
+                share = value / (ceiling.gbps * (2 if m.bidirectional else 1)) * 100
+                style = "green" if share >= 70 else ("yellow" if share >= 40 else "red")
+                basis = "both directions' ceilings" if m.bidirectional else "ceiling"
+                out.append(f"  {share:.0f}% of {basis}", style=style)
+        else:
+            out.append(f"{value:.2f} µs", style="bold")
+        if m.source and m.source.startswith("synthetic"):
+            out.append("  synthetic", style="magenta")
+    out.append("\n   ceiling: ", style="dim")
+    if ceiling is None:
+        out.append("unknown (link rate not in this capture)", style="dim")
+    else:
+        out.append(f"{format_gbps(ceiling.gbps)} per direction = {ceiling.basis}", style="dim")
+    return out
+
+
+def _gpu_detail(capture: Capture, gpu: Gpu) -> Text:
+    out = Text()
+    out.append(f"{gpu.label}  ", style="bold")
+    out.append(gpu.name or "unknown GPU")
+    out.append("\n")
+    _kv(out, "bus id", gpu.bus_id or "unknown")
+    if gpu.architecture:
+        _kv(out, "architecture", gpu.architecture)
+    _kv(
+        out,
+        "NUMA node",
+        gpu.numa_affinity or ("unknown" if gpu.numa_node is None else str(gpu.numa_node)),
+    )
+    _kv(out, "local CPUs", gpu.cpu_affinity or "unknown")
+    _kv(out, "PCIe link", _gpu_link_text(gpu))
+    if gpu.pstate is not None:
+        _kv(out, "P-state", f"P{gpu.pstate}")
+    counters = []
+    if gpu.replay_count is not None:
+        counters.append(f"{gpu.replay_count} replays")
+    if gpu.aer_correctable is not None:
+        counters.append(f"{gpu.aer_correctable} AER correctable")
+    if counters:
+        _kv(out, "PCIe errors", ", ".join(counters) + " (since boot)")
+    if gpu.nvlinks:
+        up = sum(1 for nv in gpu.nvlinks if nv.state == "up")
+        version = next((nv.version for nv in gpu.nvlinks if nv.version), None)
+        speed = next((nv.speed_gbps for nv in gpu.nvlinks if nv.speed_gbps), None)
+        extra = " · ".join(
+            x
+            for x in (
+                f"NVLink {version}" if version else "",
+                f"{speed:g} GB/s each" if speed else "",
+            )
+            if x
+        )
+        _kv(out, "NVLinks", f"{up} of {len(gpu.nvlinks)} up" + (f" ({extra})" if extra else ""))
+    if gpu.fabric.state:
+        _kv(
+            out,
+            "fabric",
+            f"{gpu.fabric.state}" + (f" ({gpu.fabric.status})" if gpu.fabric.status else ""),
+        )
+    if gpu.mig.enabled:
+        _kv(out, "MIG", "enabled")
+    if gpu.iommu_group_type:
+        _kv(out, "IOMMU group", gpu.iommu_group_type)
+    if gpu.nvml_error:
+        _kv(out, "NVML error", Text(gpu.nvml_error, style="bold red"))
+    out.append("\n")
+    out.append_text(_paths(capture, [gpu.label], heads=False))
+    return out
+
+
+def _nic_detail(capture: Capture, nic: Nic) -> Text:
+    out = Text()
+    out.append(f"{nic.label}  ", style="bold")
+    out.append(nic.name or "unnamed NIC")
+    out.append("\n")
+    _kv(out, "bus id", nic.bus_id or "unknown")
+    _kv(out, "link layer", nic.kind or "unknown")
+    _kv(out, "NUMA node", "unknown" if nic.numa_node is None else str(nic.numa_node))
+    if nic.netdevs:
+        _kv(out, "netdevs", ", ".join(nic.netdevs))
+    out.append("\n")
+    out.append_text(_paths(capture, [nic.label], heads=False))
+    return out
+
+
+def describe_cell(capture: Capture, row: str, col: str) -> Text:
+    """Detail of one matrix cell: a device (diagonal) or the pair ``row`` ↔ ``col``."""
+    if row == col:
+        index = _gpu_index(row)
+        gpu = capture.gpu(index) if index is not None else None
+        if gpu is not None:
+            return _gpu_detail(capture, gpu)
+        nic = capture.nic(row)
+        if nic is not None:
+            return _nic_detail(capture, nic)
+        return Text(f"{row}: no facts in this capture", style="dim")
+    link = capture.topology.link(row, col)
+    out = Text()
+    out.append(f"{row} ↔ {col}  ", style="bold")
+    style = "dim"
+    if link is not None:
+        from pcidoc.present._matrix import MatrixView
+
+        style = CELL_STYLES[MatrixView(capture).style(link)]
+    out.append(link or "?", style=style)
+    out.append("\n")
+    out.append(meaning(link))
+    out.append("\n\n")
+    a, b = _gpu_index(row), _gpu_index(col)
+    if a is not None and b is not None:
+        out.append_text(_p2p_status(capture, a, b))
+        out.append("\n\n")
+        out.append_text(_measured(capture, a, b, link))
+        out.append("\n\n")
+    out.append_text(_paths(capture, [row, col]))
+    return out
+
+
+# ---------------------------------------------------------------------------------- host
+
+
+def host_detail(capture: Capture, title: str, why_no_gpus: str | None = None) -> Text:
+    """Host facts: name, kernel, CPU, sockets, NUMA, IOMMU, virtualization, NCCL environment."""
+    host = capture.host
+    out = Text()
+    out.append(title + "\n", style="bold underline")
+    if why_no_gpus:
+        out.append("\n")
+        _kv(out, "why no GPUs", Text(why_no_gpus, style="yellow"))
+        if capture.driver.nvidia_pci_devices is not None:
+            count = capture.driver.nvidia_pci_devices
+            _kv(out, "", Text(f"NVIDIA devices on the PCI bus: {count}", style="dim"))
+    out.append("\n")
+    _kv(out, "hostname", hostname(capture))
+    _kv(out, "kernel", host.kernel or "unknown")
+    if host.os:
+        _kv(out, "OS", host.os)
+    cpu = host.cpu_model or "unknown"
+    if host.logical_cpus:
+        cpu += f" ({host.logical_cpus} logical CPUs)"
+    _kv(out, "CPU", cpu)
+    _kv(out, "sockets", "unknown" if host.sockets is None else str(host.sockets))
+    if host.numa_nodes:
+        _kv(out, "NUMA nodes", str(len(host.numa_nodes)))
+        for node in host.numa_nodes:
+            line = f"node {node.id}: CPUs {node.cpus or '?'}"
+            if node.distances:
+                line += f" · distances {' '.join(map(str, node.distances))}"
+            _kv(out, "", line)
+    else:
+        _kv(out, "NUMA nodes", host.why("numa_nodes") or "unknown")
+    iommu = host.iommu
+    iommu_text = "unknown" if iommu.enabled is None else ("on" if iommu.enabled else "off")
+    if iommu.vendor:
+        iommu_text += f" ({iommu.vendor})"
+    if iommu.default_domain_type:
+        iommu_text += f", GPU groups {iommu.default_domain_type}"
+    if iommu.kernel_args:
+        iommu_text += f", kernel args {' '.join(iommu.kernel_args)}"
+    _kv(out, "IOMMU", iommu_text)
+    virt = host.virtualization
+    parts = []
+    if virt.hypervisor is not None:
+        parts.append(f"VM ({virt.vendor or 'hypervisor'})" if virt.hypervisor else "bare metal")
+    if virt.container:
+        parts.append(f"container: {virt.container}")
+    if virt.confidential_compute:
+        parts.append("confidential computing on")
+    _kv(out, "virtualization", ", ".join(parts) or "unknown")
+    if host.numa_balancing is not None:
+        _kv(out, "NUMA balancing", "on" if host.numa_balancing else "off")
+    gd = host.gpudirect
+    if gd.nvidia_peermem is not None or gd.nv_peer_mem is not None:
+        _kv(out, "GPUDirect RDMA", f"nvidia_peermem {_yes_no(gd.nvidia_peermem)}")
+    _kv(out, "privileged", _yes_no(host.privileged))
+    env = host.environment
+    live = capture.origin.kind == "live"
+    if env:
+        _kv(out, "NCCL env", "")
+        for key in sorted(env):
+            out.append(f"  {key}={env[key]}\n")
+    elif live:
+        _kv(out, "NCCL env", "no NCCL_* / CUDA_VISIBLE_DEVICES variables set")
+    else:
+        _kv(out, "NCCL env", "not in this capture")
+    driver = capture.driver
+    out.append("\n")
+    if live:
+        _kv(
+            out,
+            "NVML",
+            "available" if driver.nvml_available else (driver.nvml_error or "not available"),
+        )
+    versions = _versions(capture)
+    if versions:
+        _kv(out, "versions", versions)
+    origin = capture.origin
+    if origin.kind != "live":
+        what = {
+            "import": "imported from pasted tool outputs",
+            "synthetic": "SYNTHETIC: not a real machine",
+        }
+        _kv(out, "origin", what.get(origin.kind, origin.kind))
+        if origin.note:
+            _kv(out, "", origin.note)
+        for source in origin.sources[:6]:
+            line = os.path.basename(source.path)
+            if source.citation:
+                line += f" — {source.citation}"
+            _kv(out, "", line)
+    gaps = [f"{key}: {why}" for key, why in capture.unavailable.items() if key != "gpus"]
+    if gaps or capture.origin.warnings:
+        out.append("\nNot known\n", style="bold")
+        for line in [*gaps, *capture.origin.warnings]:
+            out.append(f"  • {line}\n", style="dim")
+    out.rstrip()
+    return out
+
+
+def bullet_lines(lines: Iterable[str], style: str = "") -> Text:
+    """Lines as a bulleted block."""
+    out = Text()
+    for pos, line in enumerate(lines):
+        if pos:
+            out.append("\n")
+        out.append(" • ")
+        out.append(line, style=style)
+    return out

@@ -1,0 +1,72 @@
+"""Every key of the TUI, in the words the help screen and docs/tui.md use.
+
+The help screen is generated from :data:`KEY_HELP`; a test checks that every binding of the app,
+its panes and its dialogs appears here, so the help cannot fall behind the code.
+"""
+
+from __future__ import annotations
+
+KEY_HELP: list[tuple[str, list[tuple[str, str]]]] = [
+    (
+        "Everywhere",
+        [
+            ("1 2 3 4", "Topology, Links, Doctor, Host panes (or click the tabs)"),
+            ("w", "jump to the worst finding (Doctor pane)"),
+            ("p", "run the quick probes (live GPU machine)"),
+            ("P", "run the full probes (a few minutes)"),
+            ("x", "cancel the running probes (ends their processes)"),
+            ("e", "export the report: Markdown, HTML, JSON + SVG screenshot"),
+            ("s", "open another sample machine (demo picker)"),
+            ("? F1", "this help"),
+            ("tab shift+tab", "move between the parts of a pane"),
+            ("q ctrl+c", "quit (stops the sampler, cancels probes)"),
+        ],
+    ),
+    (
+        "Topology pane",
+        [
+            ("arrows hjkl", "move the cell cursor (or click a cell)"),
+            ("home end", "first / last column of the row"),
+            ("pgup pgdn", "eight rows up / down"),
+            ("c", "colour: link class → measured P2P bandwidth → live traffic"),
+            ("n", "show / hide the NICs"),
+        ],
+    ),
+    (
+        "Links pane",
+        [
+            ("up down", "select a GPU (its NVLinks and history chart below)"),
+            ("tab", "to the NVLink table; up/down selects the link drawn in the chart"),
+        ],
+    ),
+    (
+        "Doctor pane",
+        [
+            ("up down", "select a check (worst first); its evidence and fix on the side"),
+            ("tab", "to the detail, then pgup/pgdn to scroll it"),
+        ],
+    ),
+    (
+        "Dialogs",
+        [
+            ("enter", "confirm (export, open sample)"),
+            ("escape", "close without doing anything"),
+        ],
+    ),
+]
+"""Sections of ``(keys, what they do)``."""
+
+
+def all_keys() -> set[str]:
+    """Every single key named in :data:`KEY_HELP` (``"home end"`` counts as two)."""
+    keys: set[str] = set()
+    for _, entries in KEY_HELP:
+        for names, _ in entries:
+            for name in names.split():
+                if name == "arrows":
+                    keys.update({"up", "down", "left", "right"})
+                elif name == "hjkl":
+                    keys.update({"h", "j", "k", "l"})
+                else:
+                    keys.add(name)
+    return keys

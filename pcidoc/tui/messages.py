@@ -1,0 +1,116 @@
+"""Messages that carry data from the background workers to the UI thread.
+
+Workers never touch a widget: they post one of these (``post_message`` is thread-safe) and the
+app's handlers, on the UI thread, update the panes. Names are past tense: each message reports
+something that has already happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from textual.message import Message
+
+from pcidoc.model.capture import Capture
+from pcidoc.model.counters import CounterSample
+from pcidoc.model.measurements import ProbeError
+from pcidoc.model.report import Report, ReportSource
+
+
+@dataclass
+class FactsCollected(Message):
+    """A machine's facts are known (collected live, loaded from a file or a bundled sample).
+
+    ``fallback`` is True when this is the demo machine opened because this machine has no GPU.
+    """
+
+    capture: Capture
+    source: ReportSource
+    fallback: bool = False
+
+
+@dataclass
+class ThisMachineCollected(Message):
+    """This machine was collected live but has no usable GPU; ``reason`` says why."""
+
+    capture: Capture
+    reason: str
+
+
+@dataclass
+class ReportUpdated(Message):
+    """The doctor produced a (new) report for the machine on display."""
+
+    report: Report
+
+
+@dataclass
+class CountersSampled(Message):
+    """A new sample of the live PCIe/NVLink counters.
+
+    A newer sample replaces one still waiting in the queue, so a slow UI drops stale samples
+    instead of falling behind.
+    """
+
+    sample: CounterSample
+
+    def can_replace(self, message: Message) -> bool:
+        """A newer sample supersedes an older, unprocessed one."""
+        return isinstance(message, CountersSampled)
+
+
+@dataclass
+class ProbesPlanned(Message):
+    """The probe run is planned: these probes will run, in this order."""
+
+    mode: str
+    probes: list[tuple[str, str]]
+    """``(name, label)`` per probe."""
+    errors: list[ProbeError] = field(default_factory=list)
+    """Probes that will not run, with the reason (no CUDA, refused, ...)."""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProbeProgressed(Message):
+    """A running probe reported progress. Replaces an older progress of the same probe."""
+
+    probe: str
+    fraction: float
+    message: str
+
+    def can_replace(self, message: Message) -> bool:
+        """A newer progress report of the same probe supersedes an unprocessed older one."""
+        return isinstance(message, ProbeProgressed) and message.probe == self.probe
+
+
+@dataclass
+class ProbeFinished(Message):
+    """One probe ended: with measurements, or with errors (timeout, crash, cancelled...)."""
+
+    probe: str
+    label: str
+    results: int
+    errors: list[ProbeError] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+@dataclass
+class ProbesEnded(Message):
+    """The whole probe run is over (completed, failed or cancelled)."""
+
+    cancelled: bool = False
+
+
+@dataclass
+class ReportExported(Message):
+    """The report was written to these files."""
+
+    paths: list[str]
+
+
+@dataclass
+class ExportFailed(Message):
+    """Writing the report failed; ``reason`` is one line for the user."""
+
+    reason: str

@@ -1,0 +1,395 @@
+"""The Links pane: per-GPU PCIe/NVLink state and throughput, the selected GPU's NVLinks and a
+history chart.
+
+With a live GPU machine the numbers come from the counter sampler (rates between two samples of
+cumulative counters). From a capture or a demo they are the capture's own fields and the pane
+says so: a capture holds one moment, not a stream.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Container, Horizontal, Vertical
+from textual.widgets import DataTable, Static
+
+from pcidoc.model.capture import Capture
+from pcidoc.model.counters import CounterSample, GpuCounters, GpuRates
+from pcidoc.model.facts import Gpu
+from pcidoc.model.units import link_label
+from pcidoc.tui.describe import gpu_pcie_ceiling
+
+HISTORY = 120
+"""Samples kept per series for the chart."""
+
+STATIC_NOTE = "static values from the capture — live counters need a live GPU machine"
+
+GPU_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("gpu", "GPU"),
+    ("link", "PCIe link"),
+    ("tx", "TX GB/s"),
+    ("rx", "RX GB/s"),
+    ("util", "Util % raw"),
+    ("replays", "Replays"),
+    ("aer", "AER"),
+    ("nvl", "NVLinks"),
+    ("nvtx", "NVL TX GB/s"),
+    ("nvrx", "NVL RX GB/s"),
+)
+
+LINK_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("link", "Link"),
+    ("state", "State"),
+    ("tx", "TX GB/s"),
+    ("rx", "RX GB/s"),
+    ("errors", "Errors"),
+    ("version", "Ver"),
+    ("speed", "Rated GB/s"),
+    ("remote", "Remote"),
+)
+
+
+def _num(value: float | None, digits: int = 2) -> Text:
+    if value is None:
+        return Text("—", style="dim", justify="right")
+    return Text(f"{value:.{digits}f}", justify="right")
+
+
+def _count(value: int | None, warn: bool = True) -> Text:
+    if value is None:
+        return Text("—", style="dim", justify="right")
+    return Text(str(value), style="bold yellow" if warn and value > 0 else "", justify="right")
+
+
+def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Text:
+    pcie = gpu.pcie
+    gen = gen if gen is not None else pcie.current_gen
+    width = width if width is not None else pcie.current_width
+    if gen is None and width is None:
+        return Text("—", style="dim")
+    now = link_label(gen, width)
+    top = link_label(pcie.max_gen, pcie.max_width)
+    below = (gen or 0) < (pcie.max_gen or 0) or (width or 0) < (pcie.max_width or 0)
+    if below:
+        return Text(f"{now} ({top})", style="yellow")
+    return Text(now)
+
+
+def _util(
+    gpu: Gpu, tx: float | None, rx: float | None, gen: int | None = None, width: int | None = None
+) -> Text:
+    if tx is None and rx is None:
+        return Text("—", style="dim", justify="right")
+    if gen is not None and width is not None:
+        from pcidoc.doctor.config import pcie_ceiling_gbps
+
+        ceiling = pcie_ceiling_gbps(gen, width)
+    else:
+        ceiling, _ = gpu_pcie_ceiling(gpu)
+    if not ceiling:
+        return Text("?", style="dim", justify="right")
+    share = max(tx or 0.0, rx or 0.0) / ceiling * 100
+    style = "bold magenta" if share >= 70 else ("bold cyan" if share >= 20 else "")
+    return Text(f"{share:.0f}%", style=style, justify="right")
+
+
+class LinksPane(Container):
+    """Per-GPU link table, the selected GPU's NVLinks and (live) a throughput history chart."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.capture: Capture | None = None
+        self.live = False
+        self.interval: float | None = None
+        self.selected_gpu: int | None = None
+        self.selected_link: int | None = None
+        self.last_sample: CounterSample | None = None
+        self.rates: dict[int, GpuRates] = {}
+        self.history: dict[int, deque[tuple[float, float | None, float | None]]] = {}
+        self.link_history: dict[
+            tuple[int, int], deque[tuple[float, float | None, float | None]]
+        ] = {}
+        self._chart: object | None = None
+        self._counters: dict[int, GpuCounters] = {}
+
+    def on_resize(self) -> None:
+        """Side by side from 120 columns, stacked below."""
+        self.set_class(self.size.width >= 120, "-wide")
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("collecting…", style="dim"), id="links-note")
+        yield DataTable(id="gpu-table", cursor_type="row", zebra_stripes=True)
+        with Horizontal(id="links-bottom"):
+            with Vertical(id="nvlink-box"):
+                yield Static("", id="nvlink-title")
+                yield DataTable(id="nvlink-table", cursor_type="row")
+            yield Container(id="chart-box")
+
+    def on_mount(self) -> None:
+        table = self.query_one("#gpu-table", DataTable)
+        for key, label in GPU_COLUMNS:
+            table.add_column(label, key=key)
+        links = self.query_one("#nvlink-table", DataTable)
+        for key, label in LINK_COLUMNS:
+            links.add_column(label, key=key)
+        self.query_one("#chart-box").display = False
+
+    # -------------------------------------------------------------------------- data
+
+    def show_capture(self, capture: Capture | None, live: bool, interval: float | None) -> None:
+        """Show a machine: live (counters will arrive) or static (the capture's values)."""
+        self.capture = capture
+        self.live = live
+        self.interval = interval
+        self.last_sample = None
+        self.rates = {}
+        self._counters = {}
+        self.history.clear()
+        self.link_history.clear()
+        table = self.query_one("#gpu-table", DataTable)
+        table.clear()
+        if capture is None:
+            return
+        self._set_headers()
+        self._show_note()
+        for gpu in capture.gpus:
+            table.add_row(*self._static_row(gpu), key=str(gpu.index))
+        if capture.gpus:
+            keep = self.selected_gpu if capture.gpu(self.selected_gpu or -1) is not None else None
+            self.selected_gpu = keep if keep is not None else capture.gpus[0].index
+            row = next(i for i, g in enumerate(capture.gpus) if g.index == self.selected_gpu)
+            table.move_cursor(row=row, animate=False)
+        else:
+            self.selected_gpu = None
+        self._show_links()
+
+    def _set_headers(self) -> None:
+        table = self.query_one("#gpu-table", DataTable)
+        live = self.live
+        labels = {
+            "replays": "Replays Δ" if live else "Replays",
+            "aer": "AER Δ" if live else "AER",
+        }
+        for key, column in table.columns.items():
+            name = str(key.value)
+            if name in labels:
+                column.label = Text(labels[name])
+        links = self.query_one("#nvlink-table", DataTable)
+        for key, column in links.columns.items():
+            if str(key.value) == "errors":
+                column.label = Text("Errors Δ" if live else "Errors")
+        table.refresh()
+
+    def _show_note(self) -> None:
+        note = Text()
+        if self.live:
+            note.append("LIVE", style="bold green")
+            every = f" every {self.interval:g} s" if self.interval else ""
+            note.append(f" counters{every}, Δ since the last sample.")
+        else:
+            note.append(STATIC_NOTE, style="bold yellow")
+            note.append(" (errors: totals since boot).", style="dim")
+        note.append(
+            " Util % raw: busier direction ÷ raw ceiling of the negotiated PCIe link.", style="dim"
+        )
+        self.query_one("#links-note", Static).update(note)
+
+    def _static_row(self, gpu: Gpu) -> list[Text]:
+        tx = None if gpu.tx_bytes_per_s is None else gpu.tx_bytes_per_s / 1e9
+        rx = None if gpu.rx_bytes_per_s is None else gpu.rx_bytes_per_s / 1e9
+        if self.live:
+            tx = rx = None
+        up = sum(1 for nv in gpu.nvlinks if nv.state == "up")
+        nvl = Text(
+            f"{up}/{len(gpu.nvlinks)}" if gpu.nvlinks else "—",
+            justify="right",
+            style="bold yellow"
+            if gpu.nvlinks and up < len(gpu.nvlinks)
+            else ("" if gpu.nvlinks else "dim"),
+        )
+        return [
+            Text(gpu.label, style="bold"),
+            _link_cell(gpu),
+            _num(tx),
+            _num(rx),
+            _util(gpu, tx, rx),
+            Text("…", justify="right", style="dim") if self.live else _count(gpu.replay_count),
+            Text("…", justify="right", style="dim") if self.live else _count(gpu.aer_correctable),
+            nvl,
+            _num(None),
+            _num(None),
+        ]
+
+    def show_sample(self, sample: CounterSample, rates: Mapping[int, GpuRates]) -> None:
+        """A new live sample and the rates since the previous one."""
+        if self.capture is None:
+            return
+        self.last_sample = sample
+        self.rates = dict(rates)
+        self._counters = {g.index: g for g in sample.gpus}
+        table = self.query_one("#gpu-table", DataTable)
+        for counters in sample.gpus:
+            gpu = self.capture.gpu(counters.index)
+            if gpu is None:
+                continue
+            key = str(counters.index)
+            rate = rates.get(counters.index)
+            tx = rate.pcie_tx_gbps if rate else None
+            rx = rate.pcie_rx_gbps if rate else None
+            up = [nv.up for nv in counters.nvlinks]
+            values = {
+                "link": _link_cell(gpu, counters.link_gen, counters.link_width),
+                "tx": _num(tx),
+                "rx": _num(rx),
+                "util": _util(gpu, tx, rx, counters.link_gen, counters.link_width),
+                "replays": _count(rate.replays_delta if rate else None),
+                "aer": _count(rate.aer_delta if rate else None),
+                "nvtx": _num(
+                    sum(rate.nvlink_tx_gbps.values()) if rate and rate.nvlink_tx_gbps else None
+                ),
+                "nvrx": _num(
+                    sum(rate.nvlink_rx_gbps.values()) if rate and rate.nvlink_rx_gbps else None
+                ),
+            }
+            if up:
+                count = sum(1 for u in up if u)
+                values["nvl"] = Text(
+                    f"{count}/{len(up)}",
+                    justify="right",
+                    style="bold yellow" if count < len(up) else "",
+                )
+            for column, value in values.items():
+                table.update_cell(key, column, value)
+            history = self.history.setdefault(counters.index, deque(maxlen=HISTORY))
+            history.append((sample.t, tx, rx))
+            if rate is not None:
+                for link in counters.nvlinks:
+                    series = self.link_history.setdefault(
+                        (counters.index, link.link), deque(maxlen=HISTORY)
+                    )
+                    series.append(
+                        (
+                            sample.t,
+                            rate.nvlink_tx_gbps.get(link.link),
+                            rate.nvlink_rx_gbps.get(link.link),
+                        )
+                    )
+        self._show_links()
+
+    # ------------------------------------------------------------------- selection
+
+    @on(DataTable.RowHighlighted, "#gpu-table")
+    def _gpu_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is None:
+            return
+        index = int(event.row_key.value)
+        if index != self.selected_gpu:
+            self.selected_gpu = index
+            self.selected_link = None
+            self._show_links()
+
+    @on(DataTable.RowHighlighted, "#nvlink-table")
+    def _link_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is None:
+            return
+        link = int(event.row_key.value)
+        if link != self.selected_link:
+            self.selected_link = link
+            self._show_chart()
+
+    def _show_links(self) -> None:
+        title = self.query_one("#nvlink-title", Static)
+        table = self.query_one("#nvlink-table", DataTable)
+        gpu = (
+            None
+            if self.capture is None or self.selected_gpu is None
+            else self.capture.gpu(self.selected_gpu)
+        )
+        if gpu is None:
+            title.update("")
+            table.clear()
+            table.display = False
+            self._show_chart()
+            return
+        head = Text()
+        head.append(f"{gpu.label} NVLinks", style="bold")
+        if not gpu.nvlinks:
+            head.append(
+                "  none: this GPU talks to its peers over PCIe only "
+                "(or the capture has no NVLink facts)",
+                style="dim",
+            )
+        title.update(head)
+        table.display = bool(gpu.nvlinks)
+        rate = self.rates.get(gpu.index)
+        counters = self._counters.get(gpu.index)
+        live_links = {c.link: c for c in counters.nvlinks} if counters else {}
+        cursor = table.cursor_row
+        table.clear()
+        for nv in gpu.nvlinks:
+            state = nv.state
+            live = live_links.get(nv.link)
+            if live is not None and live.up is not None:
+                state = "up" if live.up else "down"
+            if self.live:
+                errors = _count(rate.nvlink_errors_delta.get(nv.link) if rate else None)
+            else:
+                errors = _count(sum(nv.errors.values()) if nv.errors else None)
+            remote = nv.remote_type or ""
+            if nv.remote_bus_id:
+                peer = (
+                    next((g.label for g in self.capture.gpus if g.bus_id == nv.remote_bus_id), None)
+                    if self.capture
+                    else None
+                )
+                remote = f"{remote} {peer or nv.remote_bus_id}".strip()
+            table.add_row(
+                Text(str(nv.link), justify="right"),
+                Text(state or "?", style="green" if state == "up" else "yellow"),
+                _num(rate.nvlink_tx_gbps.get(nv.link) if rate else None),
+                _num(rate.nvlink_rx_gbps.get(nv.link) if rate else None),
+                errors,
+                Text(nv.version or "?"),
+                _num(nv.speed_gbps, 3),
+                Text(remote or "?"),
+                key=str(nv.link),
+            )
+        if gpu.nvlinks:
+            table.move_cursor(row=min(cursor, len(gpu.nvlinks) - 1), animate=False)
+        self._show_chart()
+
+    # ------------------------------------------------------------------------ chart
+
+    def _show_chart(self) -> None:
+        box = self.query_one("#chart-box")
+        if not self.live or self.selected_gpu is None or self.last_sample is None:
+            box.display = False
+            return
+        box.display = True
+        if self._chart is None:
+            from pcidoc.tui.widgets.link_chart import LinkChart
+
+            self._chart = LinkChart(id="link-chart")
+            box.mount(self._chart)
+        now = self.last_sample.t
+        series: dict[str, tuple[list[float], list[float]]] = {}
+        history = self.history.get(self.selected_gpu, ())
+        for name, pos in (("PCIe TX", 1), ("PCIe RX", 2)):
+            points = [(h[0] - now, h[pos]) for h in history if h[pos] is not None]
+            series[name] = ([p[0] for p in points], [float(p[1]) for p in points])
+        link = self.selected_link
+        gpu = self.capture.gpu(self.selected_gpu) if self.capture else None
+        if link is None and gpu is not None and gpu.nvlinks:
+            link = gpu.nvlinks[0].link
+        title = f"GPU{self.selected_gpu} PCIe"
+        if link is not None:
+            link_series = self.link_history.get((self.selected_gpu, link), ())
+            for name, pos in (("NVLink TX", 1), ("NVLink RX", 2)):
+                points = [(h[0] - now, h[pos]) for h in link_series if h[pos] is not None]
+                series[name] = ([p[0] for p in points], [float(p[1]) for p in points])
+            title += f" + NVLink {link}"
+        self._chart.plot(title, series)  # type: ignore[attr-defined]

@@ -1,0 +1,478 @@
+"""The topology matrix: one line-API widget that draws every row itself (no child per cell).
+
+Row labels and column headers stay in place while the cells scroll, so a 72-GPU matrix stays
+readable at 80×24. The layout adapts to the width: full labels (``GPU0``/``NV18``), narrow
+(``G0`` headers) or compact (one character per cell, column numbers written vertically).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from pcidoc.tui.matrix_grid import MatrixGrid
+
+LAYOUTS: tuple[str, ...] = ("full", "narrow", "compact")
+
+
+@lru_cache(maxsize=256)
+def _style(spec: str) -> Style:
+    return Style.parse(spec) if spec else Style()
+
+
+_CURSOR = Style(reverse=True, bold=True)
+_AXIS = Style(bold=True)
+_AXIS_CURSOR = Style(bold=True, reverse=True)
+_DIM = Style(dim=True)
+
+
+@dataclass
+class _Layout:
+    name: str
+    label_w: int
+    col_x: list[int]
+    """Start of each column, relative to the first data column."""
+    col_w: list[int]
+    data_w: int
+    header: list[list[tuple[int, str]]]
+    """Header rows: ``(column, text)`` per column (text fits the column)."""
+    affinity_x: int | None
+    cpu_w: int
+    numa_w: int
+
+    @property
+    def total_w(self) -> int:
+        extra = 0 if self.affinity_x is None else 2 + self.cpu_w + 2 + self.numa_w
+        return self.label_w + self.data_w + extra
+
+
+class TopologyMatrix(ScrollView, can_focus=True):
+    """Draws a :class:`MatrixGrid` with a cell cursor (arrows, hjkl, mouse)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "move(0,-1)", "Up", show=False),
+        Binding("down,j", "move(0,1)", "Down", show=False),
+        Binding("left,h", "move(-1,0)", "Left", show=False),
+        Binding("right,l", "move(1,0)", "Right", show=False),
+        Binding("home", "jump('home')", "First", show=False),
+        Binding("end", "jump('end')", "Last", show=False),
+        Binding("pageup", "move(0,-8)", "Page up", show=False),
+        Binding("pagedown", "move(0,8)", "Page down", show=False),
+    ]
+
+    class CursorMoved(Message):
+        """The selected cell changed."""
+
+        def __init__(self, matrix: TopologyMatrix, row: str, col: str) -> None:
+            super().__init__()
+            self.matrix = matrix
+            self.row = row
+            self.col = col
+
+        @property
+        def control(self) -> TopologyMatrix:
+            """The matrix that sent it."""
+            return self.matrix
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.grid: MatrixGrid | None = None
+        self.cursor: tuple[int, int] = (0, 0)
+        """``(row, column)`` of the selected cell."""
+        self.layout_name: str = "full"
+        self._layout: _Layout | None = None
+        self._cache: dict[int, Strip] = {}
+        self._placeholder = "collecting…"
+        self._budget: int | None = None
+
+    @property
+    def budget(self) -> int | None:
+        """Width the layout must fit (set by the pane); the widget's own width when ``None``."""
+        return self._budget
+
+    @budget.setter
+    def budget(self, value: int | None) -> None:
+        if value != self._budget:
+            self._budget = value
+            if self.grid is not None:
+                self._relayout()
+
+    @property
+    def natural_width(self) -> int:
+        """Columns the whole matrix needs (labels, cells, affinity, a scrollbar)."""
+        if self._layout is None:
+            return 0
+        return self._layout.total_w + 1
+
+    # ------------------------------------------------------------------------- data
+
+    def set_placeholder(self, text: str) -> None:
+        """Text shown while there is no grid."""
+        self._placeholder = text
+        self.refresh()
+
+    def set_grid(self, grid: MatrixGrid, keep: tuple[str, str] | None = None) -> None:
+        """Show ``grid``; keep the cursor on the ``(row, col)`` labels when still present."""
+        old = self.grid
+        self.grid = grid
+        row, col = self.cursor
+        if keep is None and old is not None and old.labels:
+            keep = (
+                old.labels[min(row, len(old.labels) - 1)],
+                old.labels[min(col, len(old.labels) - 1)],
+            )
+        if keep is not None and keep[0] in grid.labels and keep[1] in grid.labels:
+            self.cursor = (grid.labels.index(keep[0]), grid.labels.index(keep[1]))
+        elif old is None:
+            # First matrix: start on the first pair, which says more than a diagonal cell.
+            self.cursor = (0, 1) if len(grid.labels) > 1 else (0, 0)
+        else:
+            n = len(grid.labels)
+            self.cursor = (min(row, max(0, n - 1)), min(col, max(0, n - 1)))
+        self._relayout()
+        self._announce()
+
+    @property
+    def selected(self) -> tuple[str, str] | None:
+        """Labels of the selected ``(row, column)``."""
+        if self.grid is None or not self.grid.labels:
+            return None
+        row, col = self.cursor
+        return self.grid.labels[row], self.grid.labels[col]
+
+    # ----------------------------------------------------------------------- layout
+
+    def _available_width(self) -> int:
+        if self._budget is not None:
+            return self._budget
+        width = self.scrollable_content_region.width or self.size.width
+        return width if width > 0 else 80
+
+    def _make_layout(self, name: str) -> _Layout:
+        grid = self.grid
+        assert grid is not None
+        n = len(grid.labels)
+        label_w = max((len(label) for label in grid.labels), default=3) + 1
+        col_x: list[int] = []
+        col_w: list[int] = []
+        header: list[list[tuple[int, str]]] = []
+        x = 0
+        if name == "compact":
+            digits = max((len(grid.number(j)) for j in range(n)), default=1)
+            tag_row: list[tuple[int, str]] = []
+            rows: list[list[tuple[int, str]]] = [[] for _ in range(digits)]
+            previous_kind: str | None = None
+            run = 0
+            for j in range(n):
+                kind = grid.kinds[j]
+                if j:
+                    if kind != previous_kind:
+                        x += 2
+                        run = 0
+                    elif run and run % 8 == 0:
+                        x += 1
+                if kind != previous_kind:
+                    tag_row.append((j, kind.upper()))
+                col_x.append(x)
+                col_w.append(2)
+                number = grid.number(j).rjust(digits)
+                for d in range(digits):
+                    rows[d].append((j, number[d]))
+                x += 2
+                run += 1
+                previous_kind = kind
+            header = [tag_row, *rows]
+        else:
+            for j in range(n):
+                head = grid.labels[j] if name == "full" else grid.short_label(j)
+                widest = max([len(head), *(len(grid.cells[i][j].text) for i in range(n))])
+                width = widest + (2 if name == "full" else 1)
+                col_x.append(x)
+                col_w.append(width)
+                x += width
+            header = [
+                [(j, grid.labels[j] if name == "full" else grid.short_label(j)) for j in range(n)]
+            ]
+        data_w = x
+        has_affinity = any(cpu or numa for cpu, numa in grid.affinity)
+        cpu_w = (
+            max([len("CPU Affinity"), *(len(cpu) for cpu, _ in grid.affinity)])
+            if has_affinity
+            else 0
+        )
+        numa_w = max([4, *(len(numa) for _, numa in grid.affinity)]) if has_affinity else 0
+        return _Layout(
+            name,
+            label_w,
+            col_x,
+            col_w,
+            data_w,
+            header,
+            data_w if has_affinity else None,
+            cpu_w,
+            numa_w,
+        )
+
+    def _relayout(self) -> None:
+        self._cache.clear()
+        if self.grid is None or not self.grid.labels:
+            self._layout = None
+            self.virtual_size = Size(0, 0)
+            self.refresh()
+            return
+        width = self._available_width()
+        chosen = None
+        for name in LAYOUTS:
+            layout = self._make_layout(name)
+            if layout.label_w + layout.data_w <= width or name == "compact":
+                chosen = layout
+                break
+        assert chosen is not None
+        self._layout = chosen
+        self.layout_name = chosen.name
+        self.virtual_size = Size(chosen.total_w, len(chosen.header) + len(self.grid.labels))
+        self.refresh()
+        self.call_after_refresh(self._scroll_to_cursor)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Pick the layout again for the new width."""
+        if self.grid is not None:
+            self._relayout()
+
+    @property
+    def header_height(self) -> int:
+        """Rows of column headers."""
+        return len(self._layout.header) if self._layout else 0
+
+    # ---------------------------------------------------------------------- drawing
+
+    def _base(self) -> Style:
+        return self.rich_style
+
+    def _row_strip(self, r: int) -> Strip:
+        cached = self._cache.get(r)
+        if cached is not None:
+            return cached
+        grid, layout = self.grid, self._layout
+        assert grid is not None and layout is not None
+        base = self._base()
+        crow, ccol = self.cursor
+        segments: list[Segment] = []
+        label_style = base + (_AXIS_CURSOR if r == crow else _AXIS)
+        segments.append(Segment(grid.labels[r].ljust(layout.label_w - 1), label_style))
+        segments.append(Segment(" ", base))
+        x = 0
+        for j, cell in enumerate(grid.cells[r]):
+            start = layout.col_x[j]
+            if start > x:
+                segments.append(Segment(" " * (start - x), base))
+            width = layout.col_w[j]
+            text = cell.code if layout.name == "compact" else cell.text
+            style = base + _style(cell.style)
+            if (r, j) == (crow, ccol):
+                style = style + _CURSOR
+            if layout.name == "compact":
+                segments.append(Segment(text, style))
+                segments.append(Segment(" " * (width - len(text)), base))
+            else:
+                pad = width - len(text)
+                left = pad // 2
+                segments.append(Segment(" " * left, base))
+                segments.append(Segment(text, style))
+                segments.append(Segment(" " * (pad - left), base))
+            x = start + width
+        if layout.affinity_x is not None:
+            cpu, numa = grid.affinity[r]
+            segments.append(
+                Segment("  " + cpu.ljust(layout.cpu_w) + "  " + numa.center(layout.numa_w), base)
+            )
+        strip = Strip(segments).adjust_cell_length(layout.total_w, base)
+        self._cache[r] = strip
+        return strip
+
+    def _header_strip(self, h: int) -> Strip:
+        key = -1 - h
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        grid, layout = self.grid, self._layout
+        assert grid is not None and layout is not None
+        base = self._base()
+        ccol = self.cursor[1]
+        segments = [Segment(" " * layout.label_w, base)]
+        x = 0
+        compact = layout.name == "compact"
+        entries = layout.header[h]
+        tag_row = compact and h == 0 and len(layout.header) > 1
+        for j, text in entries:
+            start = layout.col_x[j]
+            if start < x:
+                continue  # a tag that would overlap the previous one
+            if start > x:
+                segments.append(Segment(" " * (start - x), base))
+            width = len(text) if tag_row else layout.col_w[j]
+            if tag_row:
+                segments.append(Segment(text, base + _DIM))
+                x = start + len(text)
+                continue
+            style = base + (_AXIS_CURSOR if j == ccol else _AXIS)
+            if compact:
+                segments.append(Segment(text, style))
+                segments.append(Segment(" " * (width - len(text)), base))
+            else:
+                pad = width - len(text)
+                left = pad // 2
+                segments.append(Segment(" " * left, base))
+                segments.append(Segment(text, style))
+                segments.append(Segment(" " * (pad - left), base))
+            x = start + width
+        if layout.affinity_x is not None and h == len(layout.header) - 1:
+            if layout.data_w > x:
+                segments.append(Segment(" " * (layout.data_w - x), base))
+            segments.append(
+                Segment(
+                    "  " + "CPU Affinity".ljust(layout.cpu_w) + "  " + "NUMA".center(layout.numa_w),
+                    base + _AXIS,
+                )
+            )
+        strip = Strip(segments).adjust_cell_length(layout.total_w, base)
+        self._cache[key] = strip
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        """One line of the viewport: fixed header rows and label column, scrolled cells."""
+        width = self.scrollable_content_region.width or self.size.width
+        base = self._base()
+        if self.grid is None or self._layout is None:
+            if y == 0:
+                return Strip([Segment(self._placeholder, base + _DIM)]).adjust_cell_length(
+                    width, base
+                )
+            return Strip.blank(width, base)
+        layout = self._layout
+        scroll_x, scroll_y = self.scroll_offset
+        header_h = len(layout.header)
+        if y < header_h:
+            full = self._header_strip(y)
+        else:
+            r = y - header_h + scroll_y
+            if r >= len(self.grid.labels):
+                return Strip.blank(width, base)
+            full = self._row_strip(r)
+        label = full.crop(0, layout.label_w)
+        start = layout.label_w + scroll_x
+        rest = full.crop(start, start + max(0, width - layout.label_w))
+        return Strip.join([label, rest]).adjust_cell_length(width, base)
+
+    def render_all(self) -> list[Strip]:
+        """Every line of the whole matrix (not just the viewport); used by the benchmark."""
+        if self.grid is None or self._layout is None:
+            return []
+        return [self._header_strip(h) for h in range(self.header_height)] + [
+            self._row_strip(r) for r in range(len(self.grid.labels))
+        ]
+
+    # ----------------------------------------------------------------------- cursor
+
+    def _announce(self) -> None:
+        selected = self.selected
+        if selected is not None:
+            self.post_message(self.CursorMoved(self, *selected))
+
+    def move_cursor(self, row: int, col: int) -> None:
+        """Select cell ``(row, col)`` (clamped) and scroll it into view."""
+        if self.grid is None or not self.grid.labels:
+            return
+        n = len(self.grid.labels)
+        new = (max(0, min(n - 1, row)), max(0, min(n - 1, col)))
+        if new == self.cursor:
+            return
+        self.cursor = new
+        self._cache.clear()
+        self.refresh()
+        self._scroll_to_cursor()
+        self._announce()
+
+    def select(self, row_label: str, col_label: str) -> None:
+        """Select the cell of two labels (no-op when one is not shown)."""
+        if self.grid is None:
+            return
+        if row_label in self.grid.labels and col_label in self.grid.labels:
+            self.move_cursor(self.grid.labels.index(row_label), self.grid.labels.index(col_label))
+
+    def action_move(self, dx: int, dy: int) -> None:
+        """Move the cursor by ``dx`` columns and ``dy`` rows."""
+        row, col = self.cursor
+        self.move_cursor(row + dy, col + dx)
+
+    def action_jump(self, where: str) -> None:
+        """Jump to the first or last cell of the row."""
+        row, _ = self.cursor
+        if self.grid is None:
+            return
+        self.move_cursor(row, 0 if where == "home" else len(self.grid.labels) - 1)
+
+    def _scroll_to_cursor(self) -> None:
+        layout = self._layout
+        if layout is None or self.grid is None:
+            return
+        row, col = self.cursor
+        region = self.scrollable_content_region
+        view_w = max(1, region.width - layout.label_w)
+        view_h = max(1, region.height - len(layout.header))
+        scroll_x, scroll_y = self.scroll_offset
+        x0 = layout.col_x[col]
+        x1 = x0 + layout.col_w[col]
+        new_x, new_y = scroll_x, scroll_y
+        if x0 < scroll_x:
+            new_x = x0
+        elif x1 > scroll_x + view_w:
+            new_x = x1 - view_w
+        if row < scroll_y:
+            new_y = row
+        elif row >= scroll_y + view_h:
+            new_y = row - view_h + 1
+        if (new_x, new_y) != (scroll_x, scroll_y):
+            self.scroll_to(new_x, new_y, animate=False, immediate=True)
+
+    def cell_at(self, x: int, y: int) -> tuple[int | None, int | None]:
+        """``(row, column)`` under viewport offset ``(x, y)``; ``None`` for an axis."""
+        layout = self._layout
+        if layout is None or self.grid is None:
+            return None, None
+        scroll_x, scroll_y = self.scroll_offset
+        header_h = len(layout.header)
+        row = None
+        if y >= header_h:
+            r = y - header_h + scroll_y
+            row = r if r < len(self.grid.labels) else None
+        col = None
+        if x >= layout.label_w:
+            data_x = x - layout.label_w + scroll_x
+            for j, start in enumerate(layout.col_x):
+                if start <= data_x < start + layout.col_w[j]:
+                    col = j
+                    break
+        return row, col
+
+    def on_click(self, event: events.Click) -> None:
+        """Select the clicked cell (a header selects its column, a label its row)."""
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        row, col = self.cell_at(offset.x, offset.y)
+        current_row, current_col = self.cursor
+        if row is None and col is None:
+            return
+        self.focus()
+        self.move_cursor(current_row if row is None else row, current_col if col is None else col)

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""TUI measurements for ``tests/benchmarks/run.py``; each prints one JSON line and asserts nothing.
+
+Usage:
+  tui_probe.py first-screen PARENT_TIME   ``pcidoc --demo`` headless, from the parent's
+                                          ``time.time()`` (taken just before it started this
+                                          process) to the first complete screen: demo loaded,
+                                          doctor run, first paint done. Prints
+                                          ``{"first_screen_s", "rss_mb", "torch_loaded"}``.
+  tui_probe.py matrix-72                  time to build and draw every line of the 72-GPU
+                                          matrix widget (90 x 90 cells with the NICs), cold
+                                          and warm. Prints ``{"render_s", "render_warm_s", ...}``.
+  tui_probe.py sampler                    CPU time of one counter sample per GPU over the fake
+                                          NVML backend (8 GPUs x 18 NVLinks). Prints
+                                          ``{"cpu_s_per_gpu_sample", ...}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+def _rss_mb() -> float:
+    try:
+        with open("/proc/self/status", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def first_screen(parent_time: float) -> dict[str, object]:
+    """What ``pcidoc --demo`` does (run_tui), headless, until the first complete screen."""
+    from pcidoc.tui.live import load_demo
+
+    capture, source = load_demo(None)
+    from pcidoc.tui.app import PcidocApp
+
+    class Probe(PcidocApp):
+        reached: float | None = None
+
+        def _first_screen_done(self) -> None:
+            Probe.reached = time.time()  # painted; what follows (gc.freeze) is after it
+            super()._first_screen_done()
+            self.exit(0)
+
+    app = Probe(capture, source, interval=1.0)
+    app.freeze_gc = True
+    app.run(headless=True, size=(160, 48))
+    assert Probe.reached is not None, "the first screen was never complete"
+    return {
+        "first_screen_s": round(Probe.reached - parent_time, 4),
+        "rss_mb": round(_rss_mb(), 1),
+        "torch_loaded": "torch" in sys.modules,
+        "sample": source.name,
+    }
+
+
+def matrix_72() -> dict[str, object]:
+    """Build the 72-GPU grid and draw every line of the matrix widget, inside a running app."""
+    from textual.app import App, ComposeResult
+
+    from pcidoc.samples.synthetic import synthetic_72
+    from pcidoc.tui.matrix_grid import build_grid
+    from pcidoc.tui.widgets.topology_matrix import TopologyMatrix
+
+    capture = synthetic_72()
+    timings: list[float] = []
+    lines: list[int] = []
+
+    class Bench(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TopologyMatrix(id="matrix")
+
+        def on_mount(self) -> None:
+            self.call_after_refresh(self.measure)
+
+        def measure(self) -> None:
+            matrix = self.query_one(TopologyMatrix)
+            for _ in range(5):
+                start = time.perf_counter()
+                matrix.set_grid(build_grid(capture))
+                strips = matrix.render_all()
+                visible = [matrix.render_line(y) for y in range(matrix.size.height)]
+                timings.append(time.perf_counter() - start)
+                lines.append(len(strips) + len(visible))
+                matrix.grid = None  # the next round starts from nothing again
+            self.exit()
+
+    Bench().run(headless=True, size=(160, 48))
+    return {
+        "render_s": round(timings[0], 4),
+        "render_warm_s": round(sorted(timings[1:])[len(timings[1:]) // 2], 4),
+        "cells": len(capture.topology.labels) ** 2,
+        "lines": lines[0],
+    }
+
+
+def sampler() -> dict[str, object]:
+    """CPU cost of the live sampler over the fake backend (pcidoc's own Python cost)."""
+    from pcidoc.collect.counters import CounterSampler, measure_overhead
+    from pcidoc.collect.fake_nvml import FakeNvmlBackend
+
+    backend = FakeNvmlBackend.hgx(8)
+    backend.init()
+    counters = CounterSampler(backend)
+    overhead = measure_overhead(counters, samples=300, between=lambda: backend.advance(1.0))
+    return {
+        "cpu_s_per_gpu_sample": overhead.cpu_s_per_gpu_sample,
+        "cpu_s_per_sample": overhead.cpu_s_per_sample,
+        "core_percent_at_1hz": round(overhead.core_percent(1.0), 4),
+        "gpus": overhead.gpus,
+    }
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    command = argv[0]
+    if command == "first-screen":
+        result = first_screen(float(argv[1]) if len(argv) > 1 else time.time())
+    elif command == "matrix-72":
+        result = matrix_72()
+    elif command == "sampler":
+        result = sampler()
+    else:
+        print(f"unknown command {command!r}", file=sys.stderr)
+        return 2
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

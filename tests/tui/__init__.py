@@ -1,0 +1,1 @@
+"""Tests of the pcidoc TUI (Pilot, snapshots, responsiveness)."""

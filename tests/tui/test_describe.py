@@ -1,0 +1,125 @@
+"""The TUI's words and grids, without an app: badges, the matrix in each colour mode, ceilings."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from pcidoc.doctor import run
+from pcidoc.model.counters import GpuRates
+from pcidoc.model.report import ReportSource
+from pcidoc.samples.synthetic import synthetic_16
+from pcidoc.tui.describe import (
+    check_line,
+    describe_cell,
+    header_text,
+    path_ceiling,
+    source_badge,
+    worst_line,
+)
+from pcidoc.tui.matrix_grid import build_grid
+from tests.builders import machine
+from tests.tui.machines import acs_machine, acs_source
+
+
+def _text(renderable: object) -> str:
+    console = Console(width=300, file=io.StringIO(), color_system=None, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+@pytest.mark.parametrize(
+    ("source", "kind", "expected"),
+    [
+        (ReportSource(kind="live"), "live", "LIVE"),
+        (ReportSource(kind="capture", path="/tmp/box.json"), "live", "CAPTURE box.json"),
+        (ReportSource(kind="import", path="/x/topo.json"), "import", "IMPORT topo.json"),
+        (ReportSource(kind="demo", name="a100"), "import", "DEMO a100"),
+        (
+            ReportSource(kind="demo", name="synthetic-16gpu"),
+            "synthetic",
+            "DEMO synthetic-16gpu · SYNTHETIC",
+        ),
+        (ReportSource(kind="synthetic", path="s.json"), "synthetic", "SYNTHETIC s.json"),
+    ],
+)
+def test_source_badge(source: ReportSource, kind: str, expected: str) -> None:
+    capture = machine(1)
+    capture.origin.kind = kind  # type: ignore[assignment]
+    assert source_badge(source, capture)[0] == expected
+
+
+def test_header_names_host_gpus_versions_and_worst() -> None:
+    capture = acs_machine()
+    report = run(capture, acs_source(), generated_at="2026-01-01T00:00:00Z")
+    text = header_text(capture, acs_source(), report).plain
+    assert "CAPTURE acs-box.json" in text and "acs-box" in text and "4 × NVIDIA L40S" in text
+    assert "driver 550.54.15 · CUDA 12.4" in text and "FAIL" in text
+    worst = worst_line(report).plain
+    assert report.sorted_checks()[0].id in worst
+    assert "`" not in worst  # backticks become highlighting
+    line = check_line(report.sorted_checks()[0]).plain
+    assert line.startswith("✗ fail")
+
+
+def test_class_grid_uses_topo_codes_and_a_short_legend() -> None:
+    grid = build_grid(synthetic_16())
+    assert grid.labels[:2] == ["GPU0", "GPU1"] and "NIC0" in grid.labels
+    assert grid.cells[0][1].text == "NV12" and grid.cells[0][1].code == "N"
+    assert grid.cells[0][0].text == "X"
+    shown = [entry[0] for entry in grid.legend]
+    assert shown[0] == "NV12" and "SYS" in shown
+    hidden = build_grid(synthetic_16(), show_nics=False)
+    assert all(label.startswith("GPU") for label in hidden.labels)
+
+
+def test_bandwidth_grid_says_how_to_measure_when_nothing_was() -> None:
+    grid = build_grid(synthetic_16(), mode="bandwidth")
+    assert "run the probes" in grid.note
+    assert {cell.text for row in grid.cells for cell in row} <= {"X", "·"}
+
+
+def test_traffic_grid_static_and_live() -> None:
+    capture = machine(2, link="NV4")
+    capture.gpus[0].tx_bytes_per_s = 31.5e9 * 0.5
+    static = build_grid(capture, mode="traffic")
+    assert "static" in static.note
+    assert static.cells[0][0].text == "25%"  # Gen5 x16 is 63 GB/s raw per direction
+    for nv in capture.gpus[0].nvlinks:  # a bridged pair: the links reach GPU1 directly
+        nv.remote_type = "gpu"
+        nv.remote_bus_id = capture.gpus[1].bus_id
+    rates = {
+        0: GpuRates(0, 50.4, 1.0, 0, 0, 5, 16, {0: 10.0, 1: 10.0, 2: 5.0, 3: 5.0}, {}, {}),
+        1: GpuRates(1, 0.0, 0.0, 0, 0, 5, 16, {}, {}, {}),
+    }
+    live = build_grid(capture, mode="traffic", rates=rates)
+    assert "static" not in live.note
+    assert live.cells[0][0].text == "80%"
+    assert live.cells[0][1].text == "30"
+    assert live.cells[1][1].text == "0%"
+
+
+def test_path_ceiling_nvlink_and_pcie() -> None:
+    capture = machine(2, link="NV18")
+    ceiling = path_ceiling(capture, 0, 1, "NV18")
+    assert ceiling is not None and ceiling.gbps == pytest.approx(18 * 25.0)
+    assert "18 × NVLink 4.0" in ceiling.basis
+    capture.gpus[1].pcie.current_gen, capture.gpus[1].pcie.current_width = 4, 8
+    pcie = path_ceiling(capture, 0, 1, "PIX")
+    assert (
+        pcie is not None and pcie.gbps == pytest.approx(15.75, abs=0.01) and "Gen4 x8" in pcie.basis
+    )
+    assert path_ceiling(capture, 0, 5, "PIX") is None
+
+
+def test_pair_detail_without_facts_says_what_is_missing() -> None:
+    capture = machine(2, link="PHB")
+    capture.p2p.matrices = {}
+    capture.unavailable["p2p"] = "no nvidia-smi topo -p2p output imported"
+    text = _text(describe_cell(capture, "GPU0", "GPU1"))
+    assert "through the CPU's root complex" in text or "host bridge" in text
+    assert "no nvidia-smi topo -p2p output imported" in text
+    assert "no P2P copy measured for this pair" in text
+    assert "path not in this capture" in text
