@@ -144,8 +144,10 @@ def header_text(
     if capture is None:
         out.append(status or "collecting this machine's facts…", style="italic")
         return out
-    out.append(hostname(capture), style="bold")
-    out.append(" · ", style="dim")
+    if capture.host.hostname or capture.origin.kind != "import":
+        out.append(hostname(capture), style="bold")
+        out.append(" · ", style="dim")
+    # An import rarely knows its host name: the source badge already names the machine.
     out.append(gpu_models(capture))
     versions = _versions(capture)
     if versions:
