@@ -13,22 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pcidoc.doctor import config
+from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.facts import Gpu
 from pcidoc.model.links import is_nvlink
 from pcidoc.model.report import Evidence
-
-
-def _ev(
-    label: str,
-    value: str | float | int | bool | None = None,
-    unit: str | None = None,
-    subject: str | None = None,
-) -> Evidence:
-    """Evidence with positional arguments (the model itself takes keywords only)."""
-    return Evidence(label=label, value=value, unit=unit, subject=subject)
-
 
 # NCCL path levels from nearest to farthest [A] (NCCL env docs, NCCL_P2P_LEVEL).
 _LEVELS: tuple[str, ...] = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")

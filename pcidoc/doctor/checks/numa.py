@@ -5,6 +5,7 @@ processes bound away from their GPU (``numa.process-affinity``) and GPUs without
 from __future__ import annotations
 
 from pcidoc.doctor import config
+from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.cpulist import format_cpulist, parse_cpulist
@@ -12,17 +13,6 @@ from pcidoc.model.facts import Gpu, GpuProcess, Nic
 from pcidoc.model.links import rank
 from pcidoc.model.report import Confidence, Evidence, Severity
 from pcidoc.model.units import link_label
-
-
-def _ev(
-    label: str,
-    value: str | float | int | bool | None = None,
-    unit: str | None = None,
-    subject: str | None = None,
-) -> Evidence:
-    """Shorthand for :class:`Evidence` (a pydantic model: keyword arguments only)."""
-    return Evidence(label=label, value=value, unit=unit, subject=subject)
-
 
 _NEAR_NIC = ("PIX", "PXB")
 

@@ -9,22 +9,12 @@ state of the machine as it is now, so they never pass this check.
 
 from __future__ import annotations
 
+from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.facts import Gpu
 from pcidoc.model.report import Evidence
-
-
-def _ev(
-    label: str,
-    value: str | float | int | bool | None = None,
-    unit: str | None = None,
-    subject: str | None = None,
-) -> Evidence:
-    """Evidence with positional arguments (the model itself takes keywords only)."""
-    return Evidence(label=label, value=value, unit=unit, subject=subject)
-
 
 _BUG_REPORT = "Collect a driver log for the vendor or your admin: `sudo nvidia-bug-report.sh`."
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pcidoc.doctor import config
+from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.facts import P2P_CODES, Gpu, PcieHop
@@ -25,16 +26,6 @@ NCCL_AB_TEST = (
     "Confirm the diagnosis with an A/B run: the same job or `all_reduce_perf` once with "
     "`NCCL_P2P_DISABLE=1`; if that run is faster or stops hanging, the peer path is at fault."
 )
-
-
-def _ev(
-    label: str,
-    value: str | float | int | bool | None = None,
-    unit: str | None = None,
-    subject: str | None = None,
-) -> Evidence:
-    """Shorthand for :class:`Evidence` (a pydantic model: keyword arguments only)."""
-    return Evidence(label=label, value=value, unit=unit, subject=subject)
 
 
 _SWITCH_CLASSES = ("PIX", "PXB")

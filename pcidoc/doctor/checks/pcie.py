@@ -19,49 +19,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pcidoc.doctor import config
+from pcidoc.doctor.checks._common import ev as _ev
+from pcidoc.doctor.checks._common import no_gpu as _no_gpu
+from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.facts import Gpu, PcieHop
 from pcidoc.model.links import is_nvlink
-from pcidoc.model.report import Confidence, Evidence
+from pcidoc.model.report import Confidence
 from pcidoc.model.units import link_label, pcie_raw_gbps
-
-
-def _ev(
-    label: str,
-    value: str | float | int | bool | None = None,
-    unit: str | None = None,
-    subject: str | None = None,
-) -> Evidence:
-    """Evidence with positional arguments (the model itself takes keywords only)."""
-    return Evidence(label=label, value=value, unit=unit, subject=subject)
-
-
-def _no_gpu(ctx: Context) -> Finding:
-    """The skip for a capture without GPUs, with the recorded reason when there is one."""
-    gap = ctx.capture.unavailable.get("gpus")
-    return Finding(
-        "skip",
-        "no GPU in this capture" + (f" ({gap})" if gap else ""),
-        needs="a capture with GPUs: run `pcidoc check` on the GPU machine",
-    )
-
-
-def _with_gap(ctx: Context, findings: list[Finding]) -> list[Finding]:
-    """Add an info when the capture lists only some of the machine's GPUs (never a pass)."""
-    gap = ctx.capture.unavailable.get("gpus")
-    if gap and ctx.gpus and any(f.severity != "skip" for f in findings):
-        findings.append(
-            Finding(
-                "info",
-                f"judged only {', '.join(g.label for g in ctx.gpus)}: {gap}",
-                confidence="low",
-                needs="import the output for every GPU, or run `pcidoc check` on the machine",
-            )
-        )
-    return findings
-
 
 _RESEAT = (
     "Reseat the GPU (and its riser or cable), check retimers, and check the BIOS slot settings "

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pcidoc.doctor import alpha_beta, config
+from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks.numa import gpu_set, locality_groups, pcie_model_of
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
@@ -19,17 +20,6 @@ from pcidoc.model.measurements import (
 )
 from pcidoc.model.report import Confidence, Evidence, Severity
 from pcidoc.model.units import format_bytes
-
-
-def _ev(
-    label: str,
-    value: str | float | int | bool | None = None,
-    unit: str | None = None,
-    subject: str | None = None,
-) -> Evidence:
-    """Shorthand for :class:`Evidence` (a pydantic model: keyword arguments only)."""
-    return Evidence(label=label, value=value, unit=unit, subject=subject)
-
 
 _RANK_CLASS = {2: "PIX", 3: "PXB", 4: "PHB", 5: "NODE", 6: "SYS"}
 _KIND_NAME = {"nvlink": "NVLink", "pcie": "PCIe", "sys": "cross-socket"}

@@ -7,23 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pcidoc.doctor import config
+from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.facts import Gpu
 from pcidoc.model.measurements import TransferMeasurement, WorkloadEvidence
 from pcidoc.model.report import Confidence, Evidence, Severity
 from pcidoc.model.units import format_bytes, link_label
-
-
-def _ev(
-    label: str,
-    value: str | float | int | bool | None = None,
-    unit: str | None = None,
-    subject: str | None = None,
-) -> Evidence:
-    """Shorthand for :class:`Evidence` (a pydantic model: keyword arguments only)."""
-    return Evidence(label=label, value=value, unit=unit, subject=subject)
-
 
 _DIRECTION = {"h2d": "H2D", "d2h": "D2H"}
 

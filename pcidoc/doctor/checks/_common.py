@@ -1,0 +1,42 @@
+"""Helpers shared by the check modules."""
+
+from __future__ import annotations
+
+from pcidoc.doctor.context import Context
+from pcidoc.doctor.registry import Finding
+from pcidoc.model.report import Evidence
+
+
+def ev(
+    label: str,
+    value: str | float | int | bool | None = None,
+    unit: str | None = None,
+    subject: str | None = None,
+) -> Evidence:
+    """Evidence with positional arguments (the model itself takes keywords only)."""
+    return Evidence(label=label, value=value, unit=unit, subject=subject)
+
+
+def no_gpu(ctx: Context) -> Finding:
+    """The skip for a capture without GPUs, with the recorded reason when there is one."""
+    gap = ctx.capture.unavailable.get("gpus")
+    return Finding(
+        "skip",
+        "no GPU in this capture" + (f" ({gap})" if gap else ""),
+        needs="a capture with GPUs: run `pcidoc check` on the GPU machine",
+    )
+
+
+def with_gap(ctx: Context, findings: list[Finding]) -> list[Finding]:
+    """Add an info when the capture lists only some of the machine's GPUs (never a pass)."""
+    gap = ctx.capture.unavailable.get("gpus")
+    if gap and ctx.gpus and any(f.severity != "skip" for f in findings):
+        findings.append(
+            Finding(
+                "info",
+                f"judged only {', '.join(g.label for g in ctx.gpus)}: {gap}",
+                confidence="low",
+                needs="import the output for every GPU, or run `pcidoc check` on the machine",
+            )
+        )
+    return findings
