@@ -2,6 +2,8 @@
 
 Same content as the Markdown report (:mod:`pcidoc.present.markdown`): header, findings worst
 first, a collapsible block per check, the colour-coded topology matrix, measurements and origin.
+The header facts, measurements and origin are built once in :mod:`pcidoc.present._sections`;
+this module only writes them as HTML.
 Every string from the capture or a check is escaped with :func:`html.escape`, so pasted text
 such as ``<script>`` is shown, never run. The only script is a three-line ``beforeprint``
 handler that opens every ``<details>`` block so that printouts show all findings.
@@ -14,29 +16,33 @@ from collections.abc import Iterable
 
 from pcidoc.doctor.topology_notes import topology_notes
 from pcidoc.model.capture import Capture
-from pcidoc.model.measurements import Measurements
 from pcidoc.model.report import CheckResult, Report
-from pcidoc.model.units import format_bytes, format_gbps
 from pcidoc.present._common import (
     EXIT_MEANINGS,
     MARKS,
     VERDICTS,
     exit_code,
-    gpu_models,
     machine_title,
-    numa_text,
-    source_text,
     split_code,
     summary_line,
-    versions,
 )
 from pcidoc.present._matrix import MatrixView, gpu_set
+from pcidoc.present._sections import (
+    Block,
+    Code,
+    Facts,
+    Heading,
+    Item,
+    Paragraph,
+    Table,
+    Text,
+    header_facts,
+    measurement_blocks,
+    origin_blocks,
+)
 
 FULL_MATRIX_MAX_LABELS = 24
 """Beyond this many devices the matrix cells show one-character codes (full class on hover)."""
-
-P2P_MATRIX_MAX_GPUS = 16
-"""Measured P2P matrices up to this size are shown in full."""
 
 _CSS = """
 :root { color-scheme: light; }
@@ -104,14 +110,11 @@ def _inline(text: str) -> str:
     )
 
 
-def _table(
-    header: list[str], rows: Iterable[list[str]], css: str = "", escape_header: bool = True
-) -> str:
-    """An HTML table; cells must already be escaped HTML."""
-    head = "".join(f"<th>{esc(h) if escape_header else h}</th>" for h in header)
+def _table(header: list[str], rows: Iterable[list[str]]) -> str:
+    """An HTML table; the header is escaped here, cells must already be escaped HTML."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    cls = f' class="{css}"' if css else ""
-    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _sev(severity: str) -> str:
@@ -125,37 +128,12 @@ def _header(report: Report) -> list[str]:
     capture = report.machine
     code = exit_code(report)
     verdict = VERDICTS.get(report.worst, report.worst.upper())
-    items = [
-        (
-            "Machine",
-            esc(gpu_models(capture)) + (f", {len(capture.nics)} NICs" if capture.nics else ""),
-        ),
-        ("Source", esc(source_text(report.source, capture))),
-        ("pcidoc", f"{esc(report.pcidoc_version)}, report generated {esc(report.generated_at)}"),
-    ]
-    known = versions(capture)
-    if known:
-        items.append(("Versions", ", ".join(f"{esc(n)} {esc(v)}" for n, v in known)))
-    host = capture.host
-    bits = [
-        b
-        for b in (
-            host.cpu_model,
-            f"{host.sockets} sockets" if host.sockets else None,
-            numa_text(capture),
-            f"kernel {host.kernel}" if host.kernel else None,
-        )
-        if b
-    ]
-    if bits:
-        items.append(("Host", esc(", ".join(bits))))
-    rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in items)
     return [
         f"<h1>pcidoc report: {esc(machine_title(capture))} "
         f'<span class="verdict sev-{esc(report.worst)}">{esc(verdict)}</span></h1>',
         f"<p><b>{esc(summary_line(report))}</b>; exit code {code} "
         f"({esc(EXIT_MEANINGS.get(code, '?'))}).</p>",
-        f"<table>{rows}</table>",
+        _block(header_facts(report)),
     ]
 
 
@@ -249,177 +227,42 @@ def _topology(capture: Capture) -> list[str]:
     return out
 
 
-def _num(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+def _text(text: Text) -> str:
+    """Escape plain spans, write code spans as ``<code>``."""
+    if isinstance(text, str):
+        return esc(text)
+    return "".join(
+        f"<code>{esc(span.text)}</code>" if isinstance(span, Code) else esc(span) for span in text
+    )
 
 
-def _measurements(m: Measurements) -> list[str]:
-    if m.is_empty() and not m.probe_errors:
-        return []
-    out = ["<h2>Measurements</h2>"]
-    if m.transfers:
-        rows = [
+def _item(item: Item) -> str:
+    sub = "".join(_item(child) for child in item.children)
+    return f"<li>{_text(item.text)}" + (f"<ul>{sub}</ul>" if sub else "") + "</li>"
+
+
+def _block(block: Block) -> str:
+    """One shared content block as one line of HTML."""
+    if isinstance(block, Heading):
+        return f"<h{block.level}>{esc(block.text)}</h{block.level}>"
+    if isinstance(block, Paragraph):
+        muted = ' class="muted"' if block.muted else ""
+        return f"<p{muted}>{_text(block.text)}</p>"
+    if isinstance(block, Table):
+        rows = (
             [
-                f"GPU{t.gpu}",
-                esc(t.direction.upper() + (" bidir" if t.bidirectional else "")),
-                esc(t.memory),
-                esc(t.placement or "—"),
-                esc(format_bytes(t.size_bytes) if t.size_bytes else "—"),
-                esc(format_gbps(t.bandwidth_gbps)),
-                esc(t.method or t.source or "—"),
+                f"<b>{esc(cell)}</b>" if n == 0 and block.row_labels else esc(cell)
+                for n, cell in enumerate(row)
             ]
-            for t in m.transfers
-        ]
-        out += [
-            "<h3>Host ↔ device transfers</h3>",
-            _table(
-                ["GPU", "Direction", "Memory", "Placement", "Size", "Bandwidth", "Method"], rows
-            ),
-        ]
-    for matrix in m.p2p:
-        title = (
-            f"GPU ↔ GPU {matrix.kind} ({matrix.unit}), P2P {matrix.p2p}"
-            + (", bidirectional" if matrix.bidirectional else "")
-            + (f", {matrix.access}s" if matrix.access else "")
-            + (f", {matrix.method.upper()}" if matrix.method else "")
-            + (f", {matrix.latency_side.upper()}-side" if matrix.latency_side else "")
+            for row in block.rows
         )
-        out.append(f"<h3>{esc(title)}</h3>")
-        digits = 1 if matrix.kind == "bandwidth" else 2
-        if len(matrix.gpus) <= P2P_MATRIX_MAX_GPUS:
-            rows = [
-                [f"<b>GPU{src}</b>", *(_num(v, digits) for v in row)]
-                for src, row in zip(matrix.gpus, matrix.values, strict=False)
-            ]
-            out.append(_table(["src \\ dst", *(f"GPU{g}" for g in matrix.gpus)], rows))
-        else:
-            off = sorted(
-                v
-                for i, r in enumerate(matrix.values)
-                for j, v in enumerate(r)
-                if i != j and v is not None
-            )
-            if off:
-                out.append(
-                    f"<p>{len(matrix.gpus)} GPUs; between different GPUs: min "
-                    f"{_num(off[0], digits)}, median {_num(off[len(off) // 2], digits)}, max "
-                    f"{_num(off[-1], digits)} {esc(matrix.unit)}.</p>"
-                )
-        if matrix.source:
-            out.append(f'<p class="muted">Source: {esc(matrix.source)}</p>')
-    if m.p2p_verification:
-        bad = [v for v in m.p2p_verification if not v.ok]
-        listed = ", ".join(f"GPU{v.src}→GPU{v.dst}" for v in bad)
-        out.append(
-            f"<p>P2P copies verified: {len(m.p2p_verification) - len(bad)} ok, {len(bad)} wrong"
-            + (f": {esc(listed)}" if bad else "")
-            + "</p>"
-        )
-    if m.collectives:
-        rows = []
-        for c in m.collectives:
-            peak = c.peak_busbw()
-            rows.append(
-                [
-                    esc(c.op),
-                    esc(c.backend or "—"),
-                    esc(c.ranks or "—"),
-                    esc(format_gbps(peak.busbw_gbps) if peak else "—"),
-                    esc(format_bytes(peak.size_bytes) if peak else "—"),
-                    esc(format_gbps(c.avg_busbw_gbps)),
-                    {True: "yes", False: "NO", None: "—"}[c.correct],
-                    esc(c.tool or c.source or "—"),
-                ]
-            )
-        out += [
-            "<h3>Collectives</h3>",
-            _table(
-                [
-                    "Op",
-                    "Backend",
-                    "Ranks",
-                    "Peak bus bw",
-                    "at size",
-                    "Avg bus bw",
-                    "Correct",
-                    "Tool",
-                ],
-                rows,
-            ),
-        ]
-    for s in m.scaling:
-        rows = [
-            [
-                str(p.ranks),
-                f"{p.throughput_samples_per_s:.1f}",
-                "—" if p.efficiency is None else f"{p.efficiency * 100:.0f} %",
-                _num(p.step_time_ms, 2),
-            ]
-            for p in s.points
-        ]
-        out += [
-            f"<h3>Scaling{' (' + esc(s.backend) + ')' if s.backend else ''}</h3>",
-            _table(["Ranks", "Samples/s", "Efficiency", "Step ms"], rows),
-        ]
-        if s.slowest_edge:
-            out.append(f"<p>Slowest link class in use: {esc(s.slowest_edge)}</p>")
-    if m.workloads:
-        items = []
-        for w in m.workloads:
-            bits = [
-                f"{w.steps} steps" if w.steps is not None else None,
-                f"step {w.step_time_ms:.1f} ms" if w.step_time_ms is not None else None,
-                f"NCCL {w.nccl_time_share * 100:.0f} % of step"
-                if w.nccl_time_share is not None
-                else None,
-            ]
-            copies = "".join(
-                f"<li>{esc(c.kind)}: {c.count} copies, {esc(format_bytes(c.bytes))}, "
-                f"{c.time_us / 1000:.1f} ms</li>"
-                for c in w.memcpy
-            )
-            items.append(
-                f"<li>Profiler trace {esc(w.source or '')}: "
-                f"{esc(', '.join(b for b in bits if b) or 'no summary')}"
-                + (f"<ul>{copies}</ul>" if copies else "")
-                + "</li>"
-            )
-        out.append(f"<ul>{''.join(items)}</ul>")
-    if m.probe_errors:
-        items = "".join(
-            f"<li>{esc(e.probe)} ({esc(e.kind)}): {esc(e.message)}</li>" for e in m.probe_errors
-        )
-        out.append(f"<p>Probes that produced nothing:</p><ul>{items}</ul>")
-    return out
-
-
-def _origin(capture: Capture) -> list[str]:
-    origin = capture.origin
-    items = [f"<li>Kind: {esc(origin.kind)}{' (redacted)' if origin.redacted else ''}</li>"]
-    if origin.created_at:
-        items.append(f"<li>Captured: {esc(origin.created_at)}</li>")
-    if origin.pcidoc_version:
-        items.append(f"<li>Captured with pcidoc {esc(origin.pcidoc_version)}</li>")
-    if origin.sample:
-        items.append(f"<li>Sample: {esc(origin.sample.name)}: {esc(origin.sample.title)}</li>")
-    for name, value in origin.tool_versions.items():
-        items.append(f"<li>{esc(name)}: {esc(value)}</li>")
-    if origin.note:
-        items.append(f"<li>Note: {esc(origin.note)}</li>")
-    for source in origin.sources:
-        sub = [f"<li>read: {esc(r)}</li>" for r in source.read]
-        sub += [f"<li>warning: {esc(w)}</li>" for w in source.warnings]
-        if source.citation:
-            sub.append(f"<li>from: {esc(source.citation)}</li>")
-        formats = f" ({esc(', '.join(source.formats))})" if source.formats else ""
-        items.append(
-            f"<li>Imported <code>{esc(source.path)}</code>{formats}<ul>{''.join(sub)}</ul></li>"
-        )
-    for warning in origin.warnings:
-        items.append(f"<li>Warning: {esc(warning)}</li>")
-    for key, reason in capture.unavailable.items():
-        items.append(f"<li>Not collected: {esc(key)}: {esc(reason)}</li>")
-    return ["<h2>Origin</h2>", f"<ul>{''.join(items)}</ul>"]
+        return _table(list(block.header), rows)
+    if isinstance(block, Facts):
+        rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in block.items)
+        return f"<table>{rows}</table>"
+    items = "".join(_item(item) for item in block.items)
+    intro = f"<p>{esc(block.intro)}</p>" if block.intro else ""
+    return f"{intro}<ul>{items}</ul>"
 
 
 def render_html(report: Report) -> str:
@@ -439,8 +282,8 @@ def render_html(report: Report) -> str:
         body.append("<h2>Details</h2>")
         body += [_details(check) for check in report.sorted_checks()]
     body += _topology(capture)
-    body += _measurements(capture.measurements)
-    body += _origin(capture)
+    body += [_block(b) for b in measurement_blocks(capture.measurements)]
+    body += [_block(b) for b in origin_blocks(capture)]
     body.append(
         f'<p class="muted">Generated by pcidoc {esc(report.pcidoc_version)}. To share a machine '
         "without its host name and serials: <code>pcidoc capture --redact</code>.</p>"

@@ -3,8 +3,10 @@
 Layout: a title with host and verdict, where the machine came from, versions, a findings table
 worst first, one collapsible ``<details>`` block per check (evidence, numbered remediation,
 confidence), the topology matrix (compact for big machines), a measurements summary and the
-origin of imported data. The output is deterministic: the only time in it is the report's
-``generated_at`` (and the capture's own ``created_at`` in the origin section).
+origin of imported data. The header facts, measurements and origin are built once in
+:mod:`pcidoc.present._sections` (shared with the HTML report); this module only writes them as
+Markdown. The output is deterministic: the only time in it is the report's ``generated_at`` (and
+the capture's own ``created_at`` in the origin section).
 
 Every string that comes from a capture or a check is escaped: ``<``/``>``/``&`` become entities
 (so a pasted ``<script>`` stays text), Markdown punctuation is backslash-escaped, and ``|`` is
@@ -19,29 +21,33 @@ from collections.abc import Iterable
 
 from pcidoc.doctor.topology_notes import topology_notes
 from pcidoc.model.capture import Capture
-from pcidoc.model.measurements import Measurements
 from pcidoc.model.report import CheckResult, Report
-from pcidoc.model.units import format_bytes, format_gbps
 from pcidoc.present._common import (
     EXIT_MEANINGS,
     MARKS,
     VERDICTS,
     exit_code,
-    gpu_models,
     machine_title,
-    numa_text,
-    source_text,
     split_code,
     summary_line,
-    versions,
 )
 from pcidoc.present._matrix import MatrixView, gpu_set
+from pcidoc.present._sections import (
+    Block,
+    Code,
+    Facts,
+    Heading,
+    Item,
+    Paragraph,
+    Table,
+    Text,
+    header_facts,
+    measurement_blocks,
+    origin_blocks,
+)
 
 FULL_MATRIX_MAX_LABELS = 20
 """Beyond this many devices the matrix is shown in its compact one-character form."""
-
-P2P_MATRIX_MAX_GPUS = 16
-"""Measured P2P matrices up to this size are shown in full, bigger ones as min/median/max."""
 
 _WHITESPACE = re.compile(r"\s+")
 _MD_SPECIAL = re.compile(r"([\\`*\[\]#~|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
@@ -89,6 +95,11 @@ def _html_inline(text: str) -> str:
     )
 
 
+def _label(label: str) -> str:
+    """A column label written by pcidoc: entities and pipes only (``src \\ dst`` stays)."""
+    return html.escape(label, quote=False).replace("|", "\\|")
+
+
 def _table(header: list[str], rows: Iterable[list[str]], align: list[str] | None = None) -> str:
     """A GitHub table; cells must already be escaped."""
     align = align or ["---"] * len(header)
@@ -103,37 +114,14 @@ def _table(header: list[str], rows: Iterable[list[str]], align: list[str] | None
 def _header(report: Report) -> list[str]:
     capture = report.machine
     verdict = VERDICTS.get(report.worst, report.worst.upper())
-    lines = [
+    return [
         f"# pcidoc report: {escape_text(machine_title(capture))} — {verdict}",
         "",
         f"**{escape_text(summary_line(report))}**; exit code {exit_code(report)} "
         f"({EXIT_MEANINGS.get(exit_code(report), '?')}).",
         "",
-        f"- **Machine:** {escape_text(gpu_models(capture))}"
-        + (f", {len(capture.nics)} NICs" if capture.nics else ""),
-        f"- **Source:** {escape_text(source_text(report.source, capture))}",
-        f"- **pcidoc:** {escape_text(report.pcidoc_version)}, report generated "
-        f"{escape_text(report.generated_at)}",
+        _block(header_facts(report)),
     ]
-    known = versions(capture)
-    if known:
-        lines.append(
-            "- **Versions:** " + ", ".join(f"{name} {escape_text(value)}" for name, value in known)
-        )
-    host = capture.host
-    host_bits = [
-        b
-        for b in (
-            host.cpu_model,
-            f"{host.sockets} sockets" if host.sockets else None,
-            numa_text(capture),
-            f"kernel {host.kernel}" if host.kernel else None,
-        )
-        if b
-    ]
-    if host_bits:
-        lines.append(f"- **Host:** {escape_text(', '.join(host_bits))}")
-    return lines
 
 
 def _findings(report: Report) -> list[str]:
@@ -249,191 +237,51 @@ def _topology(capture: Capture) -> list[str]:
     return lines
 
 
-def _num(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
+def _text(text: Text, table: bool = False) -> str:
+    """Escape plain spans, write code spans as code."""
+    if isinstance(text, str):
+        return escape_text(text, table)
+    return "".join(
+        _code_span(span.text, table) if isinstance(span, Code) else escape_text(span, table)
+        for span in text
+    )
 
 
-def _measurements(measurements: Measurements) -> list[str]:
-    if measurements.is_empty() and not measurements.probe_errors:
-        return []
-    lines = ["## Measurements", ""]
-    if measurements.transfers:
-        rows = []
-        for t in measurements.transfers:
-            kind = f"{t.direction.upper()}{' bidir' if t.bidirectional else ''}"
-            rows.append(
-                [
-                    f"GPU{t.gpu}",
-                    kind,
-                    t.memory,
-                    escape_text(t.placement or "—", True),
-                    format_bytes(t.size_bytes) if t.size_bytes else "—",
-                    format_gbps(t.bandwidth_gbps),
-                    escape_text(t.method or t.source or "—", True),
-                ]
-            )
-        lines += [
-            "### Host ↔ device transfers",
-            "",
-            _table(
-                ["GPU", "Direction", "Memory", "Placement", "Size", "Bandwidth", "Method"], rows
-            ),
-            "",
-        ]
-    for matrix in measurements.p2p:
-        title = (
-            f"### GPU ↔ GPU {matrix.kind} ({matrix.unit}), P2P {matrix.p2p}"
-            + (", bidirectional" if matrix.bidirectional else "")
-            + (f", {matrix.access}s" if matrix.access else "")
-            + (f", {matrix.method.upper()}" if matrix.method else "")
-            + (f", {matrix.latency_side.upper()}-side" if matrix.latency_side else "")
-        )
-        lines += [title, ""]
-        digits = 1 if matrix.kind == "bandwidth" else 2
-        if len(matrix.gpus) <= P2P_MATRIX_MAX_GPUS:
-            header = ["src \\ dst", *(f"GPU{g}" for g in matrix.gpus)]
-            rows = [
-                [f"**GPU{src}**", *(_num(v, digits) for v in row)]
-                for src, row in zip(matrix.gpus, matrix.values, strict=False)
-            ]
-            lines += [_table(header, rows), ""]
-        else:
-            off = sorted(
-                v
-                for i, row in enumerate(matrix.values)
-                for j, v in enumerate(row)
-                if i != j and v is not None
-            )
-            if off:
-                mid = off[len(off) // 2]
-                lines += [
-                    f"{len(matrix.gpus)} GPUs; between different GPUs: min {_num(off[0], digits)}, "
-                    f"median {_num(mid, digits)}, max {_num(off[-1], digits)} {matrix.unit}.",
-                    "",
-                ]
-        if matrix.source:
-            lines += [f"Source: {escape_text(matrix.source)}", ""]
-    if measurements.p2p_verification:
-        bad = [v for v in measurements.p2p_verification if not v.ok]
-        lines += [
-            f"P2P copies verified: {len(measurements.p2p_verification) - len(bad)} ok, "
-            f"{len(bad)} wrong"
-            + (": " + ", ".join(f"GPU{v.src}→GPU{v.dst}" for v in bad) if bad else ""),
-            "",
-        ]
-    if measurements.collectives:
-        rows = []
-        for c in measurements.collectives:
-            peak = c.peak_busbw()
-            rows.append(
-                [
-                    escape_text(c.op, True),
-                    escape_text(c.backend or "—", True),
-                    str(c.ranks) if c.ranks else "—",
-                    format_gbps(peak.busbw_gbps) if peak else "—",
-                    format_bytes(peak.size_bytes) if peak else "—",
-                    format_gbps(c.avg_busbw_gbps),
-                    {True: "yes", False: "NO", None: "—"}[c.correct],
-                    escape_text(c.tool or c.source or "—", True),
-                ]
-            )
-        lines += [
-            "### Collectives",
-            "",
-            _table(
-                [
-                    "Op",
-                    "Backend",
-                    "Ranks",
-                    "Peak bus bw",
-                    "at size",
-                    "Avg bus bw",
-                    "Correct",
-                    "Tool",
-                ],
-                rows,
-            ),
-            "",
-        ]
-    for s in measurements.scaling:
-        rows = [
+def _item(item: Item, indent: str = "") -> list[str]:
+    lines = [f"{indent}- {_text(item.text)}"]
+    for child in item.children:
+        lines += _item(child, indent + "  ")
+    return lines
+
+
+def _block(block: Block) -> str:
+    """One shared content block in Markdown."""
+    if isinstance(block, Heading):
+        return "#" * block.level + " " + escape_text(block.text)
+    if isinstance(block, Paragraph):
+        return _text(block.text)
+    if isinstance(block, Table):
+        rows = (
             [
-                str(p.ranks),
-                f"{p.throughput_samples_per_s:.1f}",
-                "—" if p.efficiency is None else f"{p.efficiency * 100:.0f} %",
-                _num(p.step_time_ms, 2),
+                f"**{escape_text(cell, True)}**"
+                if n == 0 and block.row_labels
+                else escape_text(cell, True)
+                for n, cell in enumerate(row)
             ]
-            for p in s.points
-        ]
-        lines += [
-            "### Scaling" + (f" ({escape_text(s.backend)})" if s.backend else ""),
-            "",
-            _table(["Ranks", "Samples/s", "Efficiency", "Step ms"], rows),
-            "",
-        ]
-        if s.slowest_edge:
-            lines += [f"Slowest link class in use: {escape_text(s.slowest_edge)}", ""]
-    for w in measurements.workloads:
-        bits = [
-            f"{w.steps} steps" if w.steps is not None else None,
-            f"step {w.step_time_ms:.1f} ms" if w.step_time_ms is not None else None,
-            f"NCCL {w.nccl_time_share * 100:.0f} % of step"
-            if w.nccl_time_share is not None
-            else None,
-            f"exposed NCCL {w.nccl_exposed_share * 100:.0f} %"
-            if w.nccl_exposed_share is not None
-            else None,
-        ]
-        text = ", ".join(b for b in bits if b) or "no summary"
-        lines += [f"- Profiler trace {escape_text(w.source or '')}: {escape_text(text)}"]
-        for m in w.memcpy:
-            lines.append(
-                f"  - {escape_text(m.kind)}: {m.count} copies, {format_bytes(m.bytes)}, "
-                f"{m.time_us / 1000:.1f} ms"
-            )
-    if measurements.workloads:
-        lines.append("")
-    if measurements.probe_errors:
-        lines += ["Probes that produced nothing:", ""]
-        lines += [
-            f"- {escape_text(e.probe)} ({e.kind}): {escape_text(e.message)}"
-            for e in measurements.probe_errors
-        ]
-        lines.append("")
-    while lines and lines[-1] == "":
-        lines.pop()
-    return lines
-
-
-def _origin(capture: Capture) -> list[str]:
-    origin = capture.origin
-    lines = ["## Origin", "", f"- Kind: {origin.kind}" + (" (redacted)" if origin.redacted else "")]
-    if origin.created_at:
-        lines.append(f"- Captured: {escape_text(origin.created_at)}")
-    if origin.pcidoc_version:
-        lines.append(f"- Captured with pcidoc {escape_text(origin.pcidoc_version)}")
-    if origin.sample:
-        lines.append(
-            f"- Sample: {escape_text(origin.sample.name)}: {escape_text(origin.sample.title)}"
+            for row in block.rows
         )
-    for name, value in origin.tool_versions.items():
-        lines.append(f"- {escape_text(name)}: {escape_text(value)}")
-    if origin.note:
-        lines.append(f"- Note: {escape_text(origin.note)}")
-    for source in origin.sources:
-        formats = f" ({escape_text(', '.join(source.formats))})" if source.formats else ""
-        lines.append(f"- Imported `{source.path.replace('`', chr(39))}`{formats}")
-        for read in source.read:
-            lines.append(f"  - read: {escape_text(read)}")
-        for warning in source.warnings:
-            lines.append(f"  - warning: {escape_text(warning)}")
-        if source.citation:
-            lines.append(f"  - from: {escape_text(source.citation)}")
-    for warning in origin.warnings:
-        lines.append(f"- Warning: {escape_text(warning)}")
-    for key, reason in capture.unavailable.items():
-        lines.append(f"- Not collected: {escape_text(key)}: {escape_text(reason)}")
-    return lines
+        return _table([_label(h) for h in block.header], rows)
+    if isinstance(block, Facts):
+        return "\n".join(f"- **{escape_text(k)}:** {escape_text(v)}" for k, v in block.items)
+    lines = [line for item in block.items for line in _item(item)]
+    if block.intro:
+        lines = [escape_text(block.intro), "", *lines]
+    return "\n".join(lines)
+
+
+def _blocks(blocks: list[Block]) -> str:
+    """Blocks as one section, a blank line between two blocks."""
+    return "\n\n".join(_block(b) for b in blocks)
 
 
 def render_markdown(report: Report) -> str:
@@ -455,10 +303,9 @@ def render_markdown(report: Report) -> str:
     if report.checks:
         sections.append(details[:-1])
     sections.append(_topology(report.machine))
-    measurements = _measurements(report.machine.measurements)
-    if measurements:
-        sections.append(measurements)
-    sections.append(_origin(report.machine))
+    for blocks in (measurement_blocks(report.machine.measurements), origin_blocks(report.machine)):
+        if blocks:
+            sections.append([_blocks(blocks)])
     sections.append(
         [
             "---",
