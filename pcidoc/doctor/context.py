@@ -74,9 +74,7 @@ class Context:
     def _pair_list(self) -> list[tuple[int, int, str | None]]:
         indices = [g.index for g in self.gpus]
         return [
-            (a, b, self.gpu_link(a, b))
-            for pos, a in enumerate(indices)
-            for b in indices[pos + 1 :]
+            (a, b, self.gpu_link(a, b)) for pos, a in enumerate(indices) for b in indices[pos + 1 :]
         ]
 
     @cached_property
