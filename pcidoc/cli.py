@@ -227,8 +227,7 @@ def resolve_machine(args: argparse.Namespace) -> tuple[Capture, ReportSource]:
         from pcidoc.collect.capture import load_capture
 
         capture = load_capture(args.from_file)
-        kind = {"import": "import", "synthetic": "synthetic"}.get(capture.origin.kind, "capture")
-        return capture, ReportSource(kind=kind, path=args.from_file)
+        return capture, ReportSource.for_file(args.from_file, capture.origin.kind)
     if getattr(args, "demo", None) is not None:
         from pcidoc.samples import default_demo, load_sample
 

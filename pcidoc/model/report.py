@@ -76,6 +76,13 @@ class ReportSource(Model):
     path: str | None = None
     name: str | None = None
 
+    @classmethod
+    def for_file(cls, path: str, origin_kind: str) -> ReportSource:
+        """The source of a machine read with ``--from``: ``import``/``synthetic`` captures keep
+        that kind, any other file is a ``capture``."""
+        kind = {"import": "import", "synthetic": "synthetic"}.get(origin_kind, "capture")
+        return cls(kind=kind, path=path)  # type: ignore[arg-type]
+
     def describe(self) -> str:
         """``live``, ``capture: FILE``, ``demo: NAME``..."""
         detail = self.name or self.path

@@ -32,8 +32,7 @@ def run_tui(from_file: str | None = None, demo: str | None = None, interval: flo
         from pcidoc.collect.capture import load_capture
 
         capture = load_capture(from_file)
-        kind = {"import": "import", "synthetic": "synthetic"}.get(capture.origin.kind, "capture")
-        source = ReportSource(kind=kind, path=os.fspath(from_file))  # type: ignore[arg-type]
+        source = ReportSource.for_file(os.fspath(from_file), capture.origin.kind)
     elif demo is not None:
         from pcidoc.tui.live import load_demo
 
