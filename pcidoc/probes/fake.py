@@ -187,9 +187,11 @@ def _transfer_stream(spec: ProbeSpec, step_s: float) -> list[Line]:
                             "cov": 0.002,
                             "trials": 5,
                             "method": "synthetic",
-                            "link_gen_under_load": 4,
-                            "link_width_under_load": 16,
-                            "pstate_under_load": 0,
+                            # No link or P-state reading: a replayed stream has none to give,
+                            # and inventing one would make pcie.link-speed judge a fiction.
+                            "link_gen_under_load": None,
+                            "link_width_under_load": None,
+                            "pstate_under_load": None,
                             "sweep": sweep,
                             "saturation_size_bytes": stats.saturation_size(
                                 [(p["size_bytes"], p["bandwidth_gbps"]) for p in sweep], bw
