@@ -589,14 +589,13 @@ def diagnose(relpath: str) -> Report:
     )
 
 
-def test_every_corpus_file_has_expectations() -> None:
+def test_the_expectation_table_names_real_files() -> None:
     root = realdata_dir()
     assert FILES, f"no corpus files under {root}"
-    assert len(FILES) >= 67
     unknown = sorted(set(EXPECTED) - set(FILES))
     assert not unknown, f"the table names files that are not in the corpus: {unknown}"
-    untabled = sorted(set(FILES) - set(EXPECTED))
-    assert not untabled, f"corpus files without expectations: {untabled}"
+    # Files added to the corpus later get the generic assertions of test_corpus_file_diagnosis
+    # (no check errors, nothing a paste cannot show passes) until they get a row here.
 
 
 @pytest.mark.parametrize("relpath", FILES or ["<corpus missing>"])
