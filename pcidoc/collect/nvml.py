@@ -7,7 +7,7 @@ implementations exist:
 
 * :class:`PynvmlBackend` over the official bindings (``nvidia-ml-py``), imported lazily in
   :meth:`PynvmlBackend.init`;
-* :class:`pcidoc.collect.fake_nvml.FakeNvmlBackend`, a scriptable fake for tests, the TUI tests
+* :class:`tests.fakes.fake_nvml.FakeNvmlBackend`, a scriptable fake for tests, the TUI tests
   and benchmarks.
 
 Both funnel every call through :func:`query`, the single place where NVML exceptions become

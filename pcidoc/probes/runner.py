@@ -64,7 +64,7 @@ class ProbeSpec:
         startup_s: Start-up allowance (torch import, CUDA init).
         deadline_s: Explicit deadline that replaces ``expected_s × 2 + startup_s``.
         env: Extra environment variables for the child.
-        module: Module run with ``python -m`` (tests use ``pcidoc.probes.testing_children``).
+        module: Module run with ``python -m`` (tests use ``tests.fakes.testing_children``).
         label: Short human label for progress lines (defaults to ``name``).
     """
 

@@ -108,7 +108,7 @@ def matrix_72() -> dict[str, object]:
 def sampler() -> dict[str, object]:
     """CPU cost of the live sampler over the fake backend (pcidoc's own Python cost)."""
     from pcidoc.collect.counters import CounterSampler, measure_overhead
-    from pcidoc.collect.fake_nvml import FakeNvmlBackend
+    from tests.fakes.fake_nvml import FakeNvmlBackend
 
     backend = FakeNvmlBackend.hgx(8)
     backend.init()

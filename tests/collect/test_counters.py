@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pcidoc.collect.counters import CounterSampler, discover_links, measure_overhead
-from pcidoc.collect.fake_nvml import FakeGpu, FakeNvLink, FakeNvmlBackend
 from pcidoc.collect.live import collect_live
 from pcidoc.model.counters import rates
+from tests.fakes.fake_nvml import FakeGpu, FakeNvLink, FakeNvmlBackend
 
 
 def _clock(step: float = 1.0) -> Iterator[float]:

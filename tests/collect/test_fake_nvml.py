@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pcidoc.collect.fake_nvml import FakeGpu, FakeNvLink, FakeNvmlBackend
 from pcidoc.collect.nvml import NvmlBackend, Unavailable
+from tests.fakes.fake_nvml import FakeGpu, FakeNvLink, FakeNvmlBackend
 
 
 def test_is_a_backend_and_labelled_synthetic() -> None:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from pcidoc.collect.fake_nvml import FakeGpu, FakeNvLink, FakeNvmlBackend
 from pcidoc.collect.live import collect_live, nvml_failure_message
 from pcidoc.collect.nvml import ConfCompute, PynvmlBackend
 from pcidoc.collect.sysfs import NEEDS_ROOT_ACS
 from pcidoc.model.capture import Capture
 from tests.collect.conftest import DSP0, GPU0, GPU1, GPU2, GPU3, RP2, Box
 from tests.collect.fakefs import GPU_3D, NVIDIA, FakeProc, FakeSysfs
+from tests.fakes.fake_nvml import FakeGpu, FakeNvLink, FakeNvmlBackend
 
 
 def _box_backend(**gpu_changes: dict) -> FakeNvmlBackend:

@@ -46,7 +46,7 @@ def _cuda_visible() -> bool:
 def test_parent_modules_do_not_import_torch() -> None:
     code = (
         "import sys\n"
-        "import pcidoc.probes.session, pcidoc.probes.runner, pcidoc.probes.fake\n"
+        "import pcidoc.probes.session, pcidoc.probes.runner, tests.fakes.fake_probes\n"
         "import pcidoc.probes.preflight, pcidoc.probes.gpusets, pcidoc.probes.stats\n"
         "import pcidoc.probes.params, pcidoc.probes.protocol\n"
         # The child-side modules import torch only when a probe runs.

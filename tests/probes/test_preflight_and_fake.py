@@ -10,11 +10,12 @@ import threading
 import pytest
 
 from pcidoc.model.facts import GpuProcess
-from pcidoc.probes import fake, preflight, protocol
-from pcidoc.probes.fake import FakeProbeRunner
+from pcidoc.probes import preflight, protocol
 from pcidoc.probes.linkstate import LinkSampler, read_sysfs_link
 from pcidoc.probes.runner import OutcomeBuilder, ProbeSpec
 from tests.builders import machine
+from tests.fakes import fake_probes as fake
+from tests.fakes.fake_probes import FakeProbeRunner
 
 # ------------------------------------------------------------------------------ preflight
 

@@ -1,6 +1,6 @@
 """The subprocess runner: deadlines, Ctrl-C, cancellation, crashes, garbage, no orphans.
 
-Each test starts a tiny child from :mod:`pcidoc.probes.testing_children` (no torch).
+Each test starts a tiny child from :mod:`tests.fakes.testing_children` (no torch).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pcidoc.probes.runner import (
     group_members,
 )
 
-TEST_CHILD = "pcidoc.probes.testing_children"
+TEST_CHILD = "tests.fakes.testing_children"
 
 
 def _spec(behaviour: str, deadline: float = 10.0, **params: object) -> ProbeSpec:

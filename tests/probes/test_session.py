@@ -1,6 +1,6 @@
 """session.measure / plan_probes / probe_command with the fake runner (no processes, no GPU).
 
-Every stream here is synthetic (pcidoc.probes.fake); no number is a measurement.
+Every stream here is synthetic (tests.fakes.fake_probes); no number is a measurement.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from argparse import Namespace
 import pytest
 
 from pcidoc.model.facts import GpuProcess
-from pcidoc.probes import fake, params, preflight, session
-from pcidoc.probes.fake import FakeProbeRunner
+from pcidoc.probes import params, preflight, session
 from pcidoc.probes.runner import ProbeOutcome, ProbeSpec
 from tests.builders import machine
+from tests.fakes import fake_probes as fake
+from tests.fakes.fake_probes import FakeProbeRunner
 
 ENV_8 = {
     "cuda_available": True,

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from pcidoc.collect.counters import CounterSampler
-from pcidoc.collect.fake_nvml import FakeNvmlBackend
 from pcidoc.model import Capture, Nic, PcieHop
 from pcidoc.model.facts import AcsControl, P2PStatus
 from pcidoc.model.measurements import P2PMatrixMeasurement
 from pcidoc.model.report import ReportSource
 from tests.builders import machine
+from tests.fakes.fake_nvml import FakeNvmlBackend
 
 FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
 """The wall clock of every TUI test (export names, report time stamps)."""

@@ -144,8 +144,8 @@ def test_newer_counter_samples_replace_queued_ones() -> None:
 
 
 def test_live_machine_shares_one_nvml_session_between_collection_and_sampler() -> None:
-    from pcidoc.collect.fake_nvml import FakeNvmlBackend
     from pcidoc.tui.live import LiveMachine
+    from tests.fakes.fake_nvml import FakeNvmlBackend
 
     fake = FakeNvmlBackend.hgx(2)
     live = LiveMachine(backend_factory=lambda: fake)
@@ -161,8 +161,8 @@ def test_live_machine_shares_one_nvml_session_between_collection_and_sampler() -
 
 
 def test_live_machine_without_nvml_gives_no_sampler() -> None:
-    from pcidoc.collect.fake_nvml import FakeNvmlBackend
     from pcidoc.tui.live import LiveMachine
+    from tests.fakes.fake_nvml import FakeNvmlBackend
 
     live = LiveMachine(backend_factory=lambda: FakeNvmlBackend(init_error="LIBRARY_NOT_FOUND"))
     capture = live.collect()

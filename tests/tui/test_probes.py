@@ -9,9 +9,9 @@ from typing import Any
 
 from textual.widgets import ProgressBar
 
-from pcidoc.probes.fake import HANG_STREAM, FakeProbeRunner
 from pcidoc.tui.app import PcidocApp
 from pcidoc.tui.messages import ProbeFinished, ProbeProgressed, ProbesEnded, ReportUpdated
+from tests.fakes.fake_probes import HANG_STREAM, FakeProbeRunner
 from tests.tui.conftest import make_app, settle, wait_until
 from tests.tui.machines import hgx_live
 
@@ -156,7 +156,7 @@ async def test_garbage_only_stream_is_an_error_not_a_crash_of_the_app() -> None:
 
 
 async def test_no_torch_makes_every_probe_unavailable_with_the_install_hint() -> None:
-    from pcidoc.probes.fake import NO_TORCH_ENV_STREAM
+    from tests.fakes.fake_probes import NO_TORCH_ENV_STREAM
 
     runner = FakeProbeRunner({"env": NO_TORCH_ENV_STREAM}, gpu_count=8, speed=math.inf)
     app = _probe_app(runner)

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from pcidoc.probes.fake import FakeProbeRunner
 from pcidoc.tui.app import PcidocApp
 from pcidoc.tui.widgets.topology_matrix import TopologyMatrix
+from tests.fakes.fake_probes import FakeProbeRunner
 from tests.tui.conftest import demo_app, make_app, settle, wait_until
 from tests.tui.machines import acs_machine, acs_source, hgx_live, no_gpu_machine
 

@@ -1,6 +1,6 @@
 """Tiny misbehaving probe children for the runner's tests (no torch, no GPU).
 
-Run as ``python -m pcidoc.probes.testing_children BEHAVIOUR --params JSON``. Each behaviour
+Run as ``python -m tests.fakes.testing_children BEHAVIOUR --params JSON``. Each behaviour
 exercises one path of :class:`pcidoc.probes.runner.SubprocessProbeRunner`: a normal result, a
 hang, a crash, garbage on the pipe, grandchildren that must not survive, a child that ignores
 SIGTERM. The measurements they print are synthetic placeholders, not measured numbers.
