@@ -1,6 +1,7 @@
 """Every threshold the doctor uses, with its source, and the link models derived from the
 hardware that was detected (negotiated PCIe gen x width, NVLink version x links, the socket
-interconnect). There is deliberately no table of GPU models here.
+interconnect). The table of GPU models and the link rates live in
+:mod:`pcidoc.model.linkmodel`; the link models here are re-exported from it.
 
 Source tags follow ``research/checks.md``: [A] vendor/kernel source or docs, [M] maintainer
 statement, [U] user report, [D] pcidoc design choice derived from the others.
@@ -10,31 +11,17 @@ from __future__ import annotations
 
 import math
 
-from pcidoc.model.units import PCIE_GT_PER_S, pcie_raw_gbps
+from pcidoc.model import linkmodel
+from pcidoc.model.units import PCIE_GT_PER_S
 
 # ------------------------------------------------------------------------------ PCIe models
 
-# NCCL's model of a PCIe link: width * speed / 80 GB/s with speed 60/120/240/480 for
-# Gen3/4/5/6, i.e. Gen3 x16 = 12, Gen4 x16 = 24, Gen5 x16 = 48 GB/s [A] (NCCL topo.cc
-# kvDictPciGen, PCI_BW). Healthy hosts measure ~1.05-1.15x this model with pinned memory [U].
-_NCCL_PCI_SPEED = {1: 15, 2: 30, 3: 60, 4: 120, 5: 240, 6: 480}
-
-
-# The newest PCIe generation NCCL models (topo.cc kvDictPciGen: up to Gen6) [A]. A peer copy
-# faster than its x16 link can carry did not cross PCIe [D].
-PCIE_NEWEST_GEN = max(_NCCL_PCI_SPEED)
-
-
-def pcie_nccl_model_gbps(gen: int | None, width: int | None) -> float | None:
-    """NCCL's per-direction model of a PCIe link, in GB/s (Gen4 x16 -> 24.0)."""
-    if not gen or not width or gen not in _NCCL_PCI_SPEED:
-        return None
-    return width * _NCCL_PCI_SPEED[gen] / 80.0
-
-
-def pcie_ceiling_gbps(gen: int | None, width: int | None) -> float | None:
-    """Raw per-direction ceiling of a PCIe link after line coding (Gen4 x16 -> 31.5)."""
-    return pcie_raw_gbps(gen, width)
+# PCIe link models (NCCL's model, raw rate after line coding, the newest generation NCCL
+# models) live in the link model, the one place for hardware knowledge [A] (NCCL topo.cc
+# kvDictPciGen, PCI_BW; PCI-SIG base specifications).
+pcie_nccl_model_gbps = linkmodel.pcie_nccl_model_gbps
+pcie_ceiling_gbps = linkmodel.pcie_rate_gbps
+PCIE_NEWEST_GEN = linkmodel.PCIE_NEWEST_GEN
 
 
 # Pinned H2D/D2H verdicts against NCCL's link model of the *negotiated* link [D]
@@ -81,17 +68,9 @@ AER_CORRECTABLE_WARN_PER_MIN_GEN5_X16 = 32
 
 # ---------------------------------------------------------------------------- NVLink models
 
-# Per-link, per-direction line rate by NVLink version, GB/s [A/U] (research/probes.md §4.2:
-# A100 12 x 25 = 300, H100 18 x 25 = 450, B200 18 x 50 = 900 per direction).
-NVLINK_LINE_RATE_GBPS: dict[str, float] = {
-    "1.0": 20.0,
-    "2.0": 25.0,
-    "2.2": 25.0,
-    "3.0": 25.0,
-    "3.1": 25.0,
-    "4.0": 25.0,
-    "5.0": 50.0,
-}
+# Per-link, per-direction line rate by NVLink version, GB/s [A] (pcidoc.model.linkmodel cites
+# the datasheets: A100 12 x 25 = 300, H100 18 x 25 = 450, B200 18 x 50 = 900 per direction).
+NVLINK_LINE_RATE_GBPS = linkmodel.NVLINK_LINE_RATE_GBPS
 
 # Application-level P2P over NVLink reaches ~80 % of the line rate [M] (sjeaugey,
 # NVIDIA/nccl#1054; measured 81-92 %, probes.md §4.2). Below 0.8x the line rate -> warn [D];
@@ -108,9 +87,7 @@ def nvlink_line_rate_gbps(version: str | None, reported_gbps: float | None = Non
     """Per-link per-direction rate: what the driver reported, else the version's line rate."""
     if reported_gbps:
         return reported_gbps
-    if version is None:
-        return None
-    return NVLINK_LINE_RATE_GBPS.get(version)
+    return linkmodel.nvlink_nominal_rate_gbps(version)
 
 
 # ------------------------------------------------------------------------- P2P and sockets
@@ -195,64 +172,18 @@ __all__ = [name for name in dir() if name.isupper() or name.endswith("_gbps")]
 # P2P, NUMA, transfer and scaling checks (p2p.*, numa.*, transfer.*, scaling.*)
 # ============================================================================================
 
-# NCCL's *effective* per-link NVLink bandwidth by NVLink version, GB/s per direction [A] (NCCL
-# topo.h SM60_NVLINK_BW 18, SM70 20, SM80 20, SM90 20.6, SM100 40.1; the version stands in for
-# the compute capability: NVLink1 = SM60, 2.x = SM70, 3.x = SM80, 4.0 = SM90, 5.0 = SM100).
-NCCL_NVLINK_EFFECTIVE_GBPS: dict[str, float] = {
-    "1.0": 18.0,
-    "2.0": 20.0,
-    "2.2": 20.0,
-    "3.0": 20.0,
-    "3.1": 20.0,
-    "4.0": 20.6,
-    "5.0": 40.1,
-}
-# NCCL's effective rate is ~80 % of the nominal line rate (20/25, 20.6/25, 40.1/50) [A/M]
-# (topo.h; sjeaugey in nccl-tests#212: "~20 % protocol overhead"); used when only the
-# reported per-link speed is known.
-NVLINK_NCCL_EFFICIENCY = 0.80
-# Reported per-link speeds (``nvidia-smi nvlink -s``: 25.781 on V100/A100, 26.562 on H100,
-# 53.125 on GB200) carry signalling overhead; within this tolerance they are snapped to the
-# nominal data rate of their generation (25 or 50 GB/s) [D].
-NVLINK_REPORTED_SNAP_TOLERANCE = 0.10
+# NCCL's *effective* per-link NVLink bandwidth (by version and by compute capability), its
+# ~80 % efficiency and the snapping of reported speeds live in the link model [A] (NCCL topo.h).
+NCCL_NVLINK_EFFECTIVE_GBPS = linkmodel.NCCL_NVLINK_EFFECTIVE_GBPS
+NVLINK_NCCL_EFFICIENCY = linkmodel.NVLINK_NCCL_EFFICIENCY
+NVLINK_REPORTED_SNAP_TOLERANCE = linkmodel.NVLINK_REPORTED_SNAP_TOLERANCE
+nvlink_nominal_rate_gbps = linkmodel.nvlink_nominal_rate_gbps
+nccl_nvlink_model_gbps = linkmodel.nccl_nvlink_model_gbps
 # More NVLinks than this per GPU do not exist (NVLink4/5: 18 per GPU) [A] (NVML
 # NVML_NVLINK_MAX_LINKS on Hopper/Blackwell boards). A topology whose NV# per pair times the
 # number of peers exceeds it must be an NVSwitch fabric (NV# = the GPU's links to the switch),
 # not a direct mesh [D].
 NVLINK_MAX_LINKS_PER_GPU = 18
-
-
-def nvlink_nominal_rate_gbps(
-    version: str | None, reported_gbps: float | None = None
-) -> float | None:
-    """Nominal per-link, per-direction data rate: from the version, else the snapped report.
-
-    ``("4.0", 26.562) -> 25.0``; ``(None, 53.125) -> 50.0``; ``(None, 30.0) -> 30.0``.
-    """
-    if version and version in NVLINK_LINE_RATE_GBPS:
-        return NVLINK_LINE_RATE_GBPS[version]
-    if not reported_gbps:
-        return None
-    for nominal in sorted(set(NVLINK_LINE_RATE_GBPS.values())):
-        if abs(reported_gbps - nominal) <= NVLINK_REPORTED_SNAP_TOLERANCE * nominal:
-            return nominal
-    return reported_gbps
-
-
-def nccl_nvlink_model_gbps(
-    version: str | None, links: int | None, reported_gbps: float | None = None
-) -> float | None:
-    """NCCL's effective bandwidth of ``links`` NVLinks, GB/s per direction (A100 x12 -> 240).
-
-    Uses NCCL's per-version constant when the version is known, else ``NVLINK_NCCL_EFFICIENCY``
-    times the nominal rate of the reported speed; ``None`` when neither is known.
-    """
-    if not links:
-        return None
-    if version and version in NCCL_NVLINK_EFFECTIVE_GBPS:
-        return links * NCCL_NVLINK_EFFECTIVE_GBPS[version]
-    nominal = nvlink_nominal_rate_gbps(None, reported_gbps)
-    return None if nominal is None else links * nominal * NVLINK_NCCL_EFFICIENCY
 
 
 # P2P enabled within this fraction of the disabled/staged copy is indistinguishable from the

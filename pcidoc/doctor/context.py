@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from functools import cached_property
 
 from pcidoc.doctor.registry import Finding
+from pcidoc.model import linkmodel
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import parse_cpulist
 from pcidoc.model.facts import Gpu, Nic
@@ -288,13 +289,20 @@ class Context:
         return "geforce" in name or "titan" in name
 
     def nvlink_rate(self, index: int) -> tuple[str | None, float | None]:
-        """NVLink version and reported per-link speed (GB/s) of a GPU's up links, if known."""
+        """NVLink version and per-link speed (GB/s) of a GPU's up links, if known.
+
+        From the capture when it reports them, else from the GPU's model in the link model
+        (:mod:`pcidoc.model.linkmodel`): an A100 SXM4 named in a paste runs NVLink 3.0 links.
+        A model whose links run below its version's line rate (GA102 bridges, 14.06 GB/s)
+        returns its per-link rate without a version so that nothing rounds it up.
+        """
         gpu = self.gpu_by_index.get(index)
-        version: str | None = None
-        speed: float | None = None
-        for link in gpu.nvlinks if gpu else []:
-            if link.state == "down":
-                continue
-            version = version or link.version
-            speed = speed or link.speed_gbps
-        return version, speed
+        version, speed, _ = linkmodel.nvlink_facts(gpu)
+        if version or speed:
+            return version, speed
+        model = linkmodel.gpu_model_of(gpu)
+        if model is None or not model.nvlink_gbps_per_link:
+            return None, None
+        if linkmodel.nvlink_nominal_rate_gbps(model.nvlink_version) == model.nvlink_gbps_per_link:
+            return model.nvlink_version, model.nvlink_gbps_per_link
+        return None, model.nvlink_gbps_per_link

@@ -16,10 +16,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from pcidoc.doctor.config import nvlink_nominal_rate_gbps, pcie_ceiling_gbps
+from pcidoc.model import linkmodel
 from pcidoc.model.capture import Capture
 from pcidoc.model.facts import P2P_CAPS, P2P_CODES, Gpu, Nic, PcieHop
-from pcidoc.model.links import is_nvlink, meaning, nvlink_count
+from pcidoc.model.links import meaning
 from pcidoc.model.measurements import P2PMatrixMeasurement
 from pcidoc.model.report import CheckResult, Report, ReportSource
 from pcidoc.model.units import format_gbps, link_label
@@ -294,49 +294,28 @@ class Ceiling:
     """``12 × NVLink 3.0 at 25 GB/s`` or ``PCIe Gen4 x16 (raw, after line coding)``."""
 
 
-def _link_of(gpu: Gpu) -> tuple[int | None, int | None]:
-    pcie = gpu.pcie
-    if pcie.current_gen and pcie.current_width:
-        return pcie.current_gen, pcie.current_width
-    return pcie.max_gen, pcie.max_width
-
-
 def gpu_pcie_ceiling(gpu: Gpu) -> tuple[float | None, str]:
-    """Raw per-direction ceiling of a GPU's negotiated PCIe link and its label."""
-    gen, width = _link_of(gpu)
-    return pcie_ceiling_gbps(gen, width), link_label(gen, width)
+    """Raw per-direction ceiling of a GPU's PCIe link and its label (from the link model)."""
+    ceiling = linkmodel.gpu_pcie_ceiling(gpu)
+    gen, width = (gpu.pcie.current_gen, gpu.pcie.current_width)
+    if not (gen and width):
+        gen, width = gpu.pcie.max_gen, gpu.pcie.max_width
+    if ceiling.provenance == "model":
+        model = linkmodel.gpu_model_of(gpu)
+        gen, width = (model.pcie_gen, model.pcie_width) if model else (gen, width)
+    return ceiling.gbps, link_label(gen, width)
 
 
 def path_ceiling(capture: Capture, a: int, b: int, link: str | None) -> Ceiling | None:
     """Ceiling of the path GPU ``a`` → GPU ``b`` for its link class, or ``None`` if unknown.
 
-    NVLink: links × the nominal per-link data rate of GPU ``a``'s NVLinks (from the version, else
-    the reported speed snapped to its generation's rate: 26.562 GB/s reported is 25 GB/s of
-    data). PCIe: the slower of the two GPUs' negotiated links, raw after line coding.
+    The same ceiling the doctor uses (:func:`pcidoc.model.linkmodel.pair_ceiling`): NVLink =
+    links × the per-link rate (capture, else the GPU model); PCIe = the slower GPU link, raw.
     """
-    ga, gb = capture.gpu(a), capture.gpu(b)
-    if ga is None or gb is None:
+    ceiling = linkmodel.pair_ceiling(capture, a, b, link)
+    if ceiling.gbps is None:
         return None
-    if is_nvlink(link):
-        count = nvlink_count(link)
-        rates = [
-            (nv.version, nvlink_nominal_rate_gbps(nv.version, nv.speed_gbps))
-            for nv in ga.nvlinks
-            if nv.state != "down"
-        ]
-        known = [(v, r) for v, r in rates if r]
-        if not known or not count:
-            return None
-        version, rate = known[0]
-        name = f"NVLink {version}" if version else "NVLink"
-        return Ceiling(count * rate, f"{count} × {name} at {rate:g} GB/s nominal")
-    ca, la = gpu_pcie_ceiling(ga)
-    cb, lb = gpu_pcie_ceiling(gb)
-    if ca is None or cb is None:
-        return None
-    if cb < ca:
-        ca, la = cb, lb
-    return Ceiling(ca, f"PCIe {la} (raw, after line coding)")
+    return Ceiling(ceiling.gbps, ceiling.basis)
 
 
 def _matrix_name(m: P2PMatrixMeasurement) -> str:

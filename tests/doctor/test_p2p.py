@@ -527,9 +527,21 @@ def test_fallback_healthy_nvswitch_a100_passes_despite_slow_disabled_pairs() -> 
 
 def test_fallback_nvlink_rate_unknown_still_passes_with_lower_confidence() -> None:
     cap = nvswitch_a100(version=None, speed=None)
+    for gpu in cap.gpus:
+        gpu.name = "Some Future GPU"  # not in the link model: the per-link rate is unknown
     cap.measurements.p2p = a100_matrices()
     r = result(cap, "p2p.fallback")
     assert (r.severity, r.confidence) == ("pass", "medium")
+
+
+def test_fallback_nvlink_rate_from_the_gpu_model_when_the_paste_has_no_nvlink_facts() -> None:
+    # An A100 NV12 pair whose capture lacks NVLink version and speed: the link model knows an
+    # A100 SXM4 runs NVLink 3 at 25 GB/s per link, so the pair is judged against 300 GB/s.
+    cap = nvswitch_a100(version=None, speed=None)
+    cap.measurements.p2p = a100_matrices()
+    r = result(cap, "p2p.fallback")
+    assert (r.severity, r.confidence) == ("pass", "high")
+    assert "300 GB/s" in r.summary
 
 
 @pytest.mark.parametrize(("version", "speed"), [(None, 26.562), ("4.0", 26.562), (None, 25.0)])
