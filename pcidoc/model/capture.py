@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from pcidoc.model.base import Model
+from pcidoc.model.evidence import ImportedEvidence
 from pcidoc.model.facts import Driver, Gpu, Host, Nic, P2PStatus, Topology
 from pcidoc.model.formats import CAPTURE_MAJOR, CAPTURE_SCHEMA
 from pcidoc.model.measurements import Measurements
@@ -63,6 +64,9 @@ class Capture(Model):
     topology: Topology
     p2p: P2PStatus
     measurements: Measurements
+    evidence: ImportedEvidence | None = None
+    """NCCL logs and topology files, lspci, collect_env, multi-node test runs and AMD topology
+    tables read with the capture (see :mod:`pcidoc.model.evidence`); None when there were none."""
     unavailable: dict[str, str] = Field(default_factory=dict)
     """Whole-section gaps, e.g. ``{"gpus": "NVIDIA driver not loaded"}``."""
 

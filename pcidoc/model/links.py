@@ -18,6 +18,7 @@ PCIE_CLASSES: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
 LEGEND: dict[str, str] = {
     "X": "the device itself",
     "NV#": "a bonded set of # NVLinks",
+    "XGMI": "AMD Infinity Fabric (xGMI) link between AMD GPUs",
     "PIX": "at most one PCIe bridge (typically the same PCIe switch)",
     "PXB": "several PCIe bridges, without crossing a PCIe host bridge",
     "PHB": "a PCIe host bridge (typically through the CPU's root complex)",
@@ -27,7 +28,7 @@ LEGEND: dict[str, str] = {
 """What each class means, in our own words."""
 
 _NV_RE = re.compile(r"^NV(\d+)$")
-_RANK = {"X": 0, "NV": 1, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
+_RANK = {"X": 0, "NV": 1, "XGMI": 1, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
 
 
 def normalize_link(token: str | None) -> str | None:
@@ -38,7 +39,7 @@ def normalize_link(token: str | None) -> str | None:
     if token is None:
         return None
     t = token.strip().upper()
-    if t in ("X", "PIX", "PXB", "PHB", "NODE", "SYS"):
+    if t in ("X", "PIX", "PXB", "PHB", "NODE", "SYS", "XGMI"):
         return t
     if t == "SOC":
         return "SYS"
@@ -81,4 +82,6 @@ def meaning(link: str | None) -> str:
         return "unknown: the path between these devices was not reported"
     if is_nvlink(link):
         return f"{nvlink_count(link)} bonded NVLinks"
+    if link == "XGMI":
+        return LEGEND["XGMI"]
     return LEGEND.get(link, "unknown link class")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pcidoc.collect.importers import scan as _scan
+from pcidoc.collect.importers import whole_text as _whole_text
 from pcidoc.collect.importers.fragment import Fragment
 from pcidoc.collect.importers.merge import FileResult, merge
 from pcidoc.collect.importers.text import prepare
@@ -37,6 +38,13 @@ SUPPORTED_FORMATS: dict[str, str] = {
     "nvbandwidth": "nvbandwidth (CE/SM copy bandwidth and latency)",
     "nccl-tests": "nccl-tests *_perf tables (collective bus bandwidth)",
     "pytorch-trace": "PyTorch profiler Chrome trace JSON (torch.profiler)",
+    "nccl-log": "NCCL_DEBUG=INFO logs, NCCL 2.4 to 2.2x (transports, network, NICs, warnings)",
+    "nccl-topo-xml": "NCCL topology XML (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE)",
+    "lspci": "lspci -vv/-vvv blocks, -tv trees, grep excerpts (LnkSta, ACSCtl, AER)",
+    "collect-env": "torch.utils.collect_env / vLLM collect_env.py reports",
+    "nccl-tests-launch": "nccl-tests/rccl-tests rank lines across hosts (multi-node launches)",
+    "nccl-tests-json": "nccl-tests JSON output (-J / --output_file)",
+    "amd-topology": "rocm-smi --showtopo / amd-smi topology (XGMI/PCIe links, NUMA)",
 }
 """Format id -> what it is; ids appear in ``origin.sources[].formats``."""
 
@@ -79,6 +87,14 @@ def _parse_text(path: str, text: str) -> FileResult:
     scanned = _scan.scan(doc, name)
     result.fragments.extend(scanned.fragments)
     result.warnings.extend(scanned.warnings)
+    try:
+        extra, warnings = _whole_text.extract(doc, name)
+    except Exception as exc:  # a parser bug must not lose the rest of the import
+        if _scan.RAISE_PARSER_ERRORS:
+            raise
+        extra, warnings = [], [f"NCCL/collect_env reader failed ({exc.__class__.__name__})"]
+    result.fragments.extend(extra)
+    result.warnings.extend(warnings)
     return result
 
 
@@ -91,6 +107,16 @@ def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
         if '"traceEvents"' in text[:4096]:
             result.warnings.append("profiler trace: the JSON is incomplete or damaged; not read")
         return None
+    from pcidoc.collect.importers import perf_runs
+
+    if perf_runs.looks_like_json(data):
+        run, measurement = perf_runs.parse_json(data, name)
+        fragment = Fragment("nccl-tests-json")
+        fragment.evidence.test_runs.append(run)
+        if measurement is not None:
+            fragment.collectives.append(measurement)
+        fragment.read.append(perf_runs.summary(run) + f", {run.rows} result row(s)")
+        return fragment
     try:
         return parse_trace(data, name)
     except Exception as exc:  # a parser bug must not turn into a traceback

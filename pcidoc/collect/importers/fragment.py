@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pcidoc.model.evidence import ImportedEvidence
 from pcidoc.model.facts import Topology
 from pcidoc.model.measurements import (
     CollectiveMeasurement,
@@ -80,6 +81,9 @@ class Fragment:
     tool_versions: dict[str, str] = field(default_factory=dict)
     from_nvidia_smi: bool = False
     """True when the section is nvidia-smi output (NVML answered when it was taken)."""
+    evidence: ImportedEvidence = field(default_factory=ImportedEvidence)
+    """NCCL logs/topology files, lspci, collect_env, test launches, AMD topology (see
+    :mod:`pcidoc.model.evidence`)."""
 
     def gpu(self, index: int) -> GpuPart:
         """The part for GPU ``index``, created on first use."""

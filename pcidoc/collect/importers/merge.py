@@ -36,6 +36,13 @@ _FORMAT_NAMES = {
     "nvbandwidth": "nvbandwidth",
     "nccl-tests": "nccl-tests",
     "pytorch-trace": "profiler trace",
+    "nccl-log": "NCCL log",
+    "nccl-topo-xml": "NCCL topology",
+    "lspci": "lspci",
+    "collect-env": "collect_env",
+    "nccl-tests-launch": "nccl-tests launch",
+    "nccl-tests-json": "nccl-tests JSON",
+    "amd-topology": "AMD topology",
 }
 
 
@@ -246,6 +253,7 @@ class _Merger:
         self._driver(fragments)
         self._host()
         self._origin(files)
+        evidence = _evidence(fragments)
         return Capture.model_validate(
             {
                 "origin": self.origin,
@@ -257,6 +265,7 @@ class _Merger:
                 "p2p": self.p2p,
                 "measurements": self.measurements,
                 "unavailable": self.unavailable,
+                "evidence": evidence,
             }
         )
 
@@ -460,6 +469,20 @@ class _Merger:
             )
             self.origin["warnings"].extend(f"{file.name}: {w}" for w in warnings)
         self.origin["warnings"].extend(self.warnings)
+
+
+def _evidence(fragments: list[tuple[FileResult, Fragment]]) -> Any:
+    """The evidence of every fragment, concatenated (None when there is none)."""
+    from pcidoc.model.evidence import ImportedEvidence
+
+    total = ImportedEvidence()
+    for _, frag in fragments:
+        part = frag.evidence
+        for name in type(total).model_fields:
+            value = getattr(part, name)
+            if isinstance(value, list):
+                getattr(total, name).extend(value)
+    return None if total.empty() else total
 
 
 def merge(files: list[FileResult]) -> Capture:

@@ -13,8 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pcidoc.collect.importers import (
+    amd_topo,
     bandwidth_test,
+    lspci,
     nccl_tests,
+    nccl_topo_xml,
     nvbandwidth,
     nvlink,
     p2p_status,
@@ -30,6 +33,9 @@ Detector = Callable[[Doc, int, Context], bool]
 Parser = Callable[[Doc, int, Context], "tuple[Fragment, int]"]
 
 PARSERS: tuple[tuple[str, Detector, Parser], ...] = (
+    (nccl_topo_xml.FORMAT, nccl_topo_xml.detect, nccl_topo_xml.parse),
+    (amd_topo.FORMAT, amd_topo.detect, amd_topo.parse),
+    (lspci.FORMAT, lspci.detect, lspci.parse),
     (nccl_tests.FORMAT, nccl_tests.detect, nccl_tests.parse),
     (p2p_test.FORMAT, p2p_test.detect, p2p_test.parse),
     (bandwidth_test.FORMAT, bandwidth_test.detect, bandwidth_test.parse),

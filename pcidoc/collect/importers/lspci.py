@@ -1,0 +1,240 @@
+"""``lspci -vv``/``-vvv`` device blocks, ``lspci -tv`` trees and ``grep`` excerpts of them.
+
+Indentation may be tabs or spaces (2/4/6 spaces, or 16 when a poster's terminal expanded tabs).
+A block starts at a header line (``41:00.0 PCI bridge: ...``, with or without a domain) and
+runs until the next header; an excerpt that starts inside a block (``LnkSta:`` lines, a
+``grep ACSCtl`` list) is read as header-less devices with no bus id. Read per device: LnkCap and
+LnkSta speed/width with their ``(downgraded)`` marks, ACSCtl (and whether it redirects peer
+traffic: ``ReqRedir+``, ``CmpltRedir+`` or ``EgressCtrl+``), the AER status bits that are set
+(``UESta``, ``CESta``) and the error bits of ``DevSta``. Devices whose bus id matches a GPU of
+the capture are joined to it by the doctor; NVIDIA display/3D controllers also give the GPU's
+PCIe link (current and capable generation/width).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id
+from pcidoc.model.evidence import LspciDevice, LspciTree
+
+FORMAT = "lspci"
+
+_HEADER_RE = lazy(
+    r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-1][0-9a-fA-F]\.[0-7])\s+"
+    r"(?P<cls>[^:]{3,60}?)\s*(?:\[[0-9a-fA-F]{4}\])?:\s*(?P<name>.*)$"
+)
+_FIELD_RE = lazy(r"^\s+(LnkCap|LnkSta|ACSCtl|ACSCap|UESta|CESta|DevSta)\s*:\s*(.*)$")
+_TREE_RE = lazy(r"^\s*[-+\\|`]*\[(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}\]-")
+_SPEED_RE = lazy(r"Speed\s+([\d.]+)\s*GT/s(\s*\(downgraded\))?")
+_WIDTH_RE = lazy(r"Width\s+x(\d+)(\s*\(downgraded\))?")
+_BIT_RE = lazy(r"([A-Za-z][A-Za-z0-9]*)([+-])")
+_DEVSTA_ERRORS = ("CorrErr", "NonFatalErr", "FatalErr", "UnsupReq")
+
+
+def detect(doc: Doc, index: int, ctx: Context) -> bool:
+    """True at an lspci header followed by an indented capability line, at an indented
+    LnkSta/LnkCap/ACSCtl/UESta/CESta/DevSta line, or at an ``lspci -tv`` tree line."""
+    line = doc.lines[index]
+    if _FIELD_RE.match(line):
+        return True
+    if (_TREE_RE.match(line) and ctx.mentions("lspci")) or line.lstrip().startswith("-[0000:"):
+        return True
+    if _HEADER_RE.match(line):
+        for ahead in doc.lines[index + 1 : index + 4]:
+            if ahead[:1] in ("\t", " ") and ahead.strip():
+                return True
+    return False
+
+
+def _kind(cls: str, name: str) -> str:
+    lowered = cls.lower()
+    if "bridge" in lowered:
+        return "bridge"
+    if ("vga" in lowered or "3d" in lowered or "display" in lowered) and (
+        "nvidia" in name.lower() or "amd" in name.lower() or "ati" in name.lower()
+    ):
+        return "gpu"
+    if "ethernet" in lowered or "infiniband" in lowered or "network" in lowered:
+        return "nic"
+    return "other"
+
+
+def _flags(text: str) -> dict[str, bool]:
+    return {m.group(1): m.group(2) == "+" for m in _BIT_RE.finditer(text)}
+
+
+def _field(device: LspciDevice, key: str, value: str, line: str) -> None:
+    if key == "LnkCap":
+        speed = _SPEED_RE.search(value)
+        width = _WIDTH_RE.search(value)
+        if speed:
+            device.lnkcap_gts = float(speed.group(1))
+        if width:
+            device.lnkcap_width = int(width.group(1))
+    elif key == "LnkSta":
+        speed = _SPEED_RE.search(value)
+        width = _WIDTH_RE.search(value)
+        if speed:
+            device.lnksta_gts = float(speed.group(1))
+            device.speed_downgraded = bool(speed.group(2))
+        if width:
+            device.lnksta_width = int(width.group(1))
+            device.width_downgraded = bool(width.group(2))
+        device.lnksta_quote = " ".join(line.split())
+    elif key == "ACSCtl":
+        flags = _flags(value)
+        if "SrcValid" in flags or "ReqRedir" in flags:
+            device.acs_ctl = " ".join(value.split())
+            known = [flags.get(name) for name in ("ReqRedir", "CmpltRedir", "EgressCtrl")]
+            if any(known):
+                device.acs_redirect = True
+            elif all(v is not None for v in known[:2]):
+                device.acs_redirect = False
+    elif key == "UESta":
+        device.uncorrectable = [k for k, v in _flags(value).items() if v]
+    elif key == "CESta":
+        device.correctable = [k for k, v in _flags(value).items() if v]
+    elif key == "DevSta":
+        flags = _flags(value)
+        device.devsta_errors = [k for k in _DEVSTA_ERRORS if flags.get(k)]
+
+
+def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
+    """Parse lspci output from ``start`` until a line that is none of lspci's."""
+    frag = Fragment(FORMAT)
+    index = start
+    if _TREE_RE.match(doc.lines[index]) or doc.lines[index].lstrip().startswith("-[0000:"):
+        return _tree(doc, start, frag)
+    device: LspciDevice | None = None
+    devices: list[LspciDevice] = []
+    truncated = 0
+    while index < len(doc.lines):
+        line = doc.lines[index]
+        if not line.strip():
+            index += 1
+            continue
+        if doc.is_command(index) and index > start:
+            break
+        header = _HEADER_RE.match(line)
+        if header:
+            device = LspciDevice(
+                bus_id=normalize_bus_id(header.group("bus")),
+                name=header.group("name").strip() or None,
+                kind=_kind(header.group("cls"), header.group("name")),
+            )
+            devices.append(device)
+            index += 1
+            continue
+        if line[:1] not in ("\t", " "):
+            break
+        match = _FIELD_RE.match(line)
+        if match:
+            key, value = match.group(1), match.group(2)
+            if key == "ACSCtl" and device is not None and device.acs_ctl is not None:
+                device = None  # a grep list: one ACSCtl line per port
+            if device is None or (device.bus_id is None and _already(device, key)):
+                device = LspciDevice()
+                devices.append(device)
+            before = device.acs_ctl
+            _field(device, key, value, line)
+            if key == "ACSCtl" and device.acs_ctl is None and before is None:
+                truncated += 1
+        index += 1
+    devices = [d for d in devices if d.bus_id or _has_facts(d)]
+    frag.evidence.lspci.extend(devices)
+    if truncated:
+        frag.warn(f"lspci: {truncated} ACSCtl line(s) cut short; not read")
+    acs = [d for d in devices if d.acs_ctl]
+    text = f"lspci: {len(devices)} device(s)"
+    if acs:
+        text += f", {len(acs)} ACSCtl ({sum(1 for d in acs if d.acs_redirect)} redirecting)"
+    links = [d for d in devices if d.lnksta_gts or d.lnksta_width]
+    if links:
+        text += f", {len(links)} link status"
+    frag.read.append(text)
+    for device in devices:
+        if device.kind == "gpu" and device.bus_id and "nvidia" in (device.name or "").lower():
+            _gpu_link(frag, device)
+    return frag, max(index, start + 1)
+
+
+def _already(device: LspciDevice, key: str) -> bool:
+    if key == "LnkSta":
+        return device.lnksta_gts is not None or device.lnksta_width is not None
+    if key == "LnkCap":
+        return device.lnkcap_gts is not None
+    if key == "ACSCtl":
+        return device.acs_ctl is not None
+    return False
+
+
+def _has_facts(device: LspciDevice) -> bool:
+    return bool(
+        device.lnksta_gts
+        or device.lnksta_width
+        or device.lnkcap_gts
+        or device.acs_ctl
+        or device.uncorrectable
+        or device.correctable
+        or device.devsta_errors
+    )
+
+
+_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+
+
+def _gpu_link(frag: Fragment, device: LspciDevice) -> None:
+    """Nothing is merged into capture GPUs by index (lspci has no NVML index); the doctor
+    joins lspci devices to GPUs by bus id."""
+    return None
+
+
+_TREE_TOKEN_RE = lazy(
+    r"\[(?:(?P<dom>[0-9a-fA-F]{4}):)?(?P<bus>[0-9a-fA-F]{2})(?:-[0-9a-fA-F]{2})?\]"
+    r"|(?<![0-9a-fA-F:])(?P<dev>[0-9a-fA-F]{2})\.(?P<fn>[0-7])(?![0-9a-fA-F])"
+)
+
+
+def _tree(doc: Doc, start: int, frag: Fragment) -> tuple[Fragment, int]:
+    """``lspci -tv``: siblings share a column; ``[bb]`` after a bridge is its secondary bus."""
+    tree = LspciTree()
+    index = start
+    domain = "0000"
+    columns: dict[int, tuple[str, str | None]] = {}
+    while index < len(doc.lines):
+        line = doc.lines[index]
+        if not line.strip() or not re.match(r"^\s*[-+\\|`\[]", line):
+            break
+        if doc.is_command(index) and index > start:
+            break
+        bus: str | None = None
+        parent: str | None = None
+        last: str | None = None
+        end = 0
+        for token in _TREE_TOKEN_RE.finditer(line):
+            if token.group("bus"):
+                if token.group("dom"):
+                    domain = token.group("dom").lower()
+                bus, parent = token.group("bus").lower(), last
+                continue
+            col = token.start()
+            if bus is None:
+                known = columns.get(col)
+                if known is None:
+                    continue
+                bus, parent = known
+            columns[col] = (bus, parent)
+            bus_id = f"{domain}:{bus}:{token.group('dev').lower()}.{token.group('fn')}"
+            tree.devices.setdefault(bus_id, "")
+            if parent:
+                tree.parents[bus_id] = parent
+            last, end = bus_id, token.end()
+            bus = None
+        if last is not None:
+            tree.devices[last] = line[end:].strip(" -")
+        index += 1
+    frag.evidence.lspci_trees.append(tree)
+    frag.read.append(f"lspci -tv: {len(tree.devices)} device(s)")
+    return frag, max(index, start + 1)

@@ -1,0 +1,315 @@
+"""NCCL's own ``NCCL_DEBUG=INFO`` log, every era from 2.4 to 2.2x.
+
+NCCL lines are found anywhere in a paste (they interleave with nccl-tests tables, training
+output and each other), so this reader walks the whole text rather than one section. A line is
+an NCCL line when it holds ``NCCL INFO``/``NCCL WARN``/``NCCL TRACE`` (or NCCL's ``NCCL version``
+banner); what comes before that word may be NCCL's own ``host:pid:tid [dev]`` prefix, a source
+location (``transport/net_ib.cc:148``), a CI timestamp, an mpirun tag or nothing at all.
+
+Read: the version and CUDA driver version, ranks (``comm ... rank r nranks n cudaDev d busId
+b``), nodes, the transport of every ``Channel``/``Ring`` connection (``via P2P/IPC/read``,
+``via SHM/direct/direct``, ``via NET/IB/0/GDRDMA``, 2.4's ``via direct shared memory``), the
+network used and its NICs (``NET/IB : Using [0]mlx5_0:1/RoCE [RO]``, grouped lists
+``[0]={[0] mlx5_2:1/RoCE, ...}``), a loaded network plugin (``P2P plugin IBext_v8``), settings
+taken from the environment, GPUDirect RDMA refusals, P2P refusals, IB devices NCCL could not
+use, shared-memory errors and every ``NCCL WARN``. Unknown NCCL lines are counted, not errors.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pcidoc.collect.importers.text import Doc, lazy
+from pcidoc.model.evidence import NcclConnection, NcclLog, NcclNic, NcclRank, Quoted
+
+FORMAT = "nccl-log"
+
+_TAG_RE = lazy(r"\bNCCL\s+(INFO|WARN|TRACE|ERROR)\b\s?(.*)$")
+_BANNER_RE = lazy(r"\bNCCL version\s+(\d+\.\d+\.\d+)")
+_PREFIX_RE = lazy(r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[(?P<dev>\d+)\]")
+_VERSION_RE = lazy(r"^NCCL version\s+(\d+\.\d+\.\d+)")
+_DRIVER_RE = lazy(r"^cudaDriverVersion\s+(\d+)")
+_BOOTSTRAP_RE = lazy(r"^Bootstrap\s*:\s*Using\s*(?:\[\d+\])?\s*([\w.:-]+?):")
+_PLUGIN_RE = lazy(
+    r"^(?:P2P plugin|NET/Plugin\s*:\s*Loaded (?:net|collnet) plugin|Using (?:net|network) "
+    r"plugin)\s*:?\s*(\S.*?)\s*$",
+    re.IGNORECASE,
+)
+_NETWORK_RE = lazy(r"^Using network\s+(.+?)\s*$")
+_IB_USING_RE = lazy(r"^NET/([\w.\- ]+?)\s*:\s*Using\s+(.*)$")
+_IB_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):(\d+)/(IB|RoCE|\w+)")
+_SOCK_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):([0-9A-Fa-f.:%]+)<")
+_ENV_RE = lazy(r"^(NCCL_\w+|CUDA_\w+)\s+set by environment to\s+(.*?)\.?\s*$")
+_GDR_OFF_RE = lazy(r"GPU Direct RDMA Disabled for HCA\s+(\d+)\s+'?([\w.\-]+)'?", re.IGNORECASE)
+_P2P_OFF_RE = lazy(r"P2P is disabled between connected GPUs|Could not enable P2P between")
+_IB_BAD_RE = lazy(
+    r"NET/IB\w*\s*:\s*No device found|Unable to open device|ibv_open_device failed|"
+    r"ibv_get_device_list failed|NET/IB\w*\s*:\s*Got async event"
+)
+_SHM_RE = lazy(
+    r"posix_fallocate failed|failed to extend /dev/shm|No space left on device|"
+    r"Error while creating shared memory segment|/dev/shm/nccl-",
+    re.IGNORECASE,
+)
+_COMM_RE = lazy(
+    r"\bcomm\s+0x[0-9a-fA-F]+\s+rank\s+(\d+)\s+n[Rr]anks\s+(\d+)"
+    r"(?:\s+cudaDev\s+(\d+))?(?:\s+nvmlDev\s+\d+)?(?:\s+busId\s+([0-9a-fA-F]+))?"
+    r"(?:\s+nNodes\s+(\d+))?"
+)
+_CONN_RE = lazy(
+    r"^(?:Channel|Ring)\s+(\d+)(?:/\d+)?\s*:\s*(\d+)(?:\[([0-9a-fA-F]+)\])?\s*->\s*(\d+)"
+    r"(?:\[([0-9a-fA-F]+)\])?(?:\s*\[(send|receive)\])?\s+via\s+(.+?)\s*$"
+)
+
+
+def bus_from_nccl(text: str | None) -> str | None:
+    """NCCL's busId number (``1c000``, ``101c0``, ``100000``) as a sysfs bus id.
+
+    NCCL prints the PCI address with ``:`` and ``.`` removed, as hex: the function is the last
+    digit, then two digits of device, two of bus, and the domain.
+    """
+    if not text:
+        return None
+    try:
+        value = int(text, 16)
+    except ValueError:
+        return None
+    fn = value & 0xF
+    dev = (value >> 4) & 0xFF
+    bus = (value >> 12) & 0xFF
+    domain = value >> 20
+    if dev > 0x1F or fn > 7 or domain > 0xFFFF:
+        return None
+    return f"{domain:04x}:{bus:02x}:{dev:02x}.{fn}"
+
+
+def _quote(line: str) -> str:
+    line = " ".join(line.split())
+    return line if len(line) <= 300 else line[:299] + "…"
+
+
+def _driver(number: str) -> str | None:
+    try:
+        value = int(number)
+    except ValueError:
+        return None
+    if value <= 0:
+        return None
+    return f"{value // 1000}.{(value % 1000) // 10}"
+
+
+def detect_any(doc: Doc) -> bool:
+    """True when the text holds at least one NCCL log line."""
+    return any(_TAG_RE.search(line) or _BANNER_RE.search(line) for line in doc.lines)
+
+
+def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
+    """Read every NCCL line of ``doc``.
+
+    Returns:
+        The log (None when the text has no NCCL line) and warnings.
+    """
+    log = NcclLog(source=source)
+    warnings: list[str] = []
+    unknown = 0
+    hosts: list[str] = []
+    seen_ranks: dict[tuple[str | None, int], NcclRank] = {}
+    seen_conn: set[tuple] = set()
+    for raw in doc.lines:
+        match = _TAG_RE.search(raw)
+        if match is None:
+            banner = _BANNER_RE.search(raw)
+            if banner and ("cuda" in raw.lower() or raw.strip().startswith("NCCL version")):
+                log.version = log.version or banner.group(1)
+                log.lines += 1
+            continue
+        log.lines += 1
+        level, message = match.group(1), match.group(2).strip()
+        prefix = _PREFIX_RE.search(raw[: match.start()])
+        host = prefix.group("host") if prefix else None
+        if host and host not in hosts:
+            hosts.append(host)
+        quote = _quote(raw[prefix.start() :] if prefix else raw)
+        if level in ("WARN", "ERROR"):
+            if len(log.warnings) < 50:
+                log.warnings.append(Quoted(quote=quote))
+        known = _read_message(log, message, host, quote, seen_ranks, seen_conn)
+        if not known and level == "INFO":
+            unknown += 1
+    if log.lines == 0:
+        return None, warnings
+    log.hosts = hosts
+    log.ranks = sorted(seen_ranks.values(), key=lambda r: (r.host or "", r.rank))
+    if log.nranks is None:
+        counts = {r.nranks for r in log.ranks if r.nranks}
+        if len(counts) == 1:
+            log.nranks = counts.pop()
+    if log.lines and not (log.version or log.connections or log.ranks or log.env or log.network):
+        warnings.append(
+            f"nccl-log: {log.lines} NCCL line(s) but no version, rank, transport or network "
+            "line among them (the paste may be cut short)"
+        )
+    return log, warnings
+
+
+def _read_message(
+    log: NcclLog,
+    message: str,
+    host: str | None,
+    quote: str,
+    seen_ranks: dict[tuple[str | None, int], NcclRank],
+    seen_conn: set[tuple],
+) -> bool:
+    """Fold one NCCL message into ``log``; False when nothing in it is known."""
+    match = _VERSION_RE.match(message) or _BANNER_RE.search(message)
+    if match:
+        log.version = log.version or match.group(1)
+        return True
+    match = _DRIVER_RE.match(message)
+    if match:
+        log.cuda_driver_version = log.cuda_driver_version or _driver(match.group(1))
+        return True
+    match = _CONN_RE.match(message)
+    if match:
+        _connection(log, match, host, quote, seen_conn)
+        return True
+    match = _COMM_RE.search(message)
+    if match:
+        rank, nranks = int(match.group(1)), int(match.group(2))
+        log.nranks = log.nranks or nranks
+        if match.group(5):
+            log.nnodes = log.nnodes or int(match.group(5))
+        entry = seen_ranks.get((host, rank))
+        if entry is None:
+            entry = seen_ranks[(host, rank)] = NcclRank(
+                rank=rank, nranks=nranks, host=host, quote=quote
+            )
+        if match.group(3) is not None:
+            entry.cuda_dev = int(match.group(3))
+        if match.group(4):
+            entry.bus_id = bus_from_nccl(match.group(4))
+        return True
+    match = _ENV_RE.match(message)
+    if match:
+        name, value = match.group(1), match.group(2).strip()
+        log.env.setdefault(name, value)
+        log.env_quotes.setdefault(name, quote)
+        return True
+    match = _GDR_OFF_RE.search(message)
+    if match:
+        log.gdr_disabled.append(Quoted(quote=quote))
+        return True
+    if _P2P_OFF_RE.search(message):
+        if len(log.p2p_refused) < 50:
+            log.p2p_refused.append(Quoted(quote=quote))
+        return True
+    if _IB_BAD_RE.search(message):
+        log.ib_unusable.append(Quoted(quote=quote))
+        return True
+    if _SHM_RE.search(message):
+        log.shm_errors.append(Quoted(quote=quote))
+        return True
+    match = _NETWORK_RE.match(message)
+    if match:
+        log.network = match.group(1)
+        log.networks.append(Quoted(quote=quote))
+        return True
+    match = _PLUGIN_RE.match(message)
+    if match:
+        log.net_plugin = match.group(1)
+        log.net_plugin_quote = quote
+        return True
+    match = _IB_USING_RE.match(message)
+    if match:
+        _nics(log, match.group(1).strip(), match.group(2))
+        return True
+    match = _BOOTSTRAP_RE.match(message)
+    if match:
+        log.bootstrap_if = log.bootstrap_if or match.group(1)
+        return True
+    return False
+
+
+def _nics(log: NcclLog, network: str, rest: str) -> None:
+    if network.lower().startswith("socket"):
+        for m in _SOCK_ENTRY_RE.finditer(rest):
+            if not any(n.name == m.group(2) for n in log.socket_nics):
+                log.socket_nics.append(
+                    NcclNic(index=int(m.group(1)), name=m.group(2), address=m.group(3))
+                )
+        return
+    for m in _IB_ENTRY_RE.finditer(rest):
+        name = m.group(2)
+        if any(n.name == name for n in log.ib_nics):
+            continue
+        layer = m.group(4)
+        log.ib_nics.append(
+            NcclNic(
+                index=int(m.group(1)),
+                name=name,
+                port=int(m.group(3)),
+                link_layer=layer if layer in ("IB", "RoCE") else None,
+            )
+        )
+
+
+def _connection(
+    log: NcclLog, match: re.Match[str], host: str | None, quote: str, seen: set[tuple]
+) -> None:
+    detail = match.group(7)
+    lowered = detail.lower()
+    parts = [p.strip() for p in detail.split("/")]
+    if lowered.startswith("direct shared memory") or parts[0].upper() == "SHM":
+        transport = "SHM"
+    elif parts[0].upper() in ("P2P", "NET", "COLLNET", "NVLS"):
+        transport = parts[0].upper()
+    elif lowered.startswith("direct pointer") or lowered.startswith("p2p"):
+        transport = "P2P"
+    else:
+        transport = parts[0]
+    network = nic = gdr = None
+    if transport in ("NET", "COLLNET") and len(parts) > 1:
+        network = parts[1]
+        if len(parts) > 2 and parts[2].isdigit():
+            nic = int(parts[2])
+        gdr = any(p.upper() == "GDRDMA" for p in parts[2:])
+    key = (host, match.group(1), match.group(2), match.group(4), match.group(6), detail)
+    if key in seen:
+        return
+    seen.add(key)
+    if len(log.connections) >= 5000:
+        return
+    log.connections.append(
+        NcclConnection(
+            channel=int(match.group(1)),
+            src_rank=int(match.group(2)),
+            dst_rank=int(match.group(4)),
+            src_dev=match.group(3),
+            dst_dev=match.group(5),
+            host=host,
+            transport=transport,
+            detail=detail,
+            network=network,
+            nic_index=nic,
+            gdr=gdr,
+            direction=match.group(6),
+            quote=quote,
+        )
+    )
+
+
+def summary(log: NcclLog) -> str:
+    """One line for ``origin.sources[].read``."""
+    parts = ["NCCL log"]
+    if log.version:
+        parts.append(f"version {log.version}")
+    if log.nranks:
+        parts.append(f"{log.nranks} ranks")
+    if log.hosts:
+        parts.append(f"{len(log.hosts)} host(s) in the prefixes")
+    if log.connections:
+        kinds = sorted({c.transport for c in log.connections})
+        parts.append(f"{len(log.connections)} connections ({', '.join(kinds)})")
+    if log.network:
+        parts.append(f"network {log.network}")
+    return ", ".join(parts)

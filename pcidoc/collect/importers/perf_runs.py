@@ -1,0 +1,231 @@
+"""How an nccl-tests / rccl-tests run was launched: who ran where (``capture.evidence.test_runs``).
+
+The ``nccl-tests`` importer reads the result table of a run as a measurement of this machine;
+this reader keeps what the launch says across hosts, which a single-machine capture cannot hold:
+every ``#  Rank r Group g Pid p on HOST device d [bus] NAME`` line (short ``[0x8d]``,
+domain-qualified ``[0002:00:01]`` or rccl's ``[0000:05:00]`` bus ids), how many ``# nThread``
+headers and rank lists the paste holds, and result rows whose busbw is 0 or that repeat another
+header's table — the marks of processes that each ran as their own 1-rank job. rccl-tests is
+recognised by its ``rccl-tests: Version`` line or AMD device names.
+
+nccl-tests' JSON output (``-J FILE`` / ``--output_file``) is read by :func:`parse_json`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pcidoc.collect.importers.text import Doc, lazy, to_float, to_int
+from pcidoc.model.evidence import PerfRank, PerfRun
+from pcidoc.model.measurements import CollectiveMeasurement, CollectiveRow
+
+FORMAT = "nccl-tests-launch"
+
+_NTHREAD_RE = lazy(r"^\s*#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)", re.IGNORECASE)
+_USING_RE = lazy(r"^\s*#?\s*Using devices\s*$", re.IGNORECASE)
+_RANK_RE = lazy(
+    r"^\s*#?\s*Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
+    r"\[([^\]]*)\]\s*(.*)$",
+    re.IGNORECASE,
+)
+_RCCL_RE = lazy(r"^\s*#?\s*rccl-tests\s*:\s*Version\s+(\S+)", re.IGNORECASE)
+_NCCL_TESTS_RE = lazy(r"nccl-tests version\s+(\S+)", re.IGNORECASE)
+
+
+def _row(line: str) -> tuple[int, float | None] | None:
+    tokens = line.split()
+    if len(tokens) not in (8, 9, 12, 13) or tokens[0].startswith("#"):
+        return None
+    size = to_int(tokens[0])
+    if size is None or to_int(tokens[1]) is None or not re.match(r"^[a-z][a-z0-9_]*$", tokens[2]):
+        return None
+    rest = tokens[4:]
+    if len(rest) in (5, 9):
+        rest = rest[1:]
+    busbw = to_float(rest[2]) if len(rest) >= 3 else None
+    return size, busbw
+
+
+def extract(doc: Doc, source: str) -> tuple[PerfRun | None, list[str]]:
+    """The launch of the nccl-tests/rccl-tests run(s) in ``doc``; None when no header is seen."""
+    run = PerfRun(source=source)
+    found = False
+    tables: list[list[tuple[int, float | None]]] = []
+    current: list[tuple[int, float | None]] | None = None
+    for line in doc.lines:
+        match = _NTHREAD_RE.match(line)
+        if match:
+            found = True
+            run.headers += 1
+            run.gpus_per_process = run.gpus_per_process or int(match.group(2))
+            run.quote = run.quote or " ".join(line.split())
+            current = []
+            tables.append(current)
+            continue
+        if _USING_RE.match(line):
+            found = True
+            run.rank_lists += 1
+            continue
+        match = _RCCL_RE.match(line)
+        if match:
+            run.tool = "rccl-tests"
+            run.version = match.group(1)
+            continue
+        match = _NCCL_TESTS_RE.search(line)
+        if match and line.lstrip().startswith("#"):
+            run.version = run.version or match.group(1)
+            continue
+        match = _RANK_RE.match(line)
+        if match:
+            found = True
+            name = match.group(7).strip() or None
+            if len(run.ranks) < 4096:
+                run.ranks.append(
+                    PerfRank(
+                        rank=int(match.group(1)),
+                        pid=int(match.group(3)),
+                        host=match.group(4),
+                        device=int(match.group(5)),
+                        bus=match.group(6).strip(),
+                        name=name,
+                    )
+                )
+            if name and ("AMD" in name or "Instinct" in name or "Radeon" in name):
+                run.tool = "rccl-tests"
+            continue
+        row = _row(line)
+        if row is not None:
+            run.rows += 1
+            size, busbw = row
+            if size > 0 and busbw is not None and busbw == 0:
+                run.zero_busbw_rows += 1
+            if current is None:
+                current = []
+                tables.append(current)
+            current.append(row)
+    if not found:
+        return None, []
+    seen: list[list[tuple[int, float | None]]] = []
+    for table in tables:
+        if table and any(table == other for other in seen):
+            run.duplicated_rows += len(table)
+        seen.append(table)
+    return run, []
+
+
+def summary(run: PerfRun) -> str:
+    """One line for ``origin.sources[].read``."""
+    hosts = run.hosts
+    text = f"{run.tool} launch: {len(run.ranks)} rank line(s) on {len(hosts)} host(s)"
+    if run.headers > 1:
+        text += f", {run.headers} headers"
+    return text
+
+
+def looks_like_json(data: Any) -> bool:
+    """True for nccl-tests' JSON output (``-J``/``--output_file``): an object with ``results``
+    and ``devices`` or ``config``."""
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("results"), list)
+        and ("devices" in data or "config" in data)
+    )
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if value == value and abs(value) != float("inf") else None
+
+
+def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMeasurement | None]:
+    """The launch and the results of nccl-tests' JSON output.
+
+    Field names as nccl-tests writes them (``src/util.cu``): ``devices`` (``rank``, ``pid``,
+    ``hostname``, ``device``, ``device_hex``, ``device_info``), ``config`` (``ngpus``...),
+    ``results`` (``size``, ``type``, ``redop``, ``root``, ``out_of_place``/``in_place`` with
+    ``time``, ``alg_bw``, ``bus_bw``, ``nwrong``), ``out_of_bounds`` and
+    ``average_bus_bandwidth``. Unknown or mistyped fields are skipped.
+    """
+    run = PerfRun(source=source, headers=1, rank_lists=1)
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    ngpus = config.get("ngpus")
+    if isinstance(ngpus, int):
+        run.gpus_per_process = ngpus
+    devices = data.get("devices")
+    for pos, device in enumerate(devices[:4096] if isinstance(devices, list) else []):
+        if not isinstance(device, dict):
+            continue
+        rank = device.get("rank", pos)
+        host = device.get("hostname")
+        if not isinstance(rank, int) or not isinstance(host, str):
+            continue
+        name = device.get("device_info")
+        run.ranks.append(
+            PerfRank(
+                rank=rank,
+                host=host,
+                pid=device.get("pid") if isinstance(device.get("pid"), int) else None,
+                device=device.get("device") if isinstance(device.get("device"), int) else None,
+                bus=str(device.get("device_hex") or "") or None,
+                name=name if isinstance(name, str) else None,
+            )
+        )
+        if isinstance(name, str) and ("AMD" in name or "Instinct" in name):
+            run.tool = "rccl-tests"
+    rows: list[CollectiveRow] = []
+    op = None
+    args = data.get("args")
+    if isinstance(args, list):
+        for arg in args:
+            match = re.search(r"([a-z]+(?:_[a-z]+)*)_perf", str(arg))
+            if match:
+                op = match.group(1)
+                break
+    for result in data.get("results") or []:
+        if not isinstance(result, dict):
+            continue
+        size = result.get("size")
+        if not isinstance(size, int) or size < 0:
+            continue
+        run.rows += 1
+        for key, in_place in (("out_of_place", False), ("in_place", True)):
+            half = result.get(key)
+            if not isinstance(half, dict):
+                continue
+            busbw = _num(half.get("bus_bw"))
+            wrong = _num(half.get("nwrong"))
+            rows.append(
+                CollectiveRow(
+                    size_bytes=size,
+                    time_us=_num(half.get("time", half.get("cpu_time"))),
+                    algbw_gbps=_num(half.get("alg_bw")),
+                    busbw_gbps=busbw,
+                    wrong=int(wrong) if wrong is not None and wrong >= 0 else None,
+                    in_place=in_place,
+                )
+            )
+            if not in_place and size > 0 and busbw == 0:
+                run.zero_busbw_rows += 1
+    if not rows:
+        return run, None
+    avg = data.get("average_bus_bandwidth")
+    oob = data.get("out_of_bounds")
+    wrongs = [r.wrong for r in rows if r.wrong is not None]
+    correct = all(w == 0 for w in wrongs) if wrongs else None
+    if isinstance(oob, dict) and isinstance(oob.get("count"), int):
+        correct = (correct is not False) and oob["count"] == 0
+    hosts = run.hosts
+    measurement = CollectiveMeasurement(
+        op=op or "unknown",
+        backend="nccl",
+        ranks=len(run.ranks) or None,
+        nodes=len(hosts) or None,
+        rows=rows,
+        avg_busbw_gbps=_num(avg.get("bandwidth")) if isinstance(avg, dict) else None,
+        correct=correct,
+        tool=run.tool,
+        source=f"import:{source}",
+    )
+    return run, measurement

@@ -1,0 +1,40 @@
+"""Readers that look at a whole text rather than one section: NCCL log lines (interleaved with
+everything else), the launch of nccl-tests/rccl-tests runs across hosts, and collect_env
+reports (whose embedded ``topo -m`` the section scanner reads on its own)."""
+
+from __future__ import annotations
+
+from pcidoc.collect.importers import collect_env, nccl_log, perf_runs
+from pcidoc.collect.importers.fragment import Fragment
+from pcidoc.collect.importers.text import Doc
+
+
+def extract(doc: Doc, name: str) -> tuple[list[Fragment], list[str]]:
+    """Fragments of the whole-text readers, and their warnings."""
+    fragments: list[Fragment] = []
+    warnings: list[str] = []
+    log, log_warnings = nccl_log.extract(doc, name)
+    warnings.extend(log_warnings)
+    if log is not None:
+        frag = Fragment(nccl_log.FORMAT)
+        frag.evidence.nccl_logs.append(log)
+        frag.read.append(nccl_log.summary(log))
+        if log.version:
+            frag.tool_versions["nccl"] = log.version
+        fragments.append(frag)
+    run, run_warnings = perf_runs.extract(doc, name)
+    warnings.extend(run_warnings)
+    if run is not None and (run.ranks or run.headers > 1):
+        frag = Fragment(perf_runs.FORMAT)
+        frag.evidence.test_runs.append(run)
+        frag.read.append(perf_runs.summary(run))
+        fragments.append(frag)
+    report = collect_env.extract(doc, name)
+    if report is not None:
+        frag = Fragment(collect_env.FORMAT)
+        frag.evidence.env_reports.append(report)
+        frag.read.append(collect_env.summary(report))
+        if report.driver_version:
+            frag.driver["driver_version"] = report.driver_version
+        fragments.append(frag)
+    return fragments, warnings
