@@ -38,6 +38,16 @@ CHECK_IDS: tuple[str, ...] = (
     "scaling.efficiency",
     "env.nccl",
     "env.virtualization",
+    "nccl.transport",
+    "nccl.network",
+    "nccl.version",
+    "nccl.shm",
+    "nccl.env-ignored",
+    "nccl.topo-file",
+    "nccl.tests-launch",
+    "nccl.nic-inventory",
+    "nccl.acs-redirect",
+    "nccl.lspci-link",
 )
 """Every check id, in catalogue order. Ids are a stable contract: never rename one."""
 

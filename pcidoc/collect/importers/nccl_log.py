@@ -130,9 +130,8 @@ def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
         if host and host not in hosts:
             hosts.append(host)
         quote = _quote(raw[prefix.start() :] if prefix else raw)
-        if level in ("WARN", "ERROR"):
-            if len(log.warnings) < 50:
-                log.warnings.append(Quoted(quote=quote))
+        if level in ("WARN", "ERROR") and len(log.warnings) < 50:
+            log.warnings.append(Quoted(quote=quote))
         known = _read_message(log, message, host, quote, seen_ranks, seen_conn)
         if not known and level == "INFO":
             unknown += 1

@@ -314,14 +314,14 @@ def _ancestors(node: TopoPci, by_bus: dict[str, TopoPci]) -> list[str]:
 
 
 def _nvlink_class(a: TopoPci, b: TopoPci) -> str | None:
-    direct = sum(l.count or 1 for l in a.nvlinks if l.target == b.busid)
+    direct = sum(nv.count or 1 for nv in a.nvlinks if nv.target == b.busid)
     if direct:
         return f"NV{direct}"
-    switch_a = {l.target for l in a.nvlinks if l.tclass == _SWITCH_TCLASS}
-    switch_b = {l.target for l in b.nvlinks if l.tclass == _SWITCH_TCLASS}
+    switch_a = {nv.target for nv in a.nvlinks if nv.tclass == _SWITCH_TCLASS}
+    switch_b = {nv.target for nv in b.nvlinks if nv.tclass == _SWITCH_TCLASS}
     if switch_a & switch_b:
-        count_a = sum(l.count or 1 for l in a.nvlinks if l.tclass == _SWITCH_TCLASS)
-        count_b = sum(l.count or 1 for l in b.nvlinks if l.tclass == _SWITCH_TCLASS)
+        count_a = sum(nv.count or 1 for nv in a.nvlinks if nv.tclass == _SWITCH_TCLASS)
+        count_b = sum(nv.count or 1 for nv in b.nvlinks if nv.tclass == _SWITCH_TCLASS)
         return f"NV{min(count_a, count_b)}"
     return None
 

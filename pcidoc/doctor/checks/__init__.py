@@ -2,6 +2,11 @@
 
 from pcidoc.doctor.checks import (  # noqa: F401
     env,
+    nccl_launch,
+    nccl_lspci,
+    nccl_setup,
+    nccl_topofile,
+    nccl_transport,
     numa,
     nvlink,
     nvml,

@@ -1,0 +1,154 @@
+"""``nccl.tests-launch`` and ``nccl.nic-inventory``.
+
+* ``nccl.tests-launch``: an nccl-tests/rccl-tests run where every process ran as its own 1-rank
+  job (several headers each listing only rank 0, busbw 0, the same table repeated): the binary
+  was built without MPI or launched without it, so nothing between GPUs was measured. Also
+  reports how a multi-node run spread over hosts, and virtualised bus ids.
+* ``nccl.nic-inventory``: NIC lists so long (virtual functions, extra ports) that the rail NICs
+  — the ones next to a GPU — are hard to find, or that the report clipped.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pcidoc.doctor.checks.nccl_common import evidence, quote
+from pcidoc.doctor.context import Context
+from pcidoc.doctor.registry import Finding, check
+
+
+@check("nccl.tests-launch", "nccl-tests launch (ranks per job, hosts)")
+def tests_launch(ctx: Context) -> list[Finding]:
+    """1-rank jobs and the spread of a multi-node run."""
+    findings: list[Finding] = []
+    for run in evidence(ctx).test_runs:
+        ranks = run.ranks
+        zero_only = bool(ranks) and all(r.rank == 0 for r in ranks)
+        pids = {(r.host, r.pid) for r in ranks}
+        alone = (run.headers > 1 or run.rank_lists > 1) and zero_only and len(pids) > 1
+        if (
+            alone
+            or (run.duplicated_rows and zero_only)
+            or (run.zero_busbw_rows and zero_only and run.headers > 1)
+        ):
+            findings.append(
+                Finding(
+                    "fail",
+                    f"every process of the {run.tool} run ran as its own 1-rank job "
+                    f"({run.headers} headers, {len(pids)} processes each listing only rank 0"
+                    + (f", {run.zero_busbw_rows} rows with busbw 0" if run.zero_busbw_rows else "")
+                    + "): no GPU-to-GPU traffic was measured",
+                    evidence=[quote(run.quote, "header")],
+                    remediation=[
+                        "Build nccl-tests with MPI (`make MPI=1 MPI_HOME=/path/to/mpi`) and "
+                        "launch it with `mpirun`/`srun --mpi=pmix`, or drive all GPUs from one "
+                        "process with `-g <number of GPUs>`.",
+                    ],
+                )
+            )
+            continue
+        hosts = run.hosts
+        if len(hosts) > 1:
+            per_host = Counter(r.host for r in ranks)
+            virtual = [r.bus for r in ranks if r.bus and _virtual_bus(r.bus)]
+            text = (
+                f"{run.tool}: {len(ranks)} rank(s) over {len(hosts)} hosts ("
+                + ", ".join(f"{h}: {n}" for h, n in per_host.items())
+                + ")"
+            )
+            evidence_ = [quote(f"{r.host} device {r.device} [{r.bus}]", "rank") for r in ranks[:2]]
+            if virtual:
+                findings.append(
+                    Finding(
+                        "info",
+                        text + "; the bus ids are a VM's virtual ones "
+                        f"({virtual[0]}): NCCL needs the provider's NCCL_TOPO_FILE for "
+                        "GPU/NIC locality",
+                        evidence=evidence_,
+                        remediation=[
+                            "Check that NCCL_TOPO_FILE points at the instance type's file "
+                            "(`pcidoc check --only nccl.topo-file` on a node).",
+                        ],
+                        confidence="medium",
+                    )
+                )
+            else:
+                findings.append(Finding("pass", text, evidence=evidence_, confidence="medium"))
+        elif ranks:
+            findings.append(
+                Finding(
+                    "pass",
+                    f"{run.tool}: {len(ranks)} rank(s) in one job on {hosts[0]}",
+                    confidence="medium",
+                )
+            )
+    if not findings:
+        return [
+            Finding(
+                "skip",
+                "no nccl-tests/rccl-tests rank lines in the evidence",
+                needs="import the full nccl-tests output (with its `# Using devices` lines)",
+            )
+        ]
+    return findings
+
+
+def _virtual_bus(bus: str) -> bool:
+    """``0002:00:01``: a PCI domain per group of devices on bus 00 (Hyper-V style)."""
+    parts = bus.split(":")
+    return len(parts) == 3 and parts[0] not in ("0000",) and parts[1] == "00"
+
+
+@check("nccl.nic-inventory", "NIC inventory vs GPUs (rails)")
+def nic_inventory(ctx: Context) -> list[Finding]:
+    """Dozens of NICs (VFs, extra ports) hiding the rail NICs."""
+    ev = evidence(ctx)
+    notices = [r.nic_notice for r in ev.env_reports if r.nic_notice]
+    nics = ctx.nics
+    gpus = ctx.gpus
+    findings: list[Finding] = []
+    if notices:
+        findings.append(
+            Finding(
+                "info",
+                "the report lists only part of the NICs",
+                evidence=[quote(notices[0])],
+                remediation=["Run `nvidia-smi topo -m` on the node for the full list."],
+            )
+        )
+    if nics and gpus:
+        rails = []
+        for nic in nics:
+            links = [ctx.link(g.label, nic.label) for g in gpus]
+            if any(link in ("PIX", "PXB") for link in links):
+                rails.append(nic.name or nic.label)
+        many = len(nics) >= 16 and len(nics) > 2 * len(gpus)
+        if many:
+            findings.append(
+                Finding(
+                    "info",
+                    f"{len(nics)} NICs for {len(gpus)} GPUs: most are virtual functions or "
+                    "ports that are not GPU rails"
+                    + (f"; the NICs next to a GPU are {', '.join(rails[:8])}" if rails else ""),
+                    evidence=[quote(str(len(nics)), "NICs in the topology")],
+                    remediation=[
+                        "Pin NCCL to the rail NICs (`NCCL_IB_HCA=" + ",".join(rails[:8]) + "`)"
+                        if rails
+                        else "Find the NICs that share a PCIe switch with a GPU "
+                        "(`nvidia-smi topo -m`, PIX/PXB) and list them in NCCL_IB_HCA.",
+                        "Hide SR-IOV virtual functions from the job if NCCL should not use them.",
+                    ],
+                    confidence="medium",
+                )
+            )
+        elif not notices:
+            findings.append(
+                Finding(
+                    "pass",
+                    f"{len(nics)} NIC(s) for {len(gpus)} GPU(s)"
+                    + (f"; rails: {', '.join(rails[:8])}" if rails else ""),
+                )
+            )
+    if not findings:
+        return [Finding("skip", "no NIC inventory in the evidence", needs="import topo -m")]
+    return findings
