@@ -125,6 +125,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--debug", **_HIDDEN_DEBUG)
 
+    nccl_topo = sub.add_parser(
+        "nccl-topo",
+        help="write an NCCL topology file (NCCL_TOPO_FILE) from a capture",
+        description="Write an NCCL topology XML from this machine or a capture of it, so that "
+        "a VM of the same machine can set NCCL_TOPO_FILE. See docs/import.md.",
+    )
+    _add_source_options(nccl_topo)
+    nccl_topo.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="the XML file to write ('-': stdout)"
+    )
+    nccl_topo.add_argument("--arch", help="CPU architecture when the capture lacks it (x86_64)")
+    nccl_topo.add_argument(
+        "--cpu-vendor", help="CPU vendor string when the capture lacks it (GenuineIntel...)"
+    )
+    nccl_topo.add_argument("--cpu-family", help="CPU family id (/proc/cpuinfo 'cpu family')")
+    nccl_topo.add_argument("--cpu-model", help="CPU model id (/proc/cpuinfo 'model')")
+    nccl_topo.add_argument("--debug", **_HIDDEN_DEBUG)
+
     topo = sub.add_parser(
         "topo",
         help="show the topology matrix with legend and notable facts",
@@ -267,6 +285,41 @@ def cmd_topo(args: argparse.Namespace) -> int:
     from pcidoc.present.text import make_console, render_topology
 
     render_topology(capture, make_console(), source=source)
+    return ExitCode.OK
+
+
+def cmd_nccl_topo(args: argparse.Namespace) -> int:
+    """``pcidoc nccl-topo``."""
+    from pcidoc.collect.nccl_topo import local_cpu_ids, write_topology
+
+    capture, _ = resolve_machine(args)
+    ids: dict[str, str] = {}
+    if capture.origin.kind == "live":
+        ids = local_cpu_ids()
+    if not (args.cpu_family and args.cpu_model):
+        for topo in capture.evidence.nccl_topologies if capture.evidence else []:
+            for cpu in topo.cpus:
+                if cpu.familyid is not None and cpu.modelid is not None:
+                    ids.setdefault("familyid", str(cpu.familyid))
+                    ids.setdefault("modelid", str(cpu.modelid))
+    text, notes = write_topology(
+        capture,
+        arch=args.arch or ids.get("arch"),
+        vendor=args.cpu_vendor or ids.get("vendor"),
+        familyid=args.cpu_family or ids.get("familyid"),
+        modelid=args.cpu_model or ids.get("modelid"),
+    )
+    for note in notes:
+        _stderr(f"pcidoc: note: {note}")
+    if args.output == "-":
+        sys.stdout.write(text)
+        return ExitCode.OK
+    try:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise PcidocError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
+    _stderr(f"pcidoc: wrote {args.output}: {len(capture.gpus)} GPU(s)")
     return ExitCode.OK
 
 
@@ -453,6 +506,7 @@ COMMANDS = {
     "capture": cmd_capture,
     "import": cmd_import,
     "probe": cmd_probe,
+    "nccl-topo": cmd_nccl_topo,
     "samples": cmd_samples,
     "schema": cmd_schema,
 }

@@ -671,6 +671,14 @@ def collect_live(
             "running as root, but PCI config space reads stop at 64 bytes (a user namespace?): "
             "ACS registers could not be read"
         )
+    from pcidoc.collect.nccl_topo import attach_topo_file
+
+    _guard(
+        capture,
+        "evidence",
+        lambda: attach_topo_file(capture, dict(environ) if environ is not None else None),
+        None,
+    )
     return capture
 
 

@@ -31,7 +31,7 @@ _NCCL_PIP_RE = lazy(r"nvidia-nccl-cu\d+\s*[=]=\s*([\d.]+)|\bnccl\s*[=]=\s*([\d.]
 _NCCL_VERSION_RE = lazy(r"^\s*NCCL version\s*:\s*\(?([\d., ]+)\)?", re.IGNORECASE)
 _GPU_LINE_RE = lazy(r"^\s*GPU\s*(\d+)\s*:\s*(.+?)\s*$")
 _NIC_NOTICE_RE = lazy(r"(\d+)\s+NICs?\s+(?:were\s+)?found.*?only\s+display(?:ing)?\s+(\d+)", re.I)
-_KERNEL_RE = lazy(r"Linux-(\d+\.\d+\.\d+[^\s-]*(?:-[\w.]+?)?)-(?:x86_64|aarch64|ppc64le)")
+_KERNEL_RE = lazy(r"Linux-(\d[^\s]*?)-(?:x86_64|aarch64|ppc64le|s390x)")
 
 
 def extract(doc: Doc, source: str) -> EnvReport | None:
