@@ -78,7 +78,7 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
             topo.numa_nodes[int(numa.group(1))] = int(numa.group(2))
             index += 1
             continue
-        if not line.strip() or set(line.strip()) <= set("=-"):
+        if not line.strip() or line.strip()[0] in "=-" or "Numa Nodes" in line:
             blank += 1
             if blank > 3 and current is None:
                 break

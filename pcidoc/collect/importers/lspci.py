@@ -27,6 +27,7 @@ _HEADER_RE = lazy(
 )
 _FIELD_RE = lazy(r"^\s+(LnkCap|LnkSta|ACSCtl|ACSCap|UESta|CESta|DevSta)\s*:\s*(.*)$")
 _TREE_RE = lazy(r"^\s*[-+\\|`]*\[(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}\]-")
+_DOMAIN_RE = lazy(r"\[[0-9a-fA-F]{4}:[0-9a-fA-F]{2}\]")
 _SPEED_RE = lazy(r"Speed\s+([\d.]+)\s*GT/s(\s*\(downgraded\))?")
 _WIDTH_RE = lazy(r"Width\s+x(\d+)(\s*\(downgraded\))?")
 _BIT_RE = lazy(r"([A-Za-z][A-Za-z0-9]*)([+-])")
@@ -39,7 +40,7 @@ def detect(doc: Doc, index: int, ctx: Context) -> bool:
     line = doc.lines[index]
     if _FIELD_RE.match(line):
         return True
-    if (_TREE_RE.match(line) and ctx.mentions("lspci")) or line.lstrip().startswith("-[0000:"):
+    if _TREE_RE.match(line) and (ctx.mentions("lspci") or _DOMAIN_RE.search(line)):
         return True
     if _HEADER_RE.match(line):
         for ahead in doc.lines[index + 1 : index + 4]:
@@ -105,7 +106,7 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse lspci output from ``start`` until a line that is none of lspci's."""
     frag = Fragment(FORMAT)
     index = start
-    if _TREE_RE.match(doc.lines[index]) or doc.lines[index].lstrip().startswith("-[0000:"):
+    if _TREE_RE.match(doc.lines[index]):
         return _tree(doc, start, frag)
     device: LspciDevice | None = None
     devices: list[LspciDevice] = []

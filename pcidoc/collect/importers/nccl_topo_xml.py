@@ -27,7 +27,7 @@ from pcidoc.model.facts import Topology
 
 FORMAT = "nccl-topo-xml"
 
-_START_RE = lazy(r"^\s*<system\b")
+_START_RE = lazy(r"^\s*<(?:system\b|\?xml\b|!DOCTYPE\b)", re.IGNORECASE)
 _COMMENT_START_RE = lazy(r"^\s*<!--")
 _END_RE = lazy(r"</system\s*>")
 _DECL_RE = lazy(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
