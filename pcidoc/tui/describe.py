@@ -181,7 +181,10 @@ def attention_text(report: Report | None, limit: int = 6) -> Text:
         out.append(
             f"{MARKS['pass']} nothing: no check failed or warned", style=SEVERITY_STYLES["pass"]
         )
-        skipped = sum(1 for c in report.checks if c.severity == "skip")
+        # nccl.* checks skip for want of imported NCCL evidence, not of measurements.
+        skipped = sum(
+            1 for c in report.checks if c.severity == "skip" and not c.id.startswith("nccl.")
+        )
         if skipped:
             out.append(
                 f"\n{skipped} checks need measurements: p runs the probes on a live machine",
