@@ -9,7 +9,7 @@ The file is built from what the capture knows, never from guesses:
   placeholder switch (``ffff:ff:NN.0``, as the cloud vendors' files do), ``PXB`` groups get a
   second level, the rest hang off their CPU; GPU/NIC links carry their generation and width
   when known;
-* ``<gpu>`` with its index, compute capability (from a cited table of GPU models) and
+* ``<gpu>`` with its index, compute capability (from :mod:`pcidoc.model.linkmodel`) and
   ``<nvlink>`` entries (per peer GPU, or to an NVSwitch when the GPUs reach each other through
   one);
 * NICs with a bus id as ``<nic><net name=.../></nic>``.
@@ -30,28 +30,18 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import parse_cpulist
 from pcidoc.model.links import is_nvlink, nvlink_count
 
-# Compute capability per GPU model (NVIDIA, "CUDA GPUs - Compute Capability",
-# developer.nvidia.com/cuda-gpus). Most specific pattern first.
-COMPUTE_CAPABILITY: tuple[tuple[str, int], ...] = (
-    (r"\bGB200\b|\bB200\b|\bB100\b", 100),
-    (r"\bH100\b|\bH200\b|\bH800\b|\bH20\b|\bGH200\b", 90),
-    (r"\bL40S?\b|\bL4\b|RTX 40\d\d|RTX \d+ Ada", 89),
-    (r"\bA100\b|\bA800\b|\bA30\b", 80),
-    (r"\bA10G?\b|\bA40\b|\bA16\b|\bA2\b|RTX 30\d\d|RTX A\d{4}", 86),
-    (r"\bT4\b|RTX 20\d\d|Quadro RTX|TITAN RTX", 75),
-    (r"\bV100\b|TITAN V\b", 70),
-    (r"\bP100\b", 60),
-)
-
 _VENDORS = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}
 
 
 def compute_capability(name: str | None) -> int | None:
-    """NCCL's ``sm`` value (compute capability x 10) of a GPU model, or None."""
-    for pattern, sm in COMPUTE_CAPABILITY:
-        if name and re.search(pattern, name):
-            return sm
-    return None
+    """NCCL's ``sm`` value (compute capability x 10) of a GPU model, from the link model's
+    cited table; None for a model it does not know."""
+    from pcidoc.model.linkmodel import lookup_gpu
+
+    model = lookup_gpu(name)
+    if model is None or model.compute_capability is None:
+        return None
+    return round(model.compute_capability * 10)
 
 
 def cpu_mask(cpus: str | None) -> str | None:

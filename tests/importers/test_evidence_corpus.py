@@ -109,7 +109,7 @@ EXPECTED: dict[str, tuple[list[Fact], dict[str, set[str]], dict[str, str]]] = {
         },
         {"nccl.transport": "virtual machine"},
     ),
-    "nccl-log/docker-4gpu-horovod-direct-shared-memory-posix-fallocate-no-space-dev-shm-nccl-290.txt": (
+    "nccl-log/docker-4gpu-horovod-direct-shared-memory-posix-fallocate-no-space-dev-shm-nccl-290.txt": (  # noqa: E501
         [
             (lambda c: _transports(c), {"SHM"}),
             (lambda c: len(_log(c).shm_errors) >= 1, True),
@@ -163,7 +163,7 @@ EXPECTED: dict[str, tuple[list[Fact], dict[str, set[str]], dict[str, str]]] = {
         {"nccl.transport": {"warn"}, "nccl.network": {"warn", "info"}},
         {"nccl.transport": "shm"},
     ),
-    "nccl-topo-xml/a100-sxm4-8gpu-pex-switches-nvswitch-12links-5-roce-bonds-dump-aliyun-simai.txt": (
+    "nccl-topo-xml/a100-sxm4-8gpu-pex-switches-nvswitch-12links-5-roce-bonds-dump-aliyun-simai.txt": (  # noqa: E501
         [
             (lambda c: (len(c.gpus), len(c.nics)), (8, 5)),
             (lambda c: c.topology.link("GPU0", "GPU7"), "NV12"),
@@ -195,7 +195,7 @@ EXPECTED: dict[str, tuple[list[Fact], dict[str, set[str]], dict[str, str]]] = {
         {"nccl.topo-file": {"pass"}},
         {},
     ),
-    "nccl-topo-xml/aws-p5-48xlarge-h100-2socket-8switch-32efa-no-gpus-static-topo-aws-ofi-nccl.txt": (
+    "nccl-topo-xml/aws-p5-48xlarge-h100-2socket-8switch-32efa-no-gpus-static-topo-aws-ofi-nccl.txt": (  # noqa: E501
         [
             (lambda c: len([p for p in _topo(c).pci if p.kind == "bridge"]), 8),
             (lambda c: len(c.gpus), 0),
@@ -239,7 +239,7 @@ EXPECTED: dict[str, tuple[list[Fact], dict[str, set[str]], dict[str, str]]] = {
         {"nccl.acs-redirect": {"pass"}},
         {},
     ),
-    "lspci/quadro-rtx8000-raspberry-pi-gen2-x1-both-downgraded-aer-advnonfatal-geerlingguy-480.txt": (
+    "lspci/quadro-rtx8000-raspberry-pi-gen2-x1-both-downgraded-aer-advnonfatal-geerlingguy-480.txt": (  # noqa: E501
         [
             (
                 lambda c: (c.evidence.lspci[0].lnksta_gts, c.evidence.lspci[0].lnksta_width),
@@ -250,7 +250,7 @@ EXPECTED: dict[str, tuple[list[Fact], dict[str, set[str]], dict[str, str]]] = {
         {"nccl.lspci-link": {"warn"}},
         {"nccl.lspci-link": "lanes"},
     ),
-    "lspci/rtx-a4000-space-indented-2.5gt-downgraded-x16-devsta-correrr-unsupreq-geerlingguy-692.txt": (
+    "lspci/rtx-a4000-space-indented-2.5gt-downgraded-x16-devsta-correrr-unsupreq-geerlingguy-692.txt": (  # noqa: E501
         [
             (
                 lambda c: (c.evidence.lspci[0].lnkcap_gts, c.evidence.lspci[0].lnksta_gts),
@@ -297,7 +297,7 @@ EXPECTED: dict[str, tuple[list[Fact], dict[str, set[str]], dict[str, str]]] = {
         {"nccl.nic-inventory": {"pass"}},
         {},
     ),
-    "nccl-tests-multinode/a100-pcie-2node-1gpu-each-ibext-v8-gdr-level2-nps4-fix-9gbps-nccl-tests-293.txt": (
+    "nccl-tests-multinode/a100-pcie-2node-1gpu-each-ibext-v8-gdr-level2-nps4-fix-9gbps-nccl-tests-293.txt": (  # noqa: E501
         [
             (lambda c: _run(c).hosts, ["test1", "test2"]),
             (lambda c: _log(c).version, "2.21.5"),
@@ -314,7 +314,7 @@ EXPECTED: dict[str, tuple[list[Fact], dict[str, set[str]], dict[str, str]]] = {
         {"nccl.tests-launch": {"pass"}},
         {},
     ),
-    "nccl-tests-multinode/h100-2vm-16rank-using-devices-virtual-domain-busids-nccl-tests-294-followup.txt": (
+    "nccl-tests-multinode/h100-2vm-16rank-using-devices-virtual-domain-busids-nccl-tests-294-followup.txt": (  # noqa: E501
         [
             (lambda c: _run(c).hosts, ["h100-2", "h100-4"]),
             (lambda c: _run(c).ranks[4].bus, "0003:00:01"),

@@ -57,7 +57,7 @@ def test_truncated_nccl_log_warns_instead_of_failing() -> None:
 
 
 @pytest.mark.parametrize(
-    "text, words",
+    ("text", "words"),
     [
         ("<system version='1'><cpu numaid='0'><pci busid='0000:01:00.0'>", "truncated"),
         ("<system version='1'><cpu numaid='0'></pci></system>", "not well-formed"),
@@ -77,7 +77,7 @@ def test_hostile_or_broken_xml_is_a_warning(text: str, words: str) -> None:
         )
         if False
         else None
-    )  # noqa: E501
+    )
     del result
     try:
         result = import_texts([("t.xml", text)])
@@ -91,8 +91,10 @@ def test_xml_links_and_nvswitch_classes() -> None:
     xml = """<system version="1">
   <cpu numaid="0" affinity="0000000f" arch="x86_64" vendor="AuthenticAMD">
     <pci busid="0000:10:00.0" class="0x060400">
-      <pci busid="0000:11:00.0" class="0x030200"><gpu dev="0" sm="90"><nvlink target="0000:c0:00.0" count="18" tclass="0x068000"/></gpu></pci>
-      <pci busid="0000:12:00.0" class="0x030200"><gpu dev="1" sm="90"><nvlink target="0000:c0:00.0" count="18" tclass="0x068000"/></gpu></pci>
+      <pci busid="0000:11:00.0" class="0x030200"><gpu dev="0" sm="90">
+        <nvlink target="0000:c0:00.0" count="18" tclass="0x068000"/></gpu></pci>
+      <pci busid="0000:12:00.0" class="0x030200"><gpu dev="1" sm="90">
+        <nvlink target="0000:c0:00.0" count="18" tclass="0x068000"/></gpu></pci>
     </pci>
   </cpu>
 </system>"""
@@ -103,7 +105,7 @@ def test_xml_links_and_nvswitch_classes() -> None:
 
 
 def test_amd_rocm_smi_showtopo_gives_xgmi_links() -> None:
-    text = """============================ ROCm System Management Interface ============================
+    text = """========================== ROCm System Management Interface ==========================
 ================================ Weight between two GPUs =================================
        GPU0         GPU1
 GPU0   0            15

@@ -16,13 +16,20 @@ from pcidoc.doctor.checks.nccl_common import evidence, gpu_names, logs, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 
-# First NCCL release supporting each architecture, by GPU model name. Source: NCCL 2.7.3
-# release notes ("Added support for A100 GPU", docs.nvidia.com/deeplearning/nccl/archives/
-# nccl_273/release-notes). Architectures whose first supporting release is not pinned down by
-# a release note we could cite are not judged.
-_MIN_NCCL: tuple[tuple[str, str, tuple[int, int, int]], ...] = (
-    (r"\bA100\b|\bA800\b|\bA30\b", "Ampere (sm_80)", (2, 7, 3)),
+# First NCCL release supporting each compute capability (GPU models are resolved by
+# pcidoc.model.linkmodel). Source: NCCL 2.7.3 release notes, "Added support for A100 GPU and
+# related platforms" (docs.nvidia.com/deeplearning/sdk/nccl-release-notes/rel_2-7-3.html).
+# Compute capabilities whose first supporting release we could not cite are not judged.
+_MIN_NCCL: tuple[tuple[float, str, tuple[int, int, int]], ...] = (
+    (8.0, "Ampere (sm_80)", (2, 7, 3)),
 )
+
+
+def _cc(name: str) -> float | None:
+    from pcidoc.model.linkmodel import lookup_gpu
+
+    model = lookup_gpu(name)
+    return model.compute_capability if model is not None else None
 
 
 def _version(text: str | None) -> tuple[int, int, int] | None:
@@ -66,8 +73,8 @@ def version(ctx: Context) -> list[Finding]:
                 needs="import nvidia-smi output or a collect_env report with the GPU names",
             )
         ]
-    for pattern, arch, minimum in _MIN_NCCL:
-        matching = [n for n in names if re.search(pattern, n)]
+    for cc, arch, minimum in _MIN_NCCL:
+        matching = [n for n in names if _cc(n) == cc]
         if matching and have < minimum:
             need = ".".join(map(str, minimum))
             return [
@@ -83,7 +90,7 @@ def version(ctx: Context) -> list[Finding]:
                     ],
                 )
             ]
-    judged = [n for n in names if any(re.search(p, n) for p, _, _ in _MIN_NCCL)]
+    judged = [n for n in names if any(_cc(n) == cc for cc, _, _ in _MIN_NCCL)]
     if judged:
         return [
             Finding(
