@@ -248,7 +248,7 @@ def test_writer_output_parses_and_round_trips(name: str) -> None:
     for a in labels:
         for b in labels:
             assert back.topology.link(a, b) == cap.topology.link(a, b), (a, b)
-    assert not _check(back, "nccl.topo-file").severity == "warn"
+    assert _check(back, "nccl.topo-file").severity == "pass"
 
 
 def test_nccl_topo_cli(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -292,3 +292,41 @@ def test_live_topo_file_checked_against_gpus(tmp_path) -> None:  # type: ignore[
     assert result.severity == "warn" and "does not match" in result.summary
     attach_topo_file(cap, {"NCCL_TOPO_FILE": str(tmp_path / "missing.xml")})
     assert cap.evidence.topo_file_error
+
+
+_TOPO = (
+    "        GPU0    GPU1    NIC0    CPU Affinity    NUMA Affinity\n"
+    "GPU0     X      PIX     PIX     0-15    0\n"
+    "GPU1    PIX      X      PIX     0-15    0\n"
+    "NIC0    PIX     PIX      X\n\n"
+    "NIC Legend:\n\n  NIC0: mlx5_0\n"
+)
+
+
+def test_no_gdrdma_on_a_pix_nic_names_the_path() -> None:
+    log = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 2[0] [send] via NET/IB/0\n"
+    result = import_texts([("topo.txt", _TOPO), ("nccl.log", log)]).capture
+    found = _check(result, "nccl.network")
+    assert found.severity == "warn" and found.confidence == "medium"
+    assert "PIX" in found.summary
+
+
+def test_socket_with_rdma_nic_in_topology_warns() -> None:
+    log = "h:1:2 [0] NCCL INFO Using network Socket\n"
+    result = import_texts([("topo.txt", _TOPO), ("nccl.log", log)]).capture
+    found = _check(result, "nccl.network")
+    assert found.severity == "warn" and "mlx5_0" in " ".join(e.text() for e in found.evidence)
+
+
+def test_acs_redirect_joined_to_gpus_through_the_tree() -> None:
+    text = (
+        "-+-[0000:40]-+-00.0  AMD Root Complex\n"
+        " |           \\-01.1-[41-42]----00.0-[42]----00.0  NVIDIA Corp. GA100 3D controller\n"
+        "\n"
+        "41:00.0 PCI bridge: PLX Technology, Inc. PEX 8747\n"
+        "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- "
+        "DirectTrans-\n"
+    )
+    found = _check(_cap(text), "nccl.acs-redirect")
+    assert found.severity == "warn" and found.confidence == "high"
+    assert "0000:42:00.0" in found.summary

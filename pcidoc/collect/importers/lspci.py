@@ -7,8 +7,8 @@ runs until the next header; an excerpt that starts inside a block (``LnkSta:`` l
 LnkSta speed/width with their ``(downgraded)`` marks, ACSCtl (and whether it redirects peer
 traffic: ``ReqRedir+``, ``CmpltRedir+`` or ``EgressCtrl+``), the AER status bits that are set
 (``UESta``, ``CESta``) and the error bits of ``DevSta``. Devices whose bus id matches a GPU of
-the capture are joined to it by the doctor; NVIDIA display/3D controllers also give the GPU's
-PCIe link (current and capable generation/width).
+the capture are joined to it by the doctor (``nccl.lspci-link``, ``nccl.acs-redirect``), and a
+``-tv`` tree in the same paste tells which GPUs sit below a bridge.
 """
 
 from __future__ import annotations
@@ -155,9 +155,6 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     if links:
         text += f", {len(links)} link status"
     frag.read.append(text)
-    for device in devices:
-        if device.kind == "gpu" and device.bus_id and "nvidia" in (device.name or "").lower():
-            _gpu_link(frag, device)
     return frag, max(index, start + 1)
 
 
@@ -181,15 +178,6 @@ def _has_facts(device: LspciDevice) -> bool:
         or device.correctable
         or device.devsta_errors
     )
-
-
-_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
-
-
-def _gpu_link(frag: Fragment, device: LspciDevice) -> None:
-    """Nothing is merged into capture GPUs by index (lspci has no NVML index); the doctor
-    joins lspci devices to GPUs by bus id."""
-    return None
 
 
 _TREE_TOKEN_RE = lazy(

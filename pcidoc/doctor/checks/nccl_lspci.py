@@ -21,6 +21,28 @@ def _who(ctx: Context, bus_id: str | None, fallback: str) -> str:
     return bus_id or fallback
 
 
+def _gpus_below(ctx: Context, bridges: list[str]) -> list[str]:
+    """GPUs (capture labels, or lspci -tv bus ids of display/3D devices) below the bridges."""
+    out: list[str] = []
+    for tree in evidence(ctx).lspci_trees:
+        for bus_id, text in tree.devices.items():
+            parent = tree.parents.get(bus_id)
+            seen = 0
+            while parent is not None and parent not in bridges and seen < 32:
+                parent, seen = tree.parents.get(parent), seen + 1
+            if parent is None:
+                continue
+            gpu = gpu_by_bus(ctx, bus_id)
+            lowered = text.lower()
+            if gpu is not None:
+                out.append(gpu.label)
+            elif ("nvidia" in lowered or "amd" in lowered) and (
+                "3d" in lowered or "vga" in lowered or "display" in lowered
+            ):
+                out.append(bus_id)
+    return list(dict.fromkeys(out))
+
+
 @check("nccl.acs-redirect", "ACS redirect in pasted lspci output")
 def acs_redirect(ctx: Context) -> list[Finding]:
     """Ports whose ACS control redirects peer-to-peer traffic."""
@@ -36,7 +58,10 @@ def acs_redirect(ctx: Context) -> list[Finding]:
     redirect = [d for d in devices if d.acs_redirect]
     if redirect:
         named = [d.bus_id for d in redirect if d.bus_id]
+        below = _gpus_below(ctx, named)
         where = f" ({', '.join(named[:6])})" if named else ""
+        if below:
+            where += f", above {', '.join(below[:8])}"
         return [
             Finding(
                 "warn",
@@ -54,7 +79,7 @@ def acs_redirect(ctx: Context) -> list[Finding]:
                     "Without bus ids a grep cannot say which ports lie between GPUs: run "
                     "`pcidoc check --only p2p.acs-iommu` on the machine.",
                 ],
-                confidence="medium" if not named else "high",
+                confidence="high" if below else "medium",
             )
         ]
     return [

@@ -4,7 +4,6 @@ machine's GPUs (count, bus ids). On a live machine this judges the file named by
 
 from __future__ import annotations
 
-from pcidoc.collect.importers.text import normalize_bus_id
 from pcidoc.doctor.checks.nccl_common import evidence, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
@@ -15,6 +14,8 @@ _REJECTED = ("has no arch", "has no vendor", "GenuineIntel without")
 @check("nccl.topo-file", "NCCL topology file")
 def topo_file(ctx: Context) -> list[Finding]:
     """Problems of the NCCL topology file(s) in the evidence."""
+    from pcidoc.collect.importers.text import normalize_bus_id
+
     ev = evidence(ctx)
     findings: list[Finding] = []
     if ev.topo_file_error:

@@ -14,7 +14,14 @@ against what the machine allows.
 
 from __future__ import annotations
 
-from pcidoc.doctor.checks.nccl_common import gpu_by_bus, gpu_names, is_consumer, logs, quote
+from pcidoc.doctor.checks.nccl_common import (
+    RDMA_PREFIXES,
+    gpu_by_bus,
+    gpu_names,
+    is_consumer,
+    logs,
+    quote,
+)
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.evidence import NcclConnection, NcclLog
@@ -185,6 +192,21 @@ def _socket(log: NcclLog) -> bool:
     return any(c.network and c.network.lower() == "socket" for c in log.connections)
 
 
+def _near_nics(ctx: Context) -> list[tuple[str, str, str]]:
+    """(GPU, class, NIC) for RDMA NICs at PIX/PXB from a GPU in the topology."""
+    out = []
+    for nic in ctx.nics:
+        name = nic.name or ""
+        if not name.lower().startswith(RDMA_PREFIXES):
+            continue
+        for gpu in ctx.gpus:
+            cls = ctx.link(gpu.label, nic.label)
+            if cls in ("PIX", "PXB"):
+                out.append((gpu.label, cls, name))
+                break
+    return out
+
+
 @check("nccl.network", "NCCL network between nodes (IB/RoCE, sockets, GPUDirect RDMA)")
 def network(ctx: Context) -> list[Finding]:
     """Socket where RDMA exists; GPUDirect RDMA disabled or unused."""
@@ -196,6 +218,11 @@ def network(ctx: Context) -> list[Finding]:
             ipoib = (log.bootstrap_if or "").startswith(("ib", "ibp", "ibs"))
             if ipoib:
                 signs.append(quote(log.bootstrap_if, "bootstrap interface (IPoIB)"))
+            listed = [
+                n.name for n in ctx.nics if n.name and n.name.lower().startswith(RDMA_PREFIXES)
+            ]
+            if listed:
+                signs.append(quote(", ".join(listed[:4]), "RDMA NICs in the topology"))
             used = [quote(c.quote) for c in net if (c.network or "").lower() == "socket"][:1]
             used += [quote(q.quote) for q in log.networks[-1:]]
             disabled = log.env.get("NCCL_IB_DISABLE", "").strip() not in ("", "0")
@@ -203,7 +230,7 @@ def network(ctx: Context) -> list[Finding]:
                 "Unable to open" in (q.quote or "") or "ibv_open" in (q.quote or "")
                 for q in log.ib_unusable
             )
-            if (opened or ipoib) and not disabled:
+            if (opened or ipoib or listed) and not disabled:
                 findings.append(
                     Finding(
                         "warn",
@@ -264,20 +291,28 @@ def network(ctx: Context) -> list[Finding]:
             names = gpu_names(ctx)
             consumer = bool(names) and all(is_consumer(n) for n in names)
             severity = "info" if consumer else "warn"
+            near = _near_nics(ctx)
             findings.append(
                 Finding(
                     severity,
                     f"{len(no_gdr)} of {len(rdma)} network channel(s) run without GPUDirect "
                     "RDMA (no /GDRDMA): data is staged through host memory"
-                    + ("; consumer GPUs do not support it" if consumer else ""),
-                    evidence=[quote(no_gdr[0].quote)],
+                    + ("; consumer GPUs do not support it" if consumer else "")
+                    + (
+                        f"; the topology puts {near[0][1]} {near[0][2]} to {near[0][0]}, close "
+                        "enough for it"
+                        if near and not consumer
+                        else ""
+                    ),
+                    evidence=[quote(no_gdr[0].quote)]
+                    + [quote(f"{g} {c} {n}", "GPU-NIC path") for g, c, n in near[:2]],
                     remediation=[
                         "GPUDirect RDMA needs the NIC close to the GPU (NCCL_NET_GDR_LEVEL, "
                         "PXB by default) and a peer-memory client (`nvidia_peermem`) or "
                         "DMA-BUF; for AWS EFA, a recent aws-ofi-nccl/libfabric with "
                         "`FI_EFA_USE_DEVICE_RDMA=1`.",
                     ],
-                    confidence="low",
+                    confidence="medium" if near and not consumer else "low",
                 )
             )
         elif rdma and all(c.gdr for c in rdma):
