@@ -330,3 +330,10 @@ def test_acs_redirect_joined_to_gpus_through_the_tree() -> None:
     found = _check(_cap(text), "nccl.acs-redirect")
     assert found.severity == "warn" and found.confidence == "high"
     assert "0000:42:00.0" in found.summary
+
+
+def test_quotes_carry_no_control_characters() -> None:
+    text = "h:1:2 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5\x1bc\x08_0\n"
+    log = _cap(text).evidence.nccl_logs[0]
+    assert log.env["NCCL_IB_HCA"] == "mlx5c_0"
+    assert "\x1b" not in log.env_quotes["NCCL_IB_HCA"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from pcidoc.collect.importers.nccl_log import clean
 from pcidoc.collect.importers.text import Doc, lazy
 from pcidoc.model.evidence import EnvReport
 
@@ -43,7 +44,8 @@ def extract(doc: Doc, source: str) -> EnvReport | None:
         return None
     report = EnvReport(tool="vllm" if vllm else "torch", source=source)
     in_gpus = False
-    for line in doc.lines[:20000]:
+    for raw in doc.lines[:20000]:
+        line = clean(raw)
         stripped = line.strip()
         if in_gpus:
             gpu = _GPU_LINE_RE.match(line)

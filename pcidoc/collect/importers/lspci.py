@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.nccl_log import clean
 from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id
 from pcidoc.model.evidence import LspciDevice, LspciTree
 
@@ -83,11 +84,11 @@ def _field(device: LspciDevice, key: str, value: str, line: str) -> None:
         if width:
             device.lnksta_width = int(width.group(1))
             device.width_downgraded = bool(width.group(2))
-        device.lnksta_quote = " ".join(line.split())
+        device.lnksta_quote = " ".join(clean(line).split())
     elif key == "ACSCtl":
         flags = _flags(value)
         if "SrcValid" in flags or "ReqRedir" in flags:
-            device.acs_ctl = " ".join(value.split())
+            device.acs_ctl = " ".join(clean(value).split())
             known = [flags.get(name) for name in ("ReqRedir", "CmpltRedir", "EgressCtrl")]
             if any(known):
                 device.acs_redirect = True
@@ -122,7 +123,7 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
         if header:
             device = LspciDevice(
                 bus_id=normalize_bus_id(header.group("bus")),
-                name=header.group("name").strip() or None,
+                name=clean(header.group("name")).strip() or None,
                 kind=_kind(header.group("cls"), header.group("name")),
             )
             devices.append(device)
@@ -222,7 +223,7 @@ def _tree(doc: Doc, start: int, frag: Fragment) -> tuple[Fragment, int]:
             last, end = bus_id, token.end()
             bus = None
         if last is not None:
-            tree.devices[last] = line[end:].strip(" -")
+            tree.devices[last] = clean(line[end:]).strip(" -")
         index += 1
     frag.evidence.lspci_trees.append(tree)
     frag.read.append(f"lspci -tv: {len(tree.devices)} device(s)")

@@ -83,8 +83,16 @@ def bus_from_nccl(text: str | None) -> str | None:
     return f"{domain:04x}:{bus:02x}:{dev:02x}.{fn}"
 
 
+_CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)])
+
+
+def clean(text: str) -> str:
+    """``text`` without control characters (a quote must never steer the user's terminal)."""
+    return text.translate(_CONTROL)
+
+
 def _quote(line: str) -> str:
-    line = " ".join(line.split())
+    line = " ".join(clean(line).split())
     return line if len(line) <= 300 else line[:299] + "…"
 
 
@@ -190,7 +198,7 @@ def _read_message(
         return True
     match = _ENV_RE.match(message)
     if match:
-        name, value = match.group(1), match.group(2).strip()
+        name, value = match.group(1), clean(match.group(2)).strip()
         log.env.setdefault(name, value)
         log.env_quotes.setdefault(name, quote)
         return True
@@ -210,12 +218,12 @@ def _read_message(
         return True
     match = _NETWORK_RE.match(message)
     if match:
-        log.network = match.group(1)
+        log.network = clean(match.group(1))
         log.networks.append(Quoted(quote=quote))
         return True
     match = _PLUGIN_RE.match(message)
     if match:
-        log.net_plugin = match.group(1)
+        log.net_plugin = clean(match.group(1))
         log.net_plugin_quote = quote
         return True
     match = _IB_USING_RE.match(message)
@@ -255,7 +263,7 @@ def _nics(log: NcclLog, network: str, rest: str) -> None:
 def _connection(
     log: NcclLog, match: re.Match[str], host: str | None, quote: str, seen: set[tuple]
 ) -> None:
-    detail = match.group(7)
+    detail = clean(match.group(7))
     lowered = detail.lower()
     parts = [p.strip() for p in detail.split("/")]
     if lowered.startswith("direct shared memory") or parts[0].upper() == "SHM":

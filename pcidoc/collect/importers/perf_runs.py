@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pcidoc.collect.importers.nccl_log import clean
 from pcidoc.collect.importers.text import Doc, lazy, to_float, to_int
 from pcidoc.model.evidence import PerfRank, PerfRun
 from pcidoc.model.measurements import CollectiveMeasurement, CollectiveRow
@@ -79,7 +80,7 @@ def extract(doc: Doc, source: str) -> tuple[PerfRun | None, list[str]]:
         match = _RANK_RE.match(line)
         if match:
             found = True
-            name = match.group(7).strip() or None
+            name = clean(match.group(7)).strip() or None
             if len(run.ranks) < 4096:
                 run.ranks.append(
                     PerfRank(
