@@ -337,3 +337,18 @@ def test_quotes_carry_no_control_characters() -> None:
     log = _cap(text).evidence.nccl_logs[0]
     assert log.env["NCCL_IB_HCA"] == "mlx5c_0"
     assert "\x1b" not in log.env_quotes["NCCL_IB_HCA"]
+
+
+def test_separate_single_rank_headers_without_rows_only_warn() -> None:
+    block = (
+        "# nThread 1 nGpus 1 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20\n"
+        "#\n# Using devices\n#  Rank  0 Group  0 Pid  {pid} on  host device  0 [0x1b] GPU\n"
+    )
+    result = _check(_cap(block.format(pid=1) + block.format(pid=2)), "nccl.tests-launch")
+    assert (result.severity, result.confidence) == ("warn", "medium")
+
+
+def test_pxn_nic_index_is_read() -> None:
+    text = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0(4)/GDRDMA\n"
+    conn = _cap(text).evidence.nccl_logs[0].connections[0]
+    assert (conn.nic_index, conn.gdr) == (0, True)

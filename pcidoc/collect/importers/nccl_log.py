@@ -277,8 +277,9 @@ def _connection(
     network = nic = gdr = None
     if transport in ("NET", "COLLNET") and len(parts) > 1:
         network = parts[1]
-        if len(parts) > 2 and parts[2].isdigit():
-            nic = int(parts[2])
+        index = re.match(r"^(\d+)", parts[2]) if len(parts) > 2 else None
+        if index:  # "3", or "0(4)" when PXN routes through another GPU's NIC
+            nic = int(index.group(1))
         gdr = any(p.upper() == "GDRDMA" for p in parts[2:])
     key = (host, match.group(1), match.group(2), match.group(4), match.group(6), detail)
     if key in seen:
