@@ -352,3 +352,15 @@ def test_pxn_nic_index_is_read() -> None:
     text = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0(4)/GDRDMA\n"
     conn = _cap(text).evidence.nccl_logs[0].connections[0]
     assert (conn.nic_index, conn.gdr) == (0, True)
+
+
+def test_p2p_refusal_explained_by_acs_redirect_in_the_same_paste() -> None:
+    log = (
+        "h:1:2 [1] NCCL INFO Could not enable P2P between dev 1(=81000) and dev 0(=41000)\n"
+        "h:1:2 [1] NCCL INFO Channel 00 : 1[81000] -> 0[41000] via SHM/direct/direct\n"
+    )
+    acs = "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl-\n"
+    capture = import_texts([("nccl.log", log), ("acs.txt", acs)]).capture
+    found = _check(capture, "nccl.transport")
+    assert found.severity == "warn" and found.confidence == "medium"
+    assert "ACS" in found.summary

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pcidoc.doctor.checks.nccl_common import (
     RDMA_PREFIXES,
+    evidence,
     gpu_by_bus,
     gpu_names,
     is_consumer,
@@ -69,9 +70,21 @@ def _why_refused(ctx: Context, log: NcclLog) -> tuple[str, list[str], str]:
             ],
             "medium",
         )
+    acs = [d for d in evidence(ctx).lspci if d.acs_redirect]
+    if acs:
+        return (
+            f"lspci shows ACS redirecting peer traffic on {len(acs)} port(s), which sends P2P "
+            "up to the root complex",
+            [
+                "Disable ACS redirect on the bridges between the GPUs (BIOS, or "
+                "`setpci -s <bridge> ECAP_ACS+6.w=0000` at boot) on a bare-metal machine; see "
+                "nccl.acs-redirect.",
+            ],
+            "medium",
+        )
     return (
-        "CUDA refused peer access: typically the IOMMU translating DMA or ACS redirecting "
-        "peer traffic on the PCIe path, a VM, or a consumer GPU",
+        "the usual causes are the IOMMU translating DMA, ACS redirecting peer traffic on the "
+        "PCIe path, a VM, or a consumer GPU",
         [
             "Check ACS and IOMMU on the path between the GPUs: `sudo lspci -vvv | grep ACSCtl` "
             "(any `ReqRedir+`/`CmpltRedir+` on a bridge between them), and boot with "
@@ -112,14 +125,13 @@ def transport(ctx: Context) -> list[Finding]:
                 if refused == "disabled"
                 else "CUDA could not enable peer access between GPUs"
             )
-            evidence = [quote(q.quote) for q in log.p2p_refused[:3]]
-            evidence += [quote(c.quote, "fallback") for c in shm[:2]]
+            quoted = [quote(q.quote) for q in log.p2p_refused[:3]]
+            quoted += [quote(c.quote, "fallback") for c in shm[:2]]
             findings.append(
                 Finding(
                     "warn",
-                    f"{what}; intra-node traffic {'falls back to SHM' if shm or refused else ''}"
-                    f" through host memory: {cause}",
-                    evidence=evidence,
+                    f"{what}; intra-node traffic goes through host memory (SHM) instead: {cause}",
+                    evidence=quoted,
                     remediation=fix,
                     confidence=confidence,  # type: ignore[arg-type]
                 )
