@@ -359,6 +359,13 @@ def _report(relpath: str) -> tuple[Capture, Report]:
 def test_evidence_file_imports_and_diagnoses(relpath: str) -> None:
     capture, report = _report(relpath)
     assert not [r.id for r in report.checks if r.severity == "error"]
+    # What no paste can show (the driver now, ACS/IOMMU from sysfs, the job's environment and
+    # processes) never passes on an import; every nccl.* warning or failure quotes its evidence.
+    for check_id in ("nvml.health", "p2p.acs-iommu", "env.nccl", "numa.process-affinity"):
+        assert report.check(check_id).severity != "pass", check_id  # type: ignore[union-attr]
+    for result in report.checks:
+        if result.id.startswith("nccl.") and result.severity in ("warn", "fail"):
+            assert result.evidence and result.remediation, (relpath, result.id)
     facts, verdicts, words = EXPECTED.get(relpath, ([], {}, {}))
     for fact, want in facts:
         assert fact(capture) == want, (relpath, want)

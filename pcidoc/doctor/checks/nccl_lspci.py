@@ -153,6 +153,9 @@ def lspci_link(ctx: Context) -> list[Finding]:
                     "warn",
                     f"{who}: uncorrectable PCIe error status set ({', '.join(d.uncorrectable)})",
                     subjects=[who],
+                    evidence=[
+                        quote("UESta: " + " ".join(f"{b}+" for b in d.uncorrectable), "lspci")
+                    ],
                     remediation=[
                         "Look at `dmesg` for AER reports; reseat the card, check the riser "
                         "and slot.",
@@ -167,6 +170,7 @@ def lspci_link(ctx: Context) -> list[Finding]:
                     f"{who}: error status bits latched ({', '.join(latched)}); correctable "
                     "errors and UnsupReq are often benign, but a rising count is not",
                     subjects=[who],
+                    evidence=[quote(" ".join(f"{b}+" for b in latched), "lspci status bits")],
                     remediation=[
                         "Watch the counters over time (`pcidoc check --only pcie.errors` on "
                         "the machine)."

@@ -23,6 +23,7 @@ def topo_file(ctx: Context) -> list[Finding]:
             Finding(
                 "warn",
                 f"NCCL_TOPO_FILE={ev.topo_file_env} cannot be used: {ev.topo_file_error}",
+                evidence=[quote(ev.topo_file_env, "NCCL_TOPO_FILE")],
                 remediation=["Point NCCL_TOPO_FILE at a readable NCCL topology XML, or unset it."],
             )
         )
@@ -78,6 +79,10 @@ def topo_file(ctx: Context) -> list[Finding]:
                         f"{len(file_buses)} in the file, {len(machine)} seen"
                         + (f"; not on this machine: {', '.join(missing[:4])}" if missing else "")
                         + (f"; not in the file: {', '.join(extra[:4])}" if extra else ""),
+                        evidence=[
+                            quote(", ".join(sorted(file_buses)[:8]), "GPU bus ids in the file"),
+                            quote(", ".join(sorted(machine)[:8]), "GPU bus ids of the machine"),
+                        ],
                         remediation=[
                             "A topology file must list this machine's bus ids (a VM of another "
                             "size or generation has others): use the file made for this "
