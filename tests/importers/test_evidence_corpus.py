@@ -167,7 +167,7 @@ EXPECTED: dict[str, tuple[list[Fact], dict[str, set[str]], dict[str, str]]] = {
         [
             (lambda c: (len(c.gpus), len(c.nics)), (8, 5)),
             (lambda c: c.topology.link("GPU0", "GPU7"), "NV12"),
-            (lambda c: c.topology.link("GPU1", "NIC1"), "PXB"),
+            (lambda c: c.topology.link("GPU0", "NIC1"), "PXB"),
             (lambda c: c.topology.link("GPU0", "GPU4"), "NV12"),
             (lambda c: c.nics[0].name, "mlx5_bond_0"),
             (lambda c: (c.gpu(4).numa_node, c.gpu(0).bus_id), (1, "0000:13:00.0")),
