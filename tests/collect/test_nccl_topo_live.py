@@ -1,0 +1,78 @@
+"""A machine's NCCL_TOPO_FILE is read during collection and judged against the GPUs it has; the
+nccl-topo writer works from a collected capture."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from pcidoc.collect.importers import import_texts
+from pcidoc.collect.live import collect_live
+from pcidoc.collect.nccl_topo import write_topology
+from pcidoc.doctor import run
+from pcidoc.model.report import ReportSource
+from tests.collect.conftest import GPU0, GPU1, GPU2, GPU3, Box
+from tests.collect.test_live import _box_backend
+
+
+def _collect(box: Box, environ: dict[str, str]):  # type: ignore[no-untyped-def]
+    return collect_live(
+        sys_root=str(box.sys),
+        proc_root=str(box.proc),
+        etc_root=str(box.etc),
+        backend=_box_backend(),
+        environ=environ,
+        fs_root=str(box.fs),
+    )
+
+
+def _topo_file(tmp_path: Path, buses: list[str]) -> str:
+    pcis = "".join(f'<pci busid="{b}" class="0x030200"/>' for b in buses)
+    path = tmp_path / "topo.xml"
+    path.write_text(
+        f'<system version="1"><cpu numaid="0" arch="x86_64" vendor="AuthenticAMD">{pcis}'
+        "</cpu></system>"
+    )
+    return str(path)
+
+
+def _topo_check(capture):  # type: ignore[no-untyped-def]
+    report = run(capture, ReportSource(kind="live"), only=["nccl.topo-file"])
+    return report.checks[0]
+
+
+def test_topo_file_of_another_machine_is_reported(box: Box, tmp_path: Path) -> None:
+    path = _topo_file(tmp_path, [GPU0, "0000:ee:00.0"])
+    capture = _collect(box, {"NCCL_TOPO_FILE": path})
+    assert capture.evidence is not None and capture.evidence.topo_file_env == path
+    result = _topo_check(capture)
+    assert result.severity == "warn" and "does not match" in result.summary
+
+
+def test_matching_topo_file_passes(box: Box, tmp_path: Path) -> None:
+    path = _topo_file(tmp_path, [GPU0, GPU1, GPU2, GPU3])
+    result = _topo_check(_collect(box, {"NCCL_TOPO_FILE": path}))
+    assert result.severity == "pass"
+
+
+def test_unreadable_topo_file_is_reported(box: Box, tmp_path: Path) -> None:
+    capture = _collect(box, {"NCCL_TOPO_FILE": str(tmp_path / "missing.xml")})
+    result = _topo_check(capture)
+    assert result.severity == "warn" and "cannot be used" in result.summary
+
+
+def test_no_topo_file_no_evidence(box: Box) -> None:
+    assert _collect(box, {}).evidence is None
+
+
+def test_writer_round_trips_a_collected_machine(box: Box) -> None:
+    capture = _collect(box, {})
+    text, _ = write_topology(capture, arch="x86_64", vendor="AuthenticAMD")
+    assert all(c.get("arch") and c.get("vendor") for c in ET.fromstring(text).iter("cpu"))
+    back = import_texts([("topo.xml", text)]).capture
+    assert [g.bus_id for g in back.gpus] == [g.bus_id for g in capture.gpus]
+    labels = [g.label for g in capture.gpus]
+    for a in labels:
+        for b in labels:
+            assert back.topology.link(a, b) == capture.topology.link(a, b), (a, b)
+    assert [len(g.nvlinks) for g in back.gpus] == [len(g.nvlinks) for g in capture.gpus]
