@@ -12,7 +12,8 @@ The file is built from what the capture knows, never from guesses:
 * ``<gpu>`` with its index, compute capability (from :mod:`pcidoc.model.linkmodel`) and
   ``<nvlink>`` entries (per peer GPU, or to an NVSwitch when the GPUs reach each other through
   one);
-* NICs with a bus id as ``<nic><net name=.../></nic>``.
+* NICs with a bus id as ``<nic><net name=... gdr=.../></nic>`` (``gdr`` when a GPUDirect
+  peer-memory module is loaded; the link speed is left to NCCL, which reads it from the NIC).
 
 The result imports back (``pcidoc import topo.xml``) into the same GPUs, NVLinks and link
 classes (``NODE`` is written as the same-CPU ``PHB``: NCCL's files have no separate level).
@@ -160,6 +161,7 @@ def write_topology(
     gpu_by_label = {g.label: g for g in gpus}
     nic_by_label = {n.label: n for n in nics}
     all_nv = _nvswitch_like(capture)
+    gdr = bool(host.gpudirect.nvidia_peermem or host.gpudirect.nv_peer_mem)
     for node in sorted(set(numa.values())):
         members = [d for d in devices if numa[d] == node]
         attrs = {"numaid": str(node)}
@@ -190,9 +192,8 @@ def write_topology(
                     if label in gpu_by_label:
                         lines.extend(_gpu_xml(capture, gpu_by_label[label], pad, all_nv))
                     else:
-                        lines.extend(
-                            _nic_xml(nic_by_label[label], nics.index(nic_by_label[label]), pad)
-                        )
+                        nic = nic_by_label[label]
+                        lines.extend(_nic_xml(nic, nics.index(nic), pad, gdr))
                 if wrap:
                     lines.append(f"{indent}</pci>")
             if len(outer) > 1:
@@ -299,10 +300,12 @@ def _nvlinks(capture: Capture, gpu, nvswitch: bool) -> list[tuple[str, int, str]
     return [(bus, n, "0x030200") for bus, n in sorted(counts.items())]
 
 
-def _nic_xml(nic, dev: int, pad: str) -> list[str]:  # type: ignore[no-untyped-def]
+def _nic_xml(nic, dev: int, pad: str, gdr: bool) -> list[str]:  # type: ignore[no-untyped-def]
     cls = "0x020700" if nic.kind == "infiniband" else "0x020000"
     out = [f"{pad}<pci {_attrs({'busid': nic.bus_id, 'class': cls})}>"]
     net = {"name": nic.name or nic.label, "dev": str(dev), "port": "1"}
+    if gdr:
+        net["gdr"] = "1"
     out.append(f"{pad}  <nic>")
     out.append(f"{pad}    <net {_attrs(net)}/>")
     out.append(f"{pad}  </nic>")
