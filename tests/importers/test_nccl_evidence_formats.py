@@ -364,3 +364,25 @@ def test_p2p_refusal_explained_by_acs_redirect_in_the_same_paste() -> None:
     found = _check(capture, "nccl.transport")
     assert found.severity == "warn" and found.confidence == "medium"
     assert "ACS" in found.summary
+
+
+def test_huge_topology_file_is_bounded() -> None:
+    pcis = "".join(
+        f'<pci busid="0000:{i // 32:02x}:{i % 32:02x}.0" class="0x030200"/>' for i in range(2000)
+    )
+    cpu = '<cpu numaid="0" arch="x86_64" vendor="AuthenticAMD">'
+    text = f'<system version="1">{cpu}{pcis}</cpu></system>'
+    result = import_texts([("big.xml", text)])
+    assert any("no topology matrix built" in w for w in result.warnings)
+
+
+def test_many_single_rank_tables_stay_linear() -> None:
+    block = (
+        "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20\n"
+        "#  Rank  0 Group  0 Pid  {pid} on  host device  0 [0x1b] GPU\n"
+        "           8             2     float     sum      -1     4.1    0.00    0.00      0"
+        "     4.0    0.00    0.00      0\n"
+    )
+    capture = _cap("".join(block.format(pid=p) for p in range(600)))
+    run_ = capture.evidence.test_runs[0]
+    assert run_.headers == 600 and run_.duplicated_rows == 599

@@ -26,6 +26,7 @@ _TITLE_RE = lazy(
 )
 _NUMA_RE = lazy(r"^\s*GPU\[(\d+)\]\s*:\s*\(Topology\)\s*Numa Node\s*:\s*(-?\d+)", re.IGNORECASE)
 _END_RE = lazy(r"End of ROCm SMI Log", re.IGNORECASE)
+_MAX_GPUS = 256
 _LABEL_RE = lazy(r"^(?:GPU\d+|(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])$")
 
 
@@ -104,16 +105,20 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     if not labels:
         frag.warn("amd topology: no GPU labels found in the tables; not read")
         return frag, max(index, start + 1)
+    if len(labels) > _MAX_GPUS:
+        frag.warn(f"amd topology: {len(labels)} labels; only the first {_MAX_GPUS} were read")
+        labels = labels[:_MAX_GPUS]
     size = len(labels)
 
     def matrix(kind: str) -> list[list[str | None]]:
         head, body = tables.get(kind, ([], {}))
+        where = {label: pos for pos, label in enumerate(head)}
         out: list[list[str | None]] = []
         for label in labels:
             cells = body.get(label, [])
             row: list[str | None] = []
             for col in labels:
-                pos = head.index(col) if col in head else None
+                pos = where.get(col)
                 row.append(cells[pos] if pos is not None and pos < len(cells) else None)
             out.append(row)
         return out

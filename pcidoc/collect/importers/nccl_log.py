@@ -187,6 +187,8 @@ def _read_message(
         if match.group(5):
             log.nnodes = log.nnodes or int(match.group(5))
         entry = seen_ranks.get((host, rank))
+        if entry is None and len(seen_ranks) >= 65536:
+            return True
         if entry is None:
             entry = seen_ranks[(host, rank)] = NcclRank(
                 rank=rank, nranks=nranks, host=host, quote=quote

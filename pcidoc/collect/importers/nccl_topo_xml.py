@@ -33,6 +33,7 @@ _END_RE = lazy(r"</system\s*>")
 _DECL_RE = lazy(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
 _TAG_RE = lazy(r"<(/?)([A-Za-z_][\w.-]*)([^<>]*?)(/?)>")
 _MAX_CHARS = 4 * 2**20
+_MAX_DEVICES = 1024
 
 # Link speeds NCCL's PCI generation dictionary knows (src/graph/xml.h, kvDictPciGen): the
 # sysfs strings of kernels before and after 5.6.
@@ -381,7 +382,12 @@ def fill_fragment(frag: Fragment, topo: NcclTopology) -> None:
             "name": node.net_names[0] if node.net_names else None,
         }
         frag.nics.append(nic)
-    if gpus:
+    if len(gpus) + len(nics) > _MAX_DEVICES:
+        frag.warn(
+            f"nccl-topo-xml: {len(gpus)} GPUs and {len(nics)} NICs; more than {_MAX_DEVICES} "
+            "devices, no topology matrix built"
+        )
+    elif gpus:
         devices = gpus + nics
         labels = [f"GPU{i}" for i in range(len(gpus))] + [f"NIC{i}" for i in range(len(nics))]
         links: list[list[str | None]] = []

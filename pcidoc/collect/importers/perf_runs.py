@@ -107,11 +107,12 @@ def extract(doc: Doc, source: str) -> tuple[PerfRun | None, list[str]]:
             current.append(row)
     if not found:
         return None, []
-    seen: list[list[tuple[int, float | None]]] = []
+    seen: set[tuple[tuple[int, float | None], ...]] = set()
     for table in tables:
-        if table and any(table == other for other in seen):
+        key = tuple(table)
+        if table and key in seen:
             run.duplicated_rows += len(table)
-        seen.append(table)
+        seen.add(key)
     return run, []
 
 
