@@ -14,8 +14,6 @@ _REJECTED = ("has no arch", "has no vendor", "GenuineIntel without")
 @check("nccl.topo-file", "NCCL topology file")
 def topo_file(ctx: Context) -> list[Finding]:
     """Problems of the NCCL topology file(s) in the evidence."""
-    from pcidoc.collect.importers.text import normalize_bus_id
-
     ev = evidence(ctx)
     findings: list[Finding] = []
     if ev.topo_file_error:
@@ -28,6 +26,8 @@ def topo_file(ctx: Context) -> list[Finding]:
             )
         )
     for topo in ev.nccl_topologies:
+        from pcidoc.collect.importers.text import normalize_bus_id  # only with a file to judge
+
         name = topo.source or "topology file"
         severe = [p for p in topo.problems if any(r in p for r in _REJECTED)]
         minor = [p for p in topo.problems if p not in severe]
