@@ -386,3 +386,20 @@ def test_many_single_rank_tables_stay_linear() -> None:
     capture = _cap("".join(block.format(pid=p) for p in range(600)))
     run_ = capture.evidence.test_runs[0]
     assert run_.headers == 600 and run_.duplicated_rows == 599
+
+
+def test_gdr_off_by_distance_points_at_the_nic_layout() -> None:
+    text = (
+        "h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>\n"
+        "h:1:2 [1] NCCL INFO GPU Direct RDMA Disabled for GPU 1[1] / HCA 0 (distance 4 > 2)\n"
+    )
+    found = _check(_cap(text), "nccl.network")
+    assert found.severity == "warn" and "NCCL_NET_GDR_LEVEL" in found.summary
+
+
+def test_cuda_peer_access_warning_is_a_p2p_refusal() -> None:
+    text = (
+        "h:1:2 [0] include/alloc.h:48 NCCL WARN Cuda failure 'peer access is not supported "
+        "between these two devices'\n"
+    )
+    assert _check(_cap(text), "nccl.transport").severity == "warn"

@@ -40,8 +40,11 @@ _IB_USING_RE = lazy(r"^NET/([\w.\- ]+?)\s*:\s*Using\s+(.*)$")
 _IB_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):(\d+)/(IB|RoCE|\w+)")
 _SOCK_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):([0-9A-Fa-f.:%]+)<")
 _ENV_RE = lazy(r"^(NCCL_\w+|CUDA_\w+)\s+set by environment to\s+(.*?)\.?\s*$")
-_GDR_OFF_RE = lazy(r"GPU Direct RDMA Disabled for HCA\s+(\d+)\s+'?([\w.\-]+)'?", re.IGNORECASE)
-_P2P_OFF_RE = lazy(r"P2P is disabled between connected GPUs|Could not enable P2P between")
+_GDR_OFF_RE = lazy(r"GPU Direct RDMA Disabled for (?:HCA|GPU)", re.IGNORECASE)
+_P2P_OFF_RE = lazy(
+    r"P2P is disabled between connected GPUs|Could not enable P2P between|"
+    r"peer access is not supported between these two devices"
+)
 _IB_BAD_RE = lazy(
     r"NET/IB\w*\s*:\s*No device found|Unable to open device|ibv_open_device failed|"
     r"ibv_get_device_list failed|NET/IB\w*\s*:\s*Got async event"

@@ -35,7 +35,7 @@ def _refusal_kind(log: NcclLog) -> str | None:
     texts = " ".join(q.quote or "" for q in log.p2p_refused)
     if "disabled between connected GPUs" in texts:
         return "disabled"
-    if "Could not enable P2P" in texts:
+    if "Could not enable P2P" in texts or "peer access is not supported" in texts:
         return "enable"
     return None
 
@@ -281,19 +281,36 @@ def network(ctx: Context) -> list[Finding]:
                     )
                 )
         if log.gdr_disabled:
+            far = [q for q in log.gdr_disabled if "distance" in (q.quote or "")]
+            if far:
+                summary = (
+                    f"GPUDirect RDMA is off for {len(far)} GPU/NIC pair(s): the NIC is farther "
+                    "from the GPU than NCCL_NET_GDR_LEVEL allows, so data is staged through "
+                    "host memory"
+                )
+                fix = [
+                    "Use the NIC that shares a PCIe switch with each GPU (NCCL_IB_HCA, or the "
+                    "rail layout of `nvidia-smi topo -m`); raising NCCL_NET_GDR_LEVEL past a "
+                    "CPU root complex is often slower than staging.",
+                ]
+            else:
+                summary = (
+                    f"GPUDirect RDMA is disabled for {len(log.gdr_disabled)} HCA(s): "
+                    "inter-node traffic is staged through host memory"
+                )
+                fix = [
+                    "NCCL enables GPUDirect RDMA only when a peer-memory client is "
+                    "registered (`ls /sys/kernel/mm/memory_peers/nv_mem*/version`) or "
+                    "DMA-BUF works: load `nvidia_peermem` and check `dmesg` for its "
+                    "registration with this OFED/kernel, or use the open kernel module "
+                    "with `NCCL_DMABUF_ENABLE=1`.",
+                ]
             findings.append(
                 Finding(
                     "warn",
-                    f"GPUDirect RDMA is disabled for {len(log.gdr_disabled)} HCA(s): inter-node "
-                    "traffic is staged through host memory",
+                    summary,
                     evidence=[quote(q.quote) for q in log.gdr_disabled[:4]],
-                    remediation=[
-                        "NCCL enables GPUDirect RDMA only when a peer-memory client is "
-                        "registered (`ls /sys/kernel/mm/memory_peers/nv_mem*/version`) or "
-                        "DMA-BUF works: load `nvidia_peermem` and check `dmesg` for its "
-                        "registration with this OFED/kernel, or use the open kernel module "
-                        "with `NCCL_DMABUF_ENABLE=1`.",
-                    ],
+                    remediation=fix,
                     confidence="high",
                 )
             )
