@@ -403,3 +403,20 @@ def test_cuda_peer_access_warning_is_a_p2p_refusal() -> None:
         "between these two devices'\n"
     )
     assert _check(_cap(text), "nccl.transport").severity == "warn"
+
+
+@pytest.mark.parametrize(
+    "notice",
+    [
+        "Note: 24 NICs found, only displaying 8 of them",
+        "24 NICs were found; showing only the first 8",
+    ],
+)
+def test_collect_env_nic_notice(notice: str) -> None:
+    text = (
+        "Collecting environment information...\nPyTorch version: 2.3.0\n"
+        "GPU models and configuration:\nGPU 0: NVIDIA H100 80GB HBM3\n\n" + notice + "\n"
+    )
+    report = _cap(text).evidence.env_reports[0]
+    assert report.nic_notice == notice
+    assert _check(_cap(text), "nccl.nic-inventory").severity == "info"

@@ -31,7 +31,11 @@ _MARKERS = (
 _NCCL_PIP_RE = lazy(r"nvidia-nccl-cu\d+\s*[=]=\s*([\d.]+)|\bnccl\s*[=]=\s*([\d.]+)", re.IGNORECASE)
 _NCCL_VERSION_RE = lazy(r"^\s*NCCL version\s*:\s*\(?([\d., ]+)\)?", re.IGNORECASE)
 _GPU_LINE_RE = lazy(r"^\s*GPU\s*(\d+)\s*:\s*(.+?)\s*$")
-_NIC_NOTICE_RE = lazy(r"(\d+)\s+NICs?\s+(?:were\s+)?found.*?only\s+display(?:ing)?\s+(\d+)", re.I)
+_NIC_NOTICE_RE = lazy(
+    r"(\d+)\s+NICs?\b.{0,80}?\b(?:only\s+(?:display|show)(?:ing|ed|s)?|"
+    r"(?:display|show)(?:ing|ed|s)?\s+only)\s+(?:the\s+first\s+)?(\d+)",
+    re.I,
+)
 _KERNEL_RE = lazy(r"Linux-(\d[^\s]*?)-(?:x86_64|aarch64|ppc64le|s390x)")
 
 
