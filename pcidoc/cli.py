@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 from pcidoc import __version__
@@ -56,8 +57,8 @@ def _add_source_options(parser: argparse.ArgumentParser, top: bool = False) -> N
         const="",
         default=default,
         metavar="NAME",
-        help="use a bundled sample machine (`pcidoc samples` lists them; default: the one "
-        "with the most to diagnose)",
+        help="use a bundled sample machine (`pcidoc samples` lists them and marks the "
+        "default with *)",
     )
 
 
@@ -242,9 +243,7 @@ def resolve_machine(args: argparse.Namespace) -> tuple[Capture, ReportSource]:
     from pcidoc.model.report import ReportSource
 
     if getattr(args, "from_file", None):
-        from pcidoc.collect.capture import load_capture
-
-        capture = load_capture(args.from_file)
+        capture = load_from(args.from_file)
         return capture, ReportSource.for_file(args.from_file, capture.origin.kind)
     if getattr(args, "demo", None) is not None:
         from pcidoc.samples import default_demo, load_sample
@@ -254,6 +253,79 @@ def resolve_machine(args: argparse.Namespace) -> tuple[Capture, ReportSource]:
     from pcidoc.collect.live import collect_live
 
     return collect_live(), ReportSource(kind="live")
+
+
+def from_file_hint(path: str, error: PcidocError) -> PcidocError:
+    """The error of a ``--from FILE`` that could not be loaded, with the next step added.
+
+    ``--from NAME`` where NAME is a bundled sample and no such file exists points to
+    ``--demo NAME``; a file of pasted tool output (``nvidia-smi topo -m``...) points to
+    ``pcidoc import``. Any other error is returned unchanged.
+    """
+    if os.path.exists(path):
+        if not os.path.isfile(path):
+            return error
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(1 << 20)
+        except OSError:
+            return error
+        if head.lstrip()[:1] in (b"{", b"["):
+            return error  # JSON: the loader's message says what is wrong with it
+        try:
+            from pcidoc.collect.importers import import_texts
+
+            result = import_texts([(path, head.decode("utf-8", errors="replace"))])
+        except Exception:  # nothing recognised (or a damaged paste): keep the first message
+            return error
+        if result.unrecognised:
+            return error
+        formats = sorted({f for s in result.capture.origin.sources for f in s.formats})
+        what = ", ".join(formats) or "tool"
+        return PcidocError(
+            f"{path}: is {what} output, not a pcidoc capture; convert it first: "
+            f"`pcidoc import {path} -o machine.json`, then `--from machine.json`"
+        )
+    from pcidoc.samples import sample_names
+
+    try:
+        names = sample_names()
+    except PcidocError:
+        return error
+    if path in names:
+        return PcidocError(
+            f"--from {path}: no such file; {path} is a bundled sample: use `--demo {path}`"
+        )
+    return error
+
+
+def load_from(path: str) -> Capture:
+    """Load the capture of ``--from FILE`` (errors say what to do next)."""
+    from pcidoc.collect.capture import load_capture
+
+    try:
+        return load_capture(path)
+    except PcidocError as exc:
+        raise from_file_hint(path, exc) from None
+
+
+def _emit(write: Callable[[], object]) -> None:
+    """Write to stdout; a reader that went away (``| head``) is not an error of ours.
+
+    The caller still exits with its own code (the verdict of ``check``), and stdout is pointed
+    at ``/dev/null`` so the interpreter's last flush cannot fail either.
+    """
+    try:
+        write()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+
+
+def _silence_stdout() -> None:
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 def _read_ids(values: list[str]) -> list[str]:
@@ -277,14 +349,19 @@ def cmd_topo(args: argparse.Namespace) -> int:
             # Read-only fast path: validated plain data, no model classes to build.
             from pcidoc.collect.capture import load_capture_data
 
-            sys.stdout.write(topology_json(load_capture_data(file)))
+            try:
+                data = load_capture_data(file)
+            except PcidocError as exc:
+                raise from_file_hint(file, exc) from None
+            text = topology_json(data)
         else:
-            sys.stdout.write(topology_json(resolve_machine(args)[0]))
+            text = topology_json(resolve_machine(args)[0])
+        _emit(lambda: sys.stdout.write(text))
         return ExitCode.OK
     capture, source = resolve_machine(args)
     from pcidoc.present.text import make_console, render_topology
 
-    render_topology(capture, make_console(), source=source)
+    _emit(lambda: render_topology(capture, make_console(), source=source))
     return ExitCode.OK
 
 
@@ -348,14 +425,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     if output:
         path = _write_report(report, output)
         _stderr(f"pcidoc: wrote {path}")
+    # The verdict is the exit code, also when the reader of a pipe stops early (`| head -3`).
     if args.json:
         from pcidoc.present.json import report_json
 
-        sys.stdout.write(report_json(report))
+        text = report_json(report)
+        _emit(lambda: sys.stdout.write(text))
     else:
         from pcidoc.present.text import make_console, render_report
 
-        render_report(report, make_console(), verbose=args.verbose)
+        _emit(lambda: render_report(report, make_console(), verbose=args.verbose))
     return doctor.exit_code_for(report)
 
 
@@ -489,15 +568,50 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_tui(args: argparse.Namespace) -> int:
     """Bare ``pcidoc``: the TUI."""
-    from pcidoc.tui import run_tui
-
     if args.interval < 0.2:
         raise PcidocError("--interval must be at least 0.2 seconds")
-    return run_tui(
-        from_file=getattr(args, "from_file", None),
-        demo=getattr(args, "demo", None),
-        interval=args.interval,
+    refusal = no_terminal_reason()
+    if refusal is not None:
+        raise PcidocError(refusal)
+    from pcidoc.tui import run_tui
+
+    from_file = getattr(args, "from_file", None)
+    try:
+        return run_tui(
+            from_file=from_file, demo=getattr(args, "demo", None), interval=args.interval
+        )
+    except PcidocError as exc:
+        if from_file:  # run_tui raises only while loading, before the app starts
+            raise from_file_hint(from_file, exc) from None
+        raise
+
+
+def no_terminal_reason() -> str | None:
+    """Why the TUI cannot start here (stdin or stdout is not a terminal), or ``None``.
+
+    Without a terminal the TUI would write escape codes into a file or pipe and wait forever
+    for keys (``pcidoc --demo > out.txt``, ``ssh host pcidoc`` without ``-t``, cron, CI).
+    """
+    missing = [
+        name
+        for name, stream in (("stdin", sys.stdin), ("stdout", sys.stdout))
+        if stream is None or not _isatty(stream)
+    ]
+    if not missing:
+        return None
+    return (
+        f"the TUI needs a terminal but {' and '.join(missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} not one; for text output use "
+        "`pcidoc check` (diagnosis) or `pcidoc topo` (topology), add --demo/--from as before; "
+        "over ssh use `ssh -t`"
     )
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 COMMANDS = {
@@ -529,9 +643,8 @@ def main(argv: list[str] | None = None) -> int:
         _stderr("pcidoc: interrupted")
         return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
-        # `pcidoc check --json | head`: the reader went away; not an error of ours.
-        with contextlib.suppress(OSError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        # The reader of stdout went away; not an error of ours.
+        _silence_stdout()
         return int(ExitCode.OK)
     except Exception as exc:
         if debug:

@@ -293,8 +293,11 @@ def test_help_of_every_command(command: str | None, capsys: pytest.CaptureFixtur
 # --------------------------------------------------------------------- end to end
 
 
-def _pcidoc(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PCIDOC_", "NCCL_"))}
+def _pcidoc(
+    *argv: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    base = os.environ if env is None else env
+    env = {k: v for k, v in base.items() if not k.startswith(("PCIDOC_", "NCCL_"))}
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.run(
         [sys.executable, "-m", "pcidoc", *argv],
@@ -328,3 +331,108 @@ def test_subprocess_json_report_and_exit_code(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert json.loads(done.stdout)["worst"] == "fail"
     assert "Traceback" not in done.stderr
+
+
+# ------------------------------------------------------------- pipes, terminals, next steps
+
+
+def _pcidoc_piped(argv: list[str], read: int) -> tuple[int, str]:
+    """Run pcidoc with stdout into a pipe whose reader takes ``read`` bytes and goes away."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pcidoc", *argv],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(read)
+    proc.stdout.close()  # like `| head -c N`: later writes hit a closed pipe
+    err = proc.stderr.read().decode()
+    return proc.wait(timeout=120), err
+
+
+@pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["text", "json"])
+def test_a_closed_pipe_keeps_the_verdict_exit_code(json_flag: list[str], tmp_path: Path) -> None:
+    # synthetic-72gpu prints far more than a pipe buffer holds (the write really fails);
+    # synthetic-16gpu's verdict is fail (2), which a closed pipe used to turn into 1.
+    for sample in ("synthetic-16gpu", "synthetic-72gpu"):
+        verdict = _pcidoc("check", "--json", "--demo", sample, cwd=tmp_path).returncode
+        assert verdict in (1, 2)
+        code, err = _pcidoc_piped(["check", "--demo", sample, *json_flag], read=20)
+        assert code == verdict, (sample, code, err)
+        assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+def test_piped_check_output_wraps_and_never_cuts_a_line(tmp_path: Path) -> None:
+    for columns, width in (("", 100), ("80", 80)):
+        env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+        if columns:
+            env["COLUMNS"] = columns
+        done = _pcidoc("check", "--demo", "synthetic-72gpu", cwd=tmp_path, env=env)
+        assert done.returncode in (0, 1, 2), done.stderr
+        lines = done.stdout.splitlines()
+        assert all(len(line) <= width for line in lines), max(lines, key=len)
+        assert not [line for line in lines if line.rstrip().endswith("…")]
+        # Every skipped check id is printed in full somewhere.
+        report = json.loads(
+            _pcidoc("check", "--json", "--demo", "synthetic-72gpu", cwd=tmp_path).stdout
+        )
+        flat = " ".join(done.stdout.split())
+        for check in report["checks"]:
+            assert check["id"] in flat, check["id"]
+
+
+@pytest.mark.parametrize(
+    "argv", [["--demo"], ["--demo", "synthetic-16gpu"], ["--from", "x.json"], []]
+)
+def test_the_tui_refuses_without_a_terminal_in_one_line(argv: list[str]) -> None:
+    # stdin from /dev/null and stdout into a pipe: `pcidoc --demo > out.txt`, `ssh host pcidoc`.
+    done = subprocess.run(
+        [sys.executable, "-m", "pcidoc", *argv],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 3
+    assert done.stdout == ""  # no escape codes
+    (line,) = done.stderr.splitlines()
+    assert "needs a terminal" in line and "pcidoc check" in line and "pcidoc topo" in line
+
+
+def test_from_with_a_sample_name_points_to_demo(capsys: pytest.CaptureFixture[str]) -> None:
+    name = sample_names()[0]
+    code, out, err = run(["check", "--from", name], capsys)
+    assert_one_line_error(code, out, err, f"--demo {name}")
+    code, out, err = run(["topo", "--json", "--from", name], capsys)
+    assert_one_line_error(code, out, err, f"--demo {name}")
+
+
+def test_from_with_raw_nvidia_smi_text_points_to_import(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    raw = tmp_path / "topo.txt"
+    raw.write_text(TOPO, encoding="utf-8")
+    for argv in (["check"], ["topo"], ["topo", "--json"]):
+        code, out, err = run([*argv, "--from", str(raw)], capsys)
+        assert_one_line_error(code, out, err, "pcidoc import", str(raw))
+
+
+def test_from_with_unrecognisable_text_keeps_the_not_json_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("nothing here\n", encoding="utf-8")
+    code, out, err = run(["check", "--from", str(notes)], capsys)
+    assert_one_line_error(code, out, err, "not JSON")
+    assert "pcidoc import" not in err
+
+
+def test_demo_help_does_not_claim_the_most_to_diagnose(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "most to diagnose" not in out and "marks the default" in out

@@ -85,6 +85,22 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
+class _Console(Console):
+    """A rich console that reports a closed pipe to its caller instead of exiting.
+
+    rich's default ends the process with exit code 1 when the reader of a pipe goes away
+    (``pcidoc check | head -3``), which would replace the verdict's exit code. Here stdout is
+    pointed at ``/dev/null`` (so the interpreter's last flush cannot fail either) and
+    :class:`BrokenPipeError` propagates; the CLI then exits with the code it was going to.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise BrokenPipeError("the reader of stdout went away")
+
+
 def make_console(
     file: TextIO | None = None,
     *,
@@ -115,7 +131,7 @@ def make_console(
     if width is None and not force_terminal and not _isatty(stream):
         columns = os.environ.get("COLUMNS", "")
         width = int(columns) if columns.isdigit() and int(columns) > 0 else DEFAULT_WIDTH
-    return Console(
+    return _Console(
         file=stream,
         width=width,
         force_terminal=force_terminal,
@@ -341,7 +357,7 @@ def _severity_cell(severity: str, marks: dict[str, str]) -> Text:
 
 
 def _check_grid(report: Report, marks: dict[str, str], ticks: bool, verbose: bool) -> Table:
-    """One row per check; in the short form pass/skip summaries are cut to one line."""
+    """One row per check; long summaries wrap in their column (never cut)."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
     grid.add_column(no_wrap=True, style="bold")
@@ -353,19 +369,15 @@ def _check_grid(report: Report, marks: dict[str, str], ticks: bool, verbose: boo
         if fold and check.severity == "skip":
             continue
         style = "dim" if check.severity in ("skip", "pass") else ""
+        # Never cut with "…": a log of `pcidoc check | cat` must hold every word.
         summary = _inline(check.summary, style, ticks)
-        if not verbose and check.severity in ("pass", "skip"):
-            summary.no_wrap = True
-            summary.overflow = "ellipsis"
         grid.add_row(_severity_cell(check.severity, marks), Text(check.id), summary)
     if fold:
         summary = _inline(
-            "no input (`--verbose` says what each needs): " + ", ".join(c.id for c in skipped),
+            "no input for them: " + ", ".join(c.id for c in skipped),
             "dim",
             ticks,
         )
-        summary.no_wrap = True
-        summary.overflow = "ellipsis"
         grid.add_row(_severity_cell("skip", marks), Text(f"{len(skipped)} checks"), summary)
     return grid
 
@@ -489,8 +501,14 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
 
     code = exit_code(report)
     console.print()
-    footer = Text(f"Exit code {code}: {EXIT_MEANINGS.get(code, 'see docs/usage.md')}.")
-    console.print(footer, style="bold" if code else "")
+    footer = Text(
+        f"Exit code {code}: {EXIT_MEANINGS.get(code, 'see docs/usage.md')}.",
+        style="bold" if code else "",
+    )
     if not verbose:
-        console.print(_inline("Evidence and every step: `pcidoc check --verbose`", "dim", ticks))
+        footer.append(" ")
+        footer.append_text(
+            _inline("Evidence and every step: `pcidoc check --verbose`", "dim", ticks)
+        )
+    console.print(footer)
     console.print(_inline("Share it: `pcidoc check -o report.md` (or .html, .json)", "dim", ticks))

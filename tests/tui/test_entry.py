@@ -27,6 +27,14 @@ def _pcidoc(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """stdin and stdout count as a terminal (the TUI refuses to start without one)."""
+    import pcidoc.cli as cli
+
+    monkeypatch.setattr(cli, "_isatty", lambda _stream: True)
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -36,21 +44,35 @@ def _pcidoc(*args: str) -> subprocess.CompletedProcess[str]:
     ids=["missing-file", "unknown-demo"],
 )
 def test_load_errors_exit_3_with_one_line_before_the_app_starts(
-    args: list[str], expected: str
+    args: list[str], expected: str, terminal: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    result = _pcidoc(*args)
-    assert result.returncode == 3
-    lines = result.stderr.strip().splitlines()
+    from pcidoc.cli import main
+
+    assert main(args) == 3
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pcidoc: ") and expected in lines[0]
-    assert "Traceback" not in result.stderr
-    assert result.stdout == ""
+    assert "Traceback" not in err
+    assert out == ""
 
 
-def test_a_damaged_capture_is_a_load_error(tmp_path: Path) -> None:
+def test_a_damaged_capture_is_a_load_error(
+    tmp_path: Path, terminal: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pcidoc.cli import main
+
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
-    result = _pcidoc("--from", str(bad))
-    assert result.returncode == 3 and "Traceback" not in result.stderr
+    assert main(["--from", str(bad)]) == 3
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_without_a_terminal_the_tui_refuses_before_loading() -> None:
+    # Even a missing file is not looked at: the refusal names the commands that work here.
+    result = _pcidoc("--from", "/nonexistent/machine.json")
+    assert result.returncode == 3 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert "needs a terminal" in line and "`pcidoc check`" in line
 
 
 class _Recorder:
