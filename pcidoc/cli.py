@@ -12,19 +12,19 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pcidoc import __version__
 from pcidoc.errors import ExitCode, PcidocError
 
 if TYPE_CHECKING:
     from pcidoc.model.capture import Capture
-    from pcidoc.model.report import ReportSource
+    from pcidoc.model.report import Report, ReportSource
 
 PROBE_NAMES = ("transfer", "p2p", "allreduce", "scaling")
 
 # `--debug` is accepted after the subcommand too; SUPPRESS keeps the top-level value.
-_HIDDEN_DEBUG: dict[str, object] = {
+_HIDDEN_DEBUG: dict[str, Any] = {
     "action": "store_true",
     "default": argparse.SUPPRESS,
     "help": argparse.SUPPRESS,
@@ -451,7 +451,7 @@ def _validate_report_path(output: str) -> None:
         raise PcidocError(f"-o {output}: is a directory")
 
 
-def _write_report(report, output: str) -> str:  # type: ignore[no-untyped-def]
+def _write_report(report: Report, output: str) -> str:
     from pcidoc.collect.capture import write_atomic
     from pcidoc.present import render_report_file
 
@@ -573,15 +573,20 @@ def cmd_tui(args: argparse.Namespace) -> int:
     refusal = no_terminal_reason()
     if refusal is not None:
         raise PcidocError(refusal)
-    from pcidoc.tui import run_tui
+    from pcidoc.tui import TuiCrashed, run_tui
 
     from_file = getattr(args, "from_file", None)
     try:
         return run_tui(
-            from_file=from_file, demo=getattr(args, "demo", None), interval=args.interval
+            from_file=from_file,
+            demo=getattr(args, "demo", None),
+            interval=args.interval,
+            debug=bool(getattr(args, "debug", False)),
         )
+    except TuiCrashed:
+        raise
     except PcidocError as exc:
-        if from_file:  # run_tui raises only while loading, before the app starts
+        if from_file:  # loading the file failed, before the app started
             raise from_file_hint(from_file, exc) from None
         raise
 

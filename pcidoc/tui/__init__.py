@@ -9,20 +9,34 @@ from __future__ import annotations
 
 import os
 
+from pcidoc.errors import PcidocError
 
-def run_tui(from_file: str | None = None, demo: str | None = None, interval: float = 1.0) -> int:
+
+class TuiCrashed(PcidocError):
+    """The app ended on an internal error; the message names the log with the traceback."""
+
+
+def run_tui(
+    from_file: str | None = None,
+    demo: str | None = None,
+    interval: float = 1.0,
+    debug: bool = False,
+) -> int:
     """Run the TUI on a capture file, a bundled sample, or this machine.
 
     Args:
         from_file: A capture (or report) file; probes are disabled for it.
         demo: A sample name, ``""`` for the default demo, ``None`` for this machine.
         interval: Seconds between live counter samples.
+        debug: On an internal error also print Textual's full traceback.
 
     Returns:
         The exit code (0 after a normal quit).
 
     Raises:
-        PcidocError: the file or sample could not be loaded (the CLI prints one line, exits 3).
+        PcidocError: the file or sample could not be loaded, or the app ended on an internal
+            error (the message names the log file with the traceback); the CLI prints one line
+            and exits 3.
     """
     from pcidoc.model.report import ReportSource
 
@@ -41,8 +55,18 @@ def run_tui(from_file: str | None = None, demo: str | None = None, interval: flo
 
     app = PcidocApp(capture, source, interval=interval)
     app.freeze_gc = True
+    app.debug_errors = debug
     code = app.run()
+    crash = app.crash
+    if crash is not None:
+        where = (
+            f"traceback in {app.crash_log}" if app.crash_log else "the traceback could not be saved"
+        )
+        raise TuiCrashed(
+            f"internal error in the TUI: {type(crash).__name__}: {crash} ({where}; please "
+            "report it)"
+        )
     return int(code or 0)
 
 
-__all__ = ["run_tui"]
+__all__ = ["TuiCrashed", "run_tui"]

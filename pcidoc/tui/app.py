@@ -67,6 +67,44 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def crash_log_dir() -> Path:
+    """Where crash logs go: ``$PCIDOC_LOG_DIR``, else ``$XDG_STATE_HOME/pcidoc``, else
+    ``~/.local/state/pcidoc``."""
+    explicit = os.environ.get("PCIDOC_LOG_DIR")
+    if explicit:
+        return Path(explicit)
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(state) / "pcidoc"
+
+
+def write_crash_log(error: BaseException) -> Path | None:
+    """Write ``error``'s traceback (and versions) to a new log file; its path, or ``None``."""
+    import platform
+    import tempfile
+    import traceback
+
+    from pcidoc import __version__
+
+    stamp = _utc_now().strftime("%Y%m%dT%H%M%SZ")
+    name = f"tui-crash-{stamp}-{os.getpid()}.log"
+    text = (
+        f"pcidoc {__version__} TUI internal error at {stamp}\n"
+        f"python {platform.python_version()} on {platform.platform()}\n\n"
+        + "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    )
+    for folder in (crash_log_dir(), Path(tempfile.gettempdir())):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / name
+            path.write_text(text, encoding="utf-8")
+            return path
+        except OSError:
+            continue
+    return None
+
+
 class PcidocApp(App[int]):
     """The TUI: header, Topology / Links / Doctor / Host panes, probes and export.
 
@@ -182,6 +220,13 @@ class PcidocApp(App[int]):
         self._probe_notices: set[str] = set()
         self.first_screen_at: float | None = None
         """``time.monotonic()`` when the first report was on screen."""
+        self.crash: BaseException | None = None
+        """The first internal error nothing handled (the app then ends)."""
+        self.crash_log: Path | None = None
+        """The log file holding :attr:`crash`'s traceback (``None`` if it could not be
+        written)."""
+        self.debug_errors = False
+        """Print Textual's full traceback on an internal error (``pcidoc --debug``)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -223,11 +268,30 @@ class PcidocApp(App[int]):
         severity: Any = "information",
         timeout: float | None = None,
         markup: bool = False,
-    ) -> None:  # type: ignore[override]
+    ) -> None:
         """Show a notification (never parsed as markup) and remember it in :attr:`notices`."""
         self.notices.append((str(severity), message))
         if self.show_toasts:
             super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    # ------------------------------------------------------------------ internal errors
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An error nothing handled: keep its traceback in a log file, then let Textual end the
+        app (which restores the terminal). :func:`pcidoc.tui.run_tui` then prints one line
+        with the log's path and exits 3 instead of a screenful of traceback and exit 0."""
+        if self.crash is None:
+            self.crash = error
+            self.crash_log = write_crash_log(error)
+        super()._handle_exception(error)
+
+    def _print_error_renderables(self) -> None:
+        """Textual prints the traceback after restoring the terminal; pcidoc prints one line
+        instead when the traceback is in the log (``--debug`` keeps Textual's printout)."""
+        if self.crash_log is not None and not self.debug_errors:
+            self._exit_renderables.clear()
+            return
+        super()._print_error_renderables()
 
     # ------------------------------------------------------------------ workers
 
@@ -616,8 +680,15 @@ class PcidocApp(App[int]):
     @on(ReportExported)
     def _report_exported(self, message: ReportExported) -> None:
         folder = os.path.dirname(message.paths[0]) if message.paths else ""
-        names = ", ".join(os.path.basename(p) for p in message.paths)
-        self.notify(f"Wrote {names} in {folder}", title="Report exported", timeout=10)
+        stems = {os.path.splitext(os.path.basename(p))[0] for p in message.paths}
+        if len(stems) == 1:
+            # One name and its suffixes: short enough not to break file names, and gone
+            # before it covers the next dialog for long.
+            suffixes = ",".join(os.path.splitext(p)[1].lstrip(".") for p in message.paths)
+            names = f"{stems.pop()}.{{{suffixes}}}"
+        else:
+            names = ", ".join(os.path.basename(p) for p in message.paths)
+        self.notify(f"Wrote {names} in {folder}", title="Report exported", timeout=5)
 
     @on(ExportFailed)
     def _export_failed(self, message: ExportFailed) -> None:
@@ -720,6 +791,7 @@ class PcidocApp(App[int]):
     def action_cancel_probes(self) -> None:
         """Cancel the running probes: the runner ends their process groups."""
         if not self.probes_running:
+            self.notify("No probes are running: nothing to cancel (p starts them).", timeout=4)
             return
         self.workers.cancel_group(self, "probes")
         self._probe_panel().cancelling()

@@ -80,6 +80,10 @@ class _Recorder:
 
     built: ClassVar[list[dict[str, Any]]] = []
 
+    crash = None
+    crash_log = None
+    debug_errors = False
+
     def __init__(self, capture: Any, source: Any, **kwargs: Any) -> None:
         _Recorder.built.append({"capture": capture, "source": source, **kwargs})
         self.freeze_gc = False

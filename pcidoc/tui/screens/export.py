@@ -9,13 +9,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Input, Static
+
+from pcidoc.tui.screens.dialog import Dialog
 
 EXPORT_SUFFIXES: tuple[str, ...] = (".md", ".html", ".json", ".svg")
 
 
-class ExportScreen(ModalScreen[str | None]):
+class ExportScreen(Dialog[str | None]):
     """Asks for the base path; enter exports, escape cancels. Returns the path or ``None``."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]

@@ -9,10 +9,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from pcidoc.tui.keys import KEY_HELP
+from pcidoc.tui.screens.dialog import Dialog
 
 INTRO = (
     "pcidoc shows how the GPUs are wired (Topology), what flows over each link (Links) and what "
@@ -34,7 +34,7 @@ def help_table() -> Table:
     return table
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     """Keys and what they do; escape, q, ? or F1 closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -9,17 +9,17 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from pcidoc.model.capture import SampleInfo
+from pcidoc.tui.screens.dialog import Dialog
 
 THIS_MACHINE = "@live"
 """Option id of "this machine" (when it has GPUs to show)."""
 
 
-class SamplePicker(ModalScreen[str | None]):
+class SamplePicker(Dialog[str | None]):
     """Lists the bundled samples; enter opens one, escape cancels."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
