@@ -167,6 +167,22 @@ def section_tui(repeat: int, base: float, floor: float) -> None:
         )
     else:
         print(f"   sampler: failed: {proc.stderr[-300:]}")
+    proc = subprocess.run(
+        [PY, str(script), "progress-flood"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=bench_env(),
+    )
+    if proc.returncode == 0:
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(
+            f"{'UI heartbeat lateness, 1000 progress messages':<52} "
+            f"{data['worst_lateness_s'] * 1000:8.1f} ms worst, "
+            f"{data['median_lateness_s'] * 1000:.1f} ms median over {data['beats']} beats"
+        )
+    else:
+        print(f"   progress flood: failed: {proc.stderr[-300:]}")
 
 
 SECTIONS = {

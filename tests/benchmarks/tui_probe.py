@@ -13,6 +13,10 @@ Usage:
   tui_probe.py sampler                    CPU time of one counter sample per GPU over the fake
                                           NVML backend (8 GPUs x 18 NVLinks). Prints
                                           ``{"cpu_s_per_gpu_sample", ...}``.
+  tui_probe.py progress-flood             a fake probe streams 1000 progress messages (1 ms
+                                          apart) while a 20 ms heartbeat timer runs on the UI
+                                          thread. Prints ``{"worst_lateness_s",
+                                          "median_lateness_s", "beats", "shown"}``.
 """
 
 from __future__ import annotations
@@ -122,6 +126,72 @@ def sampler() -> dict[str, object]:
     }
 
 
+def progress_flood() -> dict[str, object]:
+    """How late a 20 ms UI heartbeat gets while a probe streams 1000 progress messages."""
+    import asyncio
+    import statistics
+
+    from pcidoc.tui.app import PcidocApp
+    from tests.fakes.fake_probes import FakeProbeRunner
+    from tests.tui.conftest import settle, wait_until
+    from tests.tui.machines import hgx_live
+
+    class Heartbeat(PcidocApp):
+        def on_mount(self) -> None:
+            super().on_mount()
+            self.lateness: list[float] = []
+            self.last_beat = time.monotonic()
+            self.set_interval(0.02, self.beat)
+
+        def beat(self) -> None:
+            now = time.monotonic()
+            self.lateness.append(max(0.0, now - self.last_beat - 0.02))
+            self.last_beat = now
+
+    flood: list[tuple[float, dict[str, object]]] = [
+        (0.001, {"type": "progress", "probe": "transfer", "fraction": k / 1000, "message": f"s{k}"})
+        for k in range(1000)
+    ]
+    flood.append(
+        (3600.0, {"type": "progress", "probe": "transfer", "fraction": 1.0, "message": ""})
+    )
+    box = hgx_live()
+    app = Heartbeat(
+        None,
+        None,
+        collect=lambda: box.capture,
+        sampler_factory=lambda _c: None,
+        probe_runner=FakeProbeRunner({"transfer": flood}, gpu_count=8, speed=1.0),
+        allow_probes=True,
+        busy_check=lambda _c, _g: [],
+        interval=None,
+    )
+    app.freeze_gc = True
+    result: dict[str, object] = {}
+
+    async def run() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("3")
+            await settle(pilot)
+            app.lateness.clear()
+            app.last_beat = time.monotonic()
+            await pilot.press("p")
+            panel = app.main.doctor.probes
+            await wait_until(pilot, lambda: panel.status.get("transfer") == "s999", limit=4000)
+            beats = list(app.lateness)
+            await pilot.press("x")
+            await settle(pilot)
+        result.update(
+            worst_lateness_s=max(beats),
+            median_lateness_s=statistics.median(beats),
+            beats=len(beats),
+        )
+
+    asyncio.run(run())
+    return result
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
@@ -133,6 +203,8 @@ def main(argv: list[str]) -> int:
         result = matrix_72()
     elif command == "sampler":
         result = sampler()
+    elif command == "progress-flood":
+        result = progress_flood()
     else:
         print(f"unknown command {command!r}", file=sys.stderr)
         return 2

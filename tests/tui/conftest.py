@@ -111,6 +111,7 @@ async def settle(pilot: Pilot[Any], rounds: int = 60) -> None:
     """
     app = pilot.app
     quiet = 0
+    why = "never started"
     for _ in range(rounds):
         busy = [w for w in app.workers if w.group != "counters" and not w.is_finished]
         if busy:
@@ -118,10 +119,19 @@ async def settle(pilot: Pilot[Any], rounds: int = 60) -> None:
         await pilot.pause()
         if busy or app.probes_running or app.report is None:
             quiet = 0
+            why = (
+                f"workers still running: {', '.join(w.name for w in busy)}"
+                if busy
+                else "probes still running"
+                if app.probes_running
+                else "no report yet"
+            )
             continue
         quiet += 1
         if quiet >= 2:
             return
+    # A test that goes on from here would assert against a half-loaded app.
+    raise AssertionError(f"the app did not settle in {rounds} rounds ({why})")
 
 
 async def wait_until(pilot: Pilot[Any], predicate: Callable[[], bool], limit: int = 400) -> None:
