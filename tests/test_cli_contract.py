@@ -436,3 +436,59 @@ def test_demo_help_does_not_claim_the_most_to_diagnose(capsys: pytest.CaptureFix
         main(["--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "most to diagnose" not in out and "marks the default" in out
+
+
+@pytest.fixture
+def without_torch(tmp_path: Path) -> dict[str, str]:
+    """An environment in which ``import torch`` fails as it does where torch is not installed."""
+    package = tmp_path / "hide" / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n", encoding="utf-8"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PCIDOC_", "NCCL_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "hide"), str(ROOT)])
+    return env
+
+
+def _probe_error(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pcidoc", "probe", *argv, "--json"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    (error,) = json.loads(done.stdout)["errors"]
+    return error
+
+
+def test_gloo_probes_without_torch_say_so_like_the_cuda_probes(
+    without_torch: dict[str, str], tmp_path: Path
+) -> None:
+    error = _probe_error(
+        ["allreduce", "--backend", "gloo", "--ranks", "1"], without_torch, tmp_path
+    )
+    assert error["kind"] == "unavailable"
+    assert error["message"] == "torch is not installed: pip install 'pcidoc[probes]'"
+    cuda = _probe_error(["transfer"], without_torch, tmp_path)
+    assert cuda["kind"] == "unavailable" and "ProbeUnavailable" not in cuda["message"]
+    assert cuda["message"].endswith(error["message"])
+
+
+def test_no_cuda_gpu_is_said_before_torch_is_not_installed(
+    without_torch: dict[str, str], tmp_path: Path
+) -> None:
+    from pcidoc.collect.live import collect_live
+
+    if collect_live().gpus:
+        pytest.skip("this machine has GPUs")
+    error = _probe_error(["p2p"], without_torch, tmp_path)
+    assert error["kind"] == "unavailable"
+    message = error["message"]
+    assert message.startswith("no CUDA GPU on this machine")
+    assert message.index("no CUDA GPU") < message.index("torch is not installed")

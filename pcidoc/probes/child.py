@@ -140,10 +140,15 @@ def main(argv: list[str] | None = None) -> int:
     if module_name is None:
         emit.error("error", f"unknown probe {name!r}")
         return 2
+    # Run as ``python -m pcidoc.probes.child`` this module is ``__main__``, and the probes
+    # raise the ProbeUnavailable of the imported ``pcidoc.probes.child``: catch both.
+    from pcidoc.probes import child as imported
+
+    unavailable = (ProbeUnavailable, imported.ProbeUnavailable)
     try:
         module = importlib.import_module(module_name)
         module.run(params, emit)
-    except ProbeUnavailable as exc:
+    except unavailable as exc:
         emit.error("unavailable", str(exc))
         return 0
     except Exception as exc:

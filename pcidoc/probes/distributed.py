@@ -32,7 +32,7 @@ from datetime import timedelta
 from typing import Any
 
 from pcidoc.probes import protocol
-from pcidoc.probes.child import Emitter, ProbeUnavailable
+from pcidoc.probes.child import Emitter, ProbeUnavailable, import_torch
 
 DEFAULT_PG_TIMEOUT_S = 60.0
 """Process-group timeout: far below the 10/30 min defaults (research/probes.md §3.4)."""
@@ -129,7 +129,11 @@ def _worker_entry(
         messages.put(message)
 
     try:
-        import torch
+        try:
+            torch = import_torch()
+        except ProbeUnavailable as exc:  # the same message as the CUDA probes give
+            send(protocol.error("unavailable", str(exc)))
+            raise SystemExit(1) from None
         import torch.distributed as dist
 
         backend = params["backend"]

@@ -498,7 +498,15 @@ def run_env(
     """Run the ``env`` probe (what torch sees)."""
     spec = env_spec(capture)
     on_progress = display.callback(spec) if display else None
-    return runner.run(spec, on_progress, cancel)
+    outcome = runner.run(spec, on_progress, cancel)
+    no_gpu = capture.unavailable.get("gpus") if capture is not None and not capture.gpus else None
+    if not outcome.info and no_gpu and outcome.errors:
+        # Installing torch would not help on a machine without a GPU: say that first.
+        outcome.errors = [
+            e.model_copy(update={"message": f"no CUDA GPU on this machine ({no_gpu}); {e.message}"})
+            for e in outcome.errors
+        ]
+    return outcome
 
 
 def measure(
