@@ -211,7 +211,9 @@ def worst_line(report: Report | None) -> Text:
     attention = [c for c in report.sorted_checks() if c.severity in ("fail", "error", "warn")]
     if not attention:
         out.append(" ✓ nothing wrong found", style=SEVERITY_STYLES["pass"])
-        out.append(" — press w for the checks, p to measure", style="dim")
+        # p measures only the machine pcidoc runs on: offer it only there.
+        live = report.source.kind == "live"
+        out.append(" — press w for the checks" + (", p to measure" if live else ""), style="dim")
         return out
     check = attention[0]
     out.append(" w ", style="bold reverse")
@@ -329,8 +331,10 @@ def _matrix_name(m: P2PMatrixMeasurement) -> str:
         parts.append(m.access)
     if m.method:
         parts.append(m.method.upper())
-    if m.kind == "latency" and m.latency_side:
-        parts.append(f"{m.latency_side}-timed")
+    if m.kind == "latency":
+        parts.append("latency")
+        if m.latency_side:
+            parts.append(f"{m.latency_side}-timed")
     return " ".join(parts)
 
 
@@ -468,7 +472,9 @@ def _device_head(capture: Capture, label: str) -> Text:
     return out
 
 
-def _paths(capture: Capture, labels: Sequence[str], heads: bool = True) -> Text:
+def _paths(
+    capture: Capture, labels: Sequence[str], heads: bool = True, link: str | None = None
+) -> Text:
     paths: list[tuple[str, list[PcieHop]]] = []
     for label in labels:
         index = _gpu_index(label)
@@ -500,9 +506,20 @@ def _paths(capture: Capture, labels: Sequence[str], heads: bool = True) -> Text:
                 "up to the root complex (and through the IOMMU).",
                 style="bold red",
             )
+        elif link is not None and link.upper().startswith("NV"):
+            # NVLink carries this pair's P2P traffic; the PCIe ports only join the trees.
+            out.append(
+                f"\n   Their PCIe paths meet at {turn.bus_id}; P2P traffic between them takes "
+                f"NVLink ({link}), not PCIe.",
+                style="dim",
+            )
         else:
-            out.append(f"\n   P2P traffic turns around at {turn.bus_id}.", style="dim")
+            out.append(f"\n   P2P traffic over PCIe turns around at {turn.bus_id}.", style="dim")
     return out
+
+
+P2P_CAP_WORDS: dict[str, str] = {"nvlink": "NVLink", "pci": "PCIe"}
+"""How the P2P capabilities of ``nvidia-smi topo -p2p r|w|n|a|p`` are named on screen."""
 
 
 def _p2p_status(capture: Capture, a: int, b: int) -> Text:
@@ -518,10 +535,15 @@ def _p2p_status(capture: Capture, a: int, b: int) -> Text:
         for pos, (cap, code) in enumerate(known.items()):
             if pos:
                 out.append(" · ", style="dim")
-            out.append(f"{cap} ")
+            out.append(f"{P2P_CAP_WORDS.get(cap, cap)} ")
             out.append(code, style="green" if code == "OK" else "bold red")
         for code in sorted({c for c in known.values() if c not in ("OK", "X")}):
             out.append(f"\n   {code}: {P2P_CODES.get(code, 'unknown code')}")
+        if "pci" in known:
+            out.append(
+                "\n   PCIe = P2P over PCIe (-p2p p); read/write/atomics = over any link",
+                style="dim",
+            )
     access = capture.p2p.can_access_peer
     if access is not None and a in capture.p2p.gpus and b in capture.p2p.gpus:
         i, j = capture.p2p.gpus.index(a), capture.p2p.gpus.index(b)
@@ -542,11 +564,16 @@ def _measured(capture: Capture, a: int, b: int, link: str | None) -> Text:
     if not found:
         out.append("   no P2P copy measured for this pair", style="dim")
         if not capture.measurements.p2p:
-            out.append(" (press p to run the probes on a live machine)", style="dim")
+            out.append(
+                " (the probes measure it: p in pcidoc on the GPU machine, or "
+                "`pcidoc check --probes quick` there)",
+                style="dim",
+            )
+    width = max((len(_matrix_name(m)) for m, _ in found), default=0) + 2
     for pos, (m, value) in enumerate(found):
         if pos:
             out.append("\n")
-        out.append(f"   {_matrix_name(m):<32}")
+        out.append(f"   {_matrix_name(m):<{width}}")
         if m.kind == "bandwidth":
             out.append(format_gbps(value), style="bold")
             if ceiling is not None and m.p2p == "enabled":
@@ -665,7 +692,7 @@ def describe_cell(capture: Capture, row: str, col: str) -> Text:
         out.append("\n\n")
         out.append_text(_measured(capture, a, b, link))
         out.append("\n\n")
-    out.append_text(_paths(capture, [row, col]))
+    out.append_text(_paths(capture, [row, col], link=link))
     return out
 
 

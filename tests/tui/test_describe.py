@@ -123,3 +123,39 @@ def test_pair_detail_without_facts_says_what_is_missing() -> None:
     assert "no nvidia-smi topo -p2p output imported" in text
     assert "no P2P copy measured for this pair" in text
     assert "path not in this capture" in text
+
+
+def test_wording_of_the_pair_detail() -> None:
+    """Latency rows say latency, the PCIe capability is named and explained, and an NVLink pair's
+    P2P traffic is not said to turn around at a PCIe switch."""
+    from pcidoc.samples import load_sample
+    from pcidoc.tui.describe import describe_cell
+
+    capture = load_sample("autodl-2080ti-2gpu")
+    text = describe_cell(capture, "GPU0", "GPU1").plain
+    latency = [line for line in text.splitlines() if "µs" in line]
+    assert latency and all("latency" in line for line in latency)
+    assert "pci NS" not in text and "PCIe NS" in text and "P2P over PCIe" in text
+    assert "press p" not in text
+
+    # synthetic-16gpu: NVSwitch pairs whose PCIe paths share a switch.
+    nvlinked = load_sample("synthetic-16gpu")
+    link = nvlinked.topology.link("GPU0", "GPU1")
+    assert link is not None and link.startswith("NV")
+    detail = describe_cell(nvlinked, "GPU0", "GPU1").plain
+    assert "turns around" not in detail
+    assert "takes NVLink" in detail
+
+
+def test_nothing_wrong_offers_p_only_on_this_machine() -> None:
+    from pcidoc import doctor
+    from pcidoc.model.report import ReportSource
+    from pcidoc.samples import load_sample
+    from pcidoc.tui.describe import worst_line
+
+    capture = load_sample("h100-pcie-nvlink-bridge")  # its worst finding is info
+    demo = doctor.run(capture, ReportSource(kind="demo", name="x"), [], [])
+    live = doctor.run(capture, ReportSource(kind="live"), [], [])
+    assert "nothing wrong found" in worst_line(demo).plain
+    assert "p to measure" not in worst_line(demo).plain
+    assert "p to measure" in worst_line(live).plain
