@@ -44,7 +44,7 @@ from pcidoc.tui.messages import (
     ThisMachineCollected,
 )
 from pcidoc.tui.screens.main import PANES, MainScreen
-from pcidoc.tui.widgets.doctor_pane import DoctorPane
+from pcidoc.tui.widgets.doctor_pane import CheckList, DoctorPane, jump_target
 from pcidoc.tui.widgets.host_pane import HostPane
 from pcidoc.tui.widgets.links_pane import LinksPane
 from pcidoc.tui.widgets.probe_panel import ProbePanel
@@ -146,6 +146,7 @@ class PcidocApp(App[int]):
         Binding("x", "cancel_probes", "Cancel"),
         Binding("e", "export", "Export"),
         Binding("s", "samples", "Samples"),
+        Binding("b", "toggle_banner", "Banner", show=False),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
@@ -709,6 +710,24 @@ class PcidocApp(App[int]):
         if worker.group == "load" and self.report is None:
             self.main.header.show(self.capture, self.source, None, f"could not load: {error}")
 
+    @on(CheckList.JumpRequested)
+    async def _jump_to_finding(self, message: CheckList.JumpRequested) -> None:
+        """Enter on a finding: its GPU pair (or GPU) under the Topology pane's cursor."""
+        target = jump_target(message.check)
+        if target is None:
+            self.notify(
+                f"{message.check.id} names no GPU or GPU pair to show in the matrix.", timeout=4
+            )
+            return
+        await self.open_pane("topology")
+        matrix = self.main.topology.matrix
+        row, col = target
+        if matrix.grid is not None and row.startswith("NIC") and row not in matrix.grid.labels:
+            self.main.topology.action_toggle_nics()
+            matrix = self.main.topology.matrix
+        matrix.select(row, col)
+        matrix.focus()
+
     @on(TabbedContent.TabActivated)
     async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         pane = event.pane.id
@@ -738,6 +757,14 @@ class PcidocApp(App[int]):
         """Switch pane."""
         if pane in dict(PANES):
             await self.open_pane(pane)
+
+    def action_toggle_banner(self) -> None:
+        """Hide or show the no-GPU banner (it takes rows a small terminal needs)."""
+        banner = self.main.banner
+        if not banner.has_reason:
+            self.notify("There is no banner to hide: this machine's GPUs are on display.", timeout=4)
+            return
+        banner.toggle()
 
     async def action_worst(self) -> None:
         """Open the Doctor pane on the worst finding."""

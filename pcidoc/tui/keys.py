@@ -17,6 +17,7 @@ KEY_HELP: list[tuple[str, list[tuple[str, str]]]] = [
             ("x", "cancel the running probes (ends their processes)"),
             ("e", "export the report: Markdown, HTML, JSON + SVG screenshot"),
             ("s", "open another sample machine (demo picker)"),
+            ("b", "hide / show the no-GPU banner"),
             ("? F1", "this help"),
             ("tab shift+tab", "move between the parts of a pane"),
             ("q ctrl+c", "quit (stops the sampler, cancels probes)"),
@@ -37,12 +38,16 @@ KEY_HELP: list[tuple[str, list[tuple[str, str]]]] = [
         [
             ("up down", "select a GPU (its NVLinks and history chart below)"),
             ("tab", "to the NVLink table; up/down selects the link drawn in the chart"),
+            ("o", "sort the GPUs: GPU order → most replays → busiest first"),
         ],
     ),
     (
         "Doctor pane",
         [
             ("up down", "select a check (worst first); its evidence and fix on the side"),
+            ("enter", "jump to the finding's GPU or GPU pair in the Topology pane"),
+            ("f", "hide / show the checks that passed or were skipped"),
+            ("/", "search the checks (id, title, summary); escape clears"),
             ("tab", "to the detail, then pgup/pgdn to scroll it"),
         ],
     ),

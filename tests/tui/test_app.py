@@ -267,9 +267,14 @@ def test_help_names_every_key_bound_anywhere() -> None:
     from pcidoc.tui.widgets.topology_pane import TopologyPane
 
     documented = all_keys()
-    aliases = {"question_mark": "?", "pageup": "pgup", "pagedown": "pgdn"}
+    from pcidoc.tui.widgets.doctor_pane import CheckList, DoctorPane
+
+    aliases = {"question_mark": "?", "pageup": "pgup", "pagedown": "pgdn", "slash": "/"}
     missing = []
-    for owner in (PcidocApp, TopologyPane, Matrix, HelpScreen, ExportScreen, SamplePicker):
+    owners = (PcidocApp, TopologyPane, Matrix, HelpScreen, ExportScreen, SamplePicker)
+    from pcidoc.tui.widgets.links_pane import LinksPane
+
+    for owner in (*owners, DoctorPane, CheckList, LinksPane):
         for binding in owner.BINDINGS:
             for key in binding.key.split(","):
                 name = aliases.get(key.strip(), key.strip())

@@ -10,18 +10,19 @@ import pytest
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
 
 from pcidoc.tui.app import PcidocApp
 from pcidoc.tui.screens.export import ExportScreen
 from pcidoc.tui.screens.main import MainScreen
 from pcidoc.tui.screens.samples import SamplePicker
-from tests.tui.conftest import demo_app, make_app, settle
-from tests.tui.machines import acs_machine, acs_source
+from tests.tui.conftest import demo_app, make_app, plain, settle
+from tests.tui.machines import acs_machine, acs_source, hgx_live
 
 
 async def burst(pilot: Pilot[Any], *keys: str) -> None:
     """Keys that arrive in one read (a slow SSH link): all queued before any is handled."""
-    characters = {"enter": "\r", "escape": "\x1b", "down": None}
+    characters = {"enter": "\r", "escape": "\x1b", "down": None, "slash": "/"}
     for key in keys:
         pilot.app.post_message(events.Key(key, characters.get(key, key)))
     await pilot.pause()
@@ -150,3 +151,138 @@ async def test_settle_raises_when_the_app_never_settles() -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         with pytest.raises(AssertionError, match="did not settle"):
             await settle(pilot, rounds=5)
+
+
+# ------------------------------------------------------------------ doctor: filter, search, jump
+
+
+async def test_f_hides_passed_and_skipped_checks_and_says_so() -> None:
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        doctor = app.main.doctor
+        everything = len(doctor.checks)
+        assert {c.severity for c in doctor.checks} >= {"pass", "skip"}
+        await pilot.press("f")
+        await pilot.pause()
+        assert doctor.checks and {c.severity for c in doctor.checks}.isdisjoint({"pass", "skip"})
+        line = plain(app.main.query_one("#check-filter", Static))
+        assert f"showing {len(doctor.checks)} of {everything}" in line
+        await pilot.press("f")
+        await pilot.pause()
+        assert len(doctor.checks) == everything
+        assert not app.main.query_one("#check-filter", Static).display
+
+
+async def test_slash_searches_the_checks_and_escape_clears(export_dir: Path) -> None:
+    app = demo_app("autodl-2080ti-2gpu", export_dir=export_dir)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        doctor = app.main.doctor
+        everything = len(doctor.checks)
+        # "/" and the letters in one read; letters of app keys (p probes, e export) are text.
+        await burst(pilot, "slash", *"pcie")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen) and not app.probes_running
+        assert doctor.search == "pcie"
+        assert doctor.checks and all(
+            "pcie" in f"{c.id} {c.title} {c.summary}".lower() for c in doctor.checks
+        )
+        assert len(doctor.checks) < everything
+        await pilot.press("enter")  # back to the list, search kept
+        await pilot.pause()
+        assert doctor.search == "pcie"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert doctor.search == "" and len(doctor.checks) == everything
+    assert list(export_dir.iterdir()) == []
+
+
+async def test_enter_on_a_finding_jumps_to_its_pair_in_the_matrix() -> None:
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await settle(pilot)
+        doctor = app.main.doctor
+        assert doctor.selected is not None and doctor.selected.id == "p2p.capability"
+        assert "GPU0-GPU1" in doctor.selected.subjects
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.main.active_pane == "topology"
+        assert app.main.topology.matrix.selected in (("GPU0", "GPU1"),)
+
+
+async def test_enter_on_a_gpu_finding_selects_that_gpu() -> None:
+    app = demo_app("synthetic-16gpu")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        app.main.doctor.select("pcie.link-speed")
+        await pilot.pause()
+        assert app.main.doctor.selected is not None
+        gpu = next(s for s in app.main.doctor.selected.subjects if s.startswith("GPU"))
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.main.active_pane == "topology"
+        assert app.main.topology.matrix.selected == (gpu, gpu)
+
+
+# ------------------------------------------------------------------------- links: sort
+
+
+def _gpu_order(app: PcidocApp) -> list[str]:
+    table = app.main.query_one("#gpu-table", DataTable)
+    return [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+
+
+async def test_o_sorts_the_links_pane_by_replays_then_utilisation() -> None:
+    box = hgx_live()
+    app = make_app(collect=lambda: box.capture, sampler_factory=box.sampler)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        app.take_sample()
+        await pilot.pause()  # a newer queued sample replaces an unhandled one
+        box.advance(1.0)
+        app.take_sample()
+        await pilot.pause()
+        assert _gpu_order(app) == [f"GPU{i}" for i in range(8)]
+        await pilot.press("o")  # replays: GPU5 replays 4/s, the others none
+        await pilot.pause()
+        assert _gpu_order(app)[0] == "GPU5"
+        assert "Sorted by replays" in plain(app.main.query_one("#links-note", Static))
+        await pilot.press("o")  # utilisation: GPU i moves (i + 1) x 3 GB/s
+        await pilot.pause()
+        assert _gpu_order(app) == [f"GPU{i}" for i in range(7, -1, -1)]
+        box.advance(1.0)
+        app.take_sample()  # a new sample keeps the order
+        await pilot.pause()
+        assert _gpu_order(app) == [f"GPU{i}" for i in range(7, -1, -1)]
+        await pilot.press("o")
+        await pilot.pause()
+        assert _gpu_order(app) == [f"GPU{i}" for i in range(8)]
+
+
+async def test_b_hides_the_no_gpu_banner_and_gives_its_rows_back() -> None:
+    from tests.tui.machines import no_gpu_machine
+
+    app = make_app(collect=no_gpu_machine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        banner = app.main.banner
+        assert banner.display and "b hide this" in plain(banner)
+        tabs_top = app.main.query_one("TabbedContent").region.y
+        await pilot.press("b")
+        await pilot.pause()
+        assert not banner.display
+        assert app.main.query_one("TabbedContent").region.y < tabs_top
+        await pilot.press("b")
+        await pilot.pause()
+        assert banner.display

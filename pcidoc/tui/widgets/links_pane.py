@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
@@ -97,11 +99,34 @@ def _util(
     return Text(f"{share:.0f}%", style=style, justify="right")
 
 
+SORTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("gpu", "GPU order", ()),
+    ("replays", "replays (most first)", ("replays", "aer")),
+    ("util", "utilisation (busiest first)", ("util", "tx", "rx")),
+)
+"""``o`` cycles through these orders of the GPU table: (name, words, columns compared)."""
+
+
+def _sort_value(cell: object) -> float:
+    """A table cell as a number for sorting ("—", "?" and "…" last)."""
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    try:
+        return float(text.strip().rstrip("%"))
+    except ValueError:
+        return float("-inf")
+
+
 class LinksPane(Container):
     """Per-GPU link table, the selected GPU's NVLinks and (live) a throughput history chart."""
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("o", "cycle_sort", "Sort", show=False),
+    ]
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.sort = "gpu"
+        """Order of the GPU table (a name of :data:`SORTS`)."""
         self.capture: Capture | None = None
         self.live = False
         self.interval: float | None = None
@@ -158,11 +183,11 @@ class LinksPane(Container):
         self._show_note()
         for gpu in capture.gpus:
             table.add_row(*self._static_row(gpu), key=str(gpu.index))
+        self._apply_sort()
         if capture.gpus:
             keep = self.selected_gpu if capture.gpu(self.selected_gpu or -1) is not None else None
             self.selected_gpu = keep if keep is not None else capture.gpus[0].index
-            row = next(i for i, g in enumerate(capture.gpus) if g.index == self.selected_gpu)
-            table.move_cursor(row=row, animate=False)
+            table.move_cursor(row=table.get_row_index(str(self.selected_gpu)), animate=False)
         else:
             self.selected_gpu = None
         self._show_links()
@@ -196,6 +221,9 @@ class LinksPane(Container):
         note.append(
             " Util % raw: busier direction ÷ raw ceiling of the negotiated PCIe link.", style="dim"
         )
+        if self.sort != "gpu":
+            words = next(w for name, w, _ in SORTS if name == self.sort)
+            note.append(f" Sorted by {words} (o).", style="bold")
         self.query_one("#links-note", Static).update(note)
 
     def _static_row(self, gpu: Gpu) -> list[Text]:
@@ -278,7 +306,32 @@ class LinksPane(Container):
                             rate.nvlink_rx_gbps.get(link.link),
                         )
                     )
+        self._apply_sort()
         self._show_links()
+
+    # ------------------------------------------------------------------------ sort
+
+    def action_cycle_sort(self) -> None:
+        """``o``: GPU order → most replays first → busiest first."""
+        names = [name for name, _, _ in SORTS]
+        self.sort = names[(names.index(self.sort) + 1) % len(names)]
+        self._apply_sort()
+        self._show_note()
+
+    def _apply_sort(self) -> None:
+        table = self.query_one("#gpu-table", DataTable)
+        if not table.row_count:
+            return
+        selected = self.selected_gpu
+        _, _, columns = next(s for s in SORTS if s[0] == self.sort)
+        if columns:
+            table.sort(
+                *columns, key=lambda cells: tuple(_sort_value(c) for c in cells), reverse=True
+            )
+        else:
+            table.sort("gpu", key=lambda cell: int(cell.plain.removeprefix("GPU") or 0))
+        if selected is not None:
+            table.move_cursor(row=table.get_row_index(str(selected)), animate=False)
 
     # ------------------------------------------------------------------- selection
 

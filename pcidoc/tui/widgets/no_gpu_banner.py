@@ -7,10 +7,18 @@ from textual.widgets import Static
 
 
 class NoGpuBanner(Static):
-    """Says why there are no GPUs here and that the panes show a DEMO machine instead."""
+    """Says why there are no GPUs here and that the panes show a DEMO machine instead.
+
+    ``b`` hides it (the header still says DEMO; ``4`` still shows why there is no GPU) and
+    shows it again.
+    """
+
+    hidden_by_user = False
+    """``b`` was pressed: stay hidden until it is pressed again."""
 
     def show(self, reason: str | None, demo: str | None) -> None:
         """Show the banner (``reason`` set) or hide it (``None``)."""
+        self.has_reason = reason is not None
         if reason is None:
             self.display = False
             return
@@ -25,6 +33,19 @@ class NoGpuBanner(Static):
         text.append("4", style="bold reverse")
         text.append(" this machine  ")
         text.append("s", style="bold reverse")
-        text.append(" other demos")
+        text.append(" other demos  ")
+        text.append("b", style="bold reverse")
+        text.append(" hide this")
         self.update(text)
-        self.display = True
+        self.display = not self.hidden_by_user
+
+    has_reason = False
+    """A reason is set (there is something to show)."""
+
+    def toggle(self) -> bool:
+        """Hide or show again (``b``); returns whether it is now shown."""
+        if not self.has_reason:
+            return False
+        self.hidden_by_user = not self.hidden_by_user
+        self.display = not self.hidden_by_user
+        return bool(self.display)
