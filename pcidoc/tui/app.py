@@ -762,7 +762,9 @@ class PcidocApp(App[int]):
         """Hide or show the no-GPU banner (it takes rows a small terminal needs)."""
         banner = self.main.banner
         if not banner.has_reason:
-            self.notify("There is no banner to hide: this machine's GPUs are on display.", timeout=4)
+            self.notify(
+                "There is no banner to hide: this machine's GPUs are on display.", timeout=4
+            )
             return
         banner.toggle()
 
