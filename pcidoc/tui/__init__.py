@@ -53,7 +53,7 @@ def run_tui(
         capture, source = load_demo(demo or None)
     from pcidoc.tui.app import PcidocApp
 
-    app = PcidocApp(capture, source, interval=interval)
+    app = PcidocApp(capture, source, interval=interval, replay_demos=True)
     app.freeze_gc = True
     app.debug_errors = debug
     code = app.run()

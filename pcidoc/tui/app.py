@@ -43,6 +43,7 @@ from pcidoc.tui.messages import (
     ReportUpdated,
     ThisMachineCollected,
 )
+from pcidoc.tui.replay import TraceReplaySampler, synthetic_trace
 from pcidoc.tui.screens.main import PANES, MainScreen
 from pcidoc.tui.widgets.doctor_pane import CheckList, DoctorPane, jump_target
 from pcidoc.tui.widgets.host_pane import HostPane
@@ -128,6 +129,8 @@ class PcidocApp(App[int]):
         busy_check: Lists other processes on the GPUs before probing (live machines only).
         export_dir: Folder export paths are relative to (default: the working directory).
         demo_fallback: Open the default demo when this machine has no usable GPU.
+        replay_demos: Replay a SYNTHETIC counter trace on demo machines so the Links pane and
+            its chart move (labelled as such; never used by the doctor or reports).
     """
 
     TITLE = "pcidoc"
@@ -169,6 +172,7 @@ class PcidocApp(App[int]):
         busy_check: BusyCheck | None = None,
         export_dir: str | os.PathLike[str] | None = None,
         demo_fallback: bool = True,
+        replay_demos: bool = False,
     ) -> None:
         super().__init__()
         self._live_machine: defaults.LiveMachine | None = None
@@ -191,6 +195,9 @@ class PcidocApp(App[int]):
         self._busy_check = busy_check or defaults.busy_processes
         self.export_dir = Path(export_dir) if export_dir is not None else Path.cwd()
         self._demo_fallback = demo_fallback
+        self.replay_demos = replay_demos
+        """Demo machines replay a SYNTHETIC counter trace in the Links pane
+        (:mod:`pcidoc.tui.replay`); ``pcidoc --demo`` turns it on."""
 
         self.capture: Capture | None = None
         """The machine on display (with any measurements the probes added)."""
@@ -201,7 +208,7 @@ class PcidocApp(App[int]):
         self.no_gpu_reason: str | None = None
         self.fallback = False
         """True when a demo is on display because this machine has no usable GPU."""
-        self.sampler: CounterSampler | None = None
+        self.sampler: CounterSampler | TraceReplaySampler | None = None
         self.last_sample: CounterSample | None = None
         self.rates: dict[int, GpuRates] = {}
         self.probes_running = False
@@ -531,6 +538,10 @@ class PcidocApp(App[int]):
         live = message.source.kind == "live"
         if live:
             self.this_machine = message.capture
+        else:
+            self._stop_counters()
+            if self.replay_demos and message.source.kind == "demo" and message.capture.gpus:
+                self.sampler = TraceReplaySampler(synthetic_trace(message.capture))
         from pcidoc.doctor.topology_notes import topology_notes
 
         main.header.show(message.capture, message.source, None)
@@ -551,7 +562,13 @@ class PcidocApp(App[int]):
             links = main.pane("links")
             if isinstance(links, LinksPane):
                 live = self.source is not None and self.source.kind == "live"
-                links.show_capture(self.capture, live and self.sampler is not None, self.interval)
+                replay = self.replay_label
+                links.show_capture(
+                    self.capture,
+                    (live or replay is not None) and self.sampler is not None,
+                    self.interval,
+                    replay=replay,
+                )
                 if self.last_sample is not None:
                     links.show_sample(self.last_sample, self.rates)
         elif name == "doctor":
@@ -573,7 +590,7 @@ class PcidocApp(App[int]):
             self._sync(name)
         if name == "topology" and self._topology_stale:
             self._topology_stale = False
-            main.topology.show_rates(self.rates or None)
+            main.topology.show_rates((self.rates or None) if self.replay_label is None else None)
             main.topology.show_capture(self.capture)
         main.activate(name)
         main.show_keys(self.probes_running)
@@ -593,8 +610,15 @@ class PcidocApp(App[int]):
         else:
             self.call_after_refresh(self._first_screen_done)
         live = self.source is not None and self.source.kind == "live"
-        if first and live and self.sampler is not None and self.interval is not None:
+        moving = live or self.replay_label is not None
+        if first and moving and self.sampler is not None and self.interval is not None:
             self.sample_counters()
+
+    @property
+    def replay_label(self) -> str | None:
+        """What the counters are when a trace is replayed (SYNTHETIC...), else ``None``."""
+        sampler = self.sampler
+        return sampler.label if isinstance(sampler, TraceReplaySampler) else None
 
     def _probe_panel(self) -> ProbePanel:
         doctor = self.main.pane("doctor")
@@ -630,7 +654,9 @@ class PcidocApp(App[int]):
         links = main.pane("links")
         if isinstance(links, LinksPane):
             links.show_sample(message.sample, self.rates)
-        if previous is not None:
+        if previous is not None and self.replay_label is None:
+            # A replayed SYNTHETIC trace stays in the Links pane, which labels it; the matrix's
+            # traffic colours show only counters read from GPUs.
             if main.active_pane == "topology":
                 main.topology.show_rates(self.rates)
             else:

@@ -125,6 +125,8 @@ class LinksPane(Container):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.replay: str | None = None
+        """The replayed trace on display (SYNTHETIC...), or ``None`` for real counters."""
         self.sort = "gpu"
         """Order of the GPU table (a name of :data:`SORTS`)."""
         self.capture: Capture | None = None
@@ -165,10 +167,21 @@ class LinksPane(Container):
 
     # -------------------------------------------------------------------------- data
 
-    def show_capture(self, capture: Capture | None, live: bool, interval: float | None) -> None:
-        """Show a machine: live (counters will arrive) or static (the capture's values)."""
+    def show_capture(
+        self,
+        capture: Capture | None,
+        live: bool,
+        interval: float | None,
+        replay: str | None = None,
+    ) -> None:
+        """Show a machine: live (counters will arrive) or static (the capture's values).
+
+        ``replay`` names a replayed counter trace (SYNTHETIC...) that stands in for live
+        counters on a demo; the pane then says so in its first line and in the chart's title.
+        """
         self.capture = capture
         self.live = live
+        self.replay = replay
         self.interval = interval
         self.last_sample = None
         self.rates = {}
@@ -211,7 +224,14 @@ class LinksPane(Container):
 
     def _show_note(self) -> None:
         note = Text()
-        if self.live:
+        if self.live and self.replay:
+            note.append(self.replay, style="bold magenta")
+            every = f" every {self.interval:g} s" if self.interval else ""
+            note.append(
+                f": a generated training loop on the demo's links{every}, to show how this pane "
+                "moves on a live GPU machine."
+            )
+        elif self.live:
             note.append("LIVE", style="bold green")
             every = f" every {self.interval:g} s" if self.interval else ""
             note.append(f" counters{every}, Δ since the last sample.")
@@ -438,7 +458,7 @@ class LinksPane(Container):
         gpu = self.capture.gpu(self.selected_gpu) if self.capture else None
         if link is None and gpu is not None and gpu.nvlinks:
             link = gpu.nvlinks[0].link
-        title = f"GPU{self.selected_gpu} PCIe"
+        title = f"{'SYNTHETIC ' if self.replay else ''}GPU{self.selected_gpu} PCIe"
         if link is not None:
             link_series = self.link_history.get((self.selected_gpu, link), ())
             for name, pos in (("NVLink TX", 1), ("NVLink RX", 2)):

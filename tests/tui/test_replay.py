@@ -1,0 +1,90 @@
+"""Demo machines replay a SYNTHETIC counter trace (pcidoc/tui/replay.py) in the Links pane."""
+
+from __future__ import annotations
+
+from pcidoc.model.counters import rates
+from pcidoc.samples import load_sample
+from pcidoc.tui.describe import gpu_pcie_ceiling
+from pcidoc.tui.replay import SYNTHETIC_LABEL, TraceReplaySampler, synthetic_trace
+from tests.tui.conftest import demo_app, plain, settle
+from tests.tui.machines import ManualClock
+
+
+def test_the_trace_replays_as_counters_whose_rates_are_its_frames() -> None:
+    capture = load_sample("synthetic-16gpu")
+    trace = synthetic_trace(capture)
+    assert trace.synthetic and trace.label == SYNTHETIC_LABEL and "SYNTHETIC" in trace.label
+    clock = ManualClock()
+    sampler = TraceReplaySampler(trace, clock=clock)
+    seen = []
+    previous = sampler.sample()
+    for second in range(trace.seconds + 2):  # past the end: the trace loops
+        clock.t += 1.0
+        sample = sampler.sample()
+        by_gpu = {r.index: r for r in rates(previous, sample)}
+        frame = trace.frames[0][second % trace.seconds]
+        assert abs(by_gpu[0].pcie_rx_gbps - frame.pcie_rx / 1e9) < 1e-6
+        seen.append(by_gpu[0].pcie_rx_gbps)
+        for gpu in capture.gpus:
+            rate = by_gpu[gpu.index]
+            ceiling, _ = gpu_pcie_ceiling(gpu)
+            assert ceiling is not None
+            assert 0 < rate.pcie_tx_gbps <= ceiling and 0 < rate.pcie_rx_gbps <= ceiling
+            assert rate.replays_delta == 0 and rate.aer_delta == 0  # never invented errors
+        previous = sample
+    assert len(set(round(v, 3) for v in seen)) > 3  # it moves
+    # The capture's NVLink states are kept: GPU12 has a link down in this sample.
+    states = {n.link: n.up for n in sampler.sample().gpus[12].nvlinks}
+    expected = {nv.link: nv.state != "down" for nv in capture.gpu(12).nvlinks}
+    assert states == expected and not all(states.values())
+
+
+async def test_a_demo_replays_the_trace_in_the_links_pane_and_says_synthetic() -> None:
+    app = demo_app("synthetic-16gpu", replay_demos=True)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        assert isinstance(app.sampler, TraceReplaySampler)
+        await pilot.press("2")
+        await pilot.pause()
+        note = plain(app.main.query_one("#links-note"))
+        assert note.startswith(SYNTHETIC_LABEL)
+        app.take_sample()
+        await pilot.pause(0.05)
+        app.take_sample()
+        await pilot.pause()
+        links = app.main.links
+        assert links.rates and all(r.pcie_tx_gbps for r in links.rates.values())
+        assert app.main.query("#link-chart")
+        # The matrix's traffic colours never show the synthetic trace.
+        await pilot.press("1")
+        await pilot.pause()
+        assert app.main.topology.rates is None
+        # Nothing of the trace reaches the report.
+        assert app.report is not None
+        assert all(
+            g.tx_bytes_per_s == c.tx_bytes_per_s
+            for g, c in zip(
+                app.report.machine.gpus, load_sample("synthetic-16gpu").gpus, strict=True
+            )
+        )
+
+
+async def test_without_replay_a_demo_still_shows_static_values() -> None:
+    app = demo_app("synthetic-16gpu")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.sampler is None
+        await pilot.press("2")
+        await pilot.pause()
+        assert "static values" in plain(app.main.query_one("#links-note"))
+
+
+def test_run_tui_turns_the_replay_on_for_demos(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pcidoc.tui.app as app_module
+    from pcidoc.tui import run_tui
+    from tests.tui.test_entry import _Recorder
+
+    monkeypatch.setattr(app_module, "PcidocApp", _Recorder)
+    _Recorder.built.clear()
+    assert run_tui(demo="synthetic-16gpu") == 0
+    assert _Recorder.built[-1]["replay_demos"] is True
