@@ -18,11 +18,11 @@ from rich.text import Text
 
 from pcidoc.model import linkmodel
 from pcidoc.model.capture import Capture
-from pcidoc.model.facts import P2P_CAPS, P2P_CODES, Gpu, Nic, PcieHop
+from pcidoc.model.facts import P2P_CAPS, P2P_CODES, Gpu, GpuProcess, Nic, PcieHop
 from pcidoc.model.links import meaning
 from pcidoc.model.measurements import P2PMatrixMeasurement
 from pcidoc.model.report import CheckResult, Report, ReportSource
-from pcidoc.model.units import format_gbps, link_label
+from pcidoc.model.units import format_bytes, format_gbps, link_label
 from pcidoc.present._common import MARKS, gpu_models, hostname, severity_counts, split_code
 from pcidoc.present.text import CELL_STYLES, CODE_STYLE, SEVERITY_STYLES
 
@@ -788,12 +788,70 @@ def host_detail(capture: Capture, title: str, why_no_gpus: str | None = None) ->
             if source.citation:
                 line += f" — {source.citation}"
             _kv(out, "", line)
+    out.append_text(process_lines(capture))
     gaps = [f"{key}: {why}" for key, why in capture.unavailable.items() if key != "gpus"]
     if gaps or capture.origin.warnings:
         out.append("\nNot known\n", style="bold")
         for line in [*gaps, *capture.origin.warnings]:
             out.append(f"  • {line}\n", style="dim")
     out.rstrip()
+    return out
+
+
+def process_placement(capture: Capture, process: GpuProcess) -> tuple[str, str]:
+    """Where a GPU process's CPUs are against its GPUs' NUMA nodes: ``(verdict, style)``.
+
+    ``local`` when every allowed CPU is on the GPUs' node(s); ``REMOTE`` when none is; ``spans``
+    when the process may run on other nodes too (not pinned); ``unknown`` without the facts.
+    """
+    from pcidoc.model.cpulist import format_cpulist, parse_cpulist
+
+    gpu_nodes = {
+        g.numa_node
+        for i in process.gpus
+        if (g := capture.gpu(i)) is not None and g.numa_node is not None and g.numa_node >= 0
+    }
+    allowed = parse_cpulist(process.cpu_affinity)
+    node_cpus = {
+        node.id: cpus
+        for node in capture.host.numa_nodes
+        if (cpus := parse_cpulist(node.cpus)) is not None
+    }
+    if not gpu_nodes or not allowed or not node_cpus:
+        return "unknown (no NUMA facts for its CPUs or GPUs)", "dim"
+    cpu_nodes = sorted(n for n, cpus in node_cpus.items() if cpus & allowed)
+    nodes = format_cpulist(cpu_nodes) or "?"
+    gpus = format_cpulist(sorted(gpu_nodes)) or "?"
+    if set(cpu_nodes) <= gpu_nodes:
+        return f"local: CPUs on node {nodes}, GPUs on node {gpus}", "green"
+    if not set(cpu_nodes) & gpu_nodes:
+        return f"REMOTE: CPUs on node {nodes}, GPUs on node {gpus}", "bold red"
+    return f"spans nodes {nodes} (not pinned); GPUs on node {gpus}", "yellow"
+
+
+def process_lines(capture: Capture) -> Text:
+    """The GPU processes: pid, name, GPUs, memory and CPU placement against the GPUs' NUMA."""
+    host = capture.host
+    out = Text()
+    out.append("\nGPU processes\n", style="bold")
+    if not host.processes:
+        why = host.why("processes")
+        if capture.origin.kind == "live":
+            out.append(f"  {why or 'none using the GPUs now'}\n", style="dim")
+        else:
+            out.append(f"  {why or 'not in this capture'}\n", style="dim")
+        return out
+    for process in sorted(host.processes, key=lambda p: (p.gpus[:1], p.pid)):
+        out.append(f"  {process.pid:>7}  ", style="bold")
+        out.append(f"{(process.name or '?')[:20]:<20}  ")
+        gpus = ",".join(f"GPU{i}" for i in process.gpus) or "?"
+        out.append(f"{gpus:<12}  ")
+        memory = process.used_memory_bytes
+        out.append(f"{'' if memory is None else format_bytes(memory):>9}  ", style="dim")
+        out.append(f"CPUs {process.cpu_affinity or '?'}  ")
+        verdict, style = process_placement(capture, process)
+        out.append(verdict, style=style)
+        out.append("\n")
     return out
 
 

@@ -159,3 +159,36 @@ def test_nothing_wrong_offers_p_only_on_this_machine() -> None:
     assert "nothing wrong found" in worst_line(demo).plain
     assert "p to measure" not in worst_line(demo).plain
     assert "p to measure" in worst_line(live).plain
+
+
+def test_gpu_processes_show_their_cpu_placement_against_the_gpus_numa_node() -> None:
+    from pcidoc.model.facts import GpuProcess, NumaNode
+    from pcidoc.tui.describe import host_detail, process_placement
+    from tests.tui.machines import acs_machine
+
+    capture = acs_machine()
+    capture.host.numa_nodes = [NumaNode(id=0, cpus="0-7"), NumaNode(id=1, cpus="8-15")]
+    for gpu in capture.gpus:
+        gpu.numa_node = 0 if gpu.index < 2 else 1
+    local = GpuProcess(pid=101, name="train.py", gpus=[0], cpu_affinity="0-3")
+    remote = GpuProcess(pid=202, name="infer", gpus=[2], cpu_affinity="0-7")
+    spans = GpuProcess(pid=303, name="python", gpus=[1], cpu_affinity="0-15")
+    blind = GpuProcess(pid=404, gpus=[0])
+    capture.host.processes = [remote, local, spans, blind]
+    assert process_placement(capture, local)[0].startswith("local: CPUs on node 0")
+    assert process_placement(capture, remote)[0] == "REMOTE: CPUs on node 0, GPUs on node 1"
+    assert process_placement(capture, spans)[0].startswith("spans nodes 0-1 (not pinned)")
+    assert process_placement(capture, blind)[0].startswith("unknown")
+    text = host_detail(capture, "x").plain
+    section = text[text.index("GPU processes") :]
+    lines = [line for line in section.splitlines()[1:5]]
+    assert [line.split()[0] for line in lines] == ["101", "404", "303", "202"]  # by GPU, pid
+    assert "REMOTE" in lines[-1] and "GPU2" in lines[-1] and "train.py" in lines[0]
+
+
+def test_a_capture_without_processes_says_so() -> None:
+    from pcidoc.samples import load_sample
+    from pcidoc.tui.describe import host_detail
+
+    text = host_detail(load_sample("synthetic-16gpu"), "x").plain
+    assert "GPU processes" in text and "not in this capture" in text.split("GPU processes")[1]
