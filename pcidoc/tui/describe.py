@@ -135,36 +135,59 @@ def header_text(
     source: ReportSource | None,
     report: Report | None,
     status: str | None = None,
+    width: int | None = None,
 ) -> Text:
-    """The header line: source badge, host, GPU count and models, versions, worst severity."""
-    out = Text(no_wrap=False)
+    """The header line: source badge, host, GPU count and models, versions, worst severity.
+
+    With ``width``, the phrases are packed into lines of at most ``width`` cells and a line
+    breaks only between phrases ("worst: ✗ FAIL (2 fail)" is never split), unless one phrase
+    alone is wider.
+    """
+    phrases: list[tuple[Text, str]] = []
+    """Each phrase and the separator in front of it."""
+    first = Text()
     label, style = source_badge(source, capture)
-    out.append(f" {label} ", style=style)
-    out.append(" ")
+    first.append(f" {label} ", style=style)
     if capture is None:
-        out.append(status or "collecting this machine's facts…", style="italic")
-        return out
-    if capture.host.hostname or capture.origin.kind != "import":
-        out.append(hostname(capture), style="bold")
-        out.append(" · ", style="dim")
+        first.append(" ")
+        first.append(status or "collecting this machine's facts…", style="italic")
+        return first
     # An import rarely knows its host name: the source badge already names the machine.
-    out.append(gpu_models(capture))
+    if capture.host.hostname or capture.origin.kind != "import":
+        phrases.append((first, ""))
+        phrases.append((Text(hostname(capture), style="bold"), " "))
+        phrases.append((Text(gpu_models(capture)), " · "))
+    else:
+        phrases.append((first, ""))
+        phrases.append((Text(gpu_models(capture)), " "))
     versions = _versions(capture)
     if versions:
-        out.append(" · ", style="dim")
-        out.append(versions)
-    out.append("  ")
+        phrases.append((Text(versions), " · "))
+    verdict = Text()
     if report is None:
-        out.append(status or "diagnosing…", style="italic")
+        verdict.append(status or "diagnosing…", style="italic")
     else:
         worst = report.worst
-        out.append("worst: ", style="dim")
-        out.append(f"{MARKS[worst]} {worst.upper()}", style=SEVERITY_STYLES[worst])
+        verdict.append("worst: ", style="dim")
+        verdict.append(f"{MARKS[worst]} {worst.upper()}", style=SEVERITY_STYLES[worst])
         counts = [
             f"{n} {sev}" for sev, n in severity_counts(report) if sev in ("fail", "error", "warn")
         ]
         if counts:
-            out.append(f" ({', '.join(counts)})", style="dim")
+            verdict.append(f" ({', '.join(counts)})", style="dim")
+    phrases.append((verdict, "  "))
+    out = Text(no_wrap=False)
+    used = 0
+    for position, (phrase, separator) in enumerate(phrases):
+        size = phrase.cell_len
+        if position and width is not None and used + len(separator) + size > width:
+            out.append("\n ")  # continuation lines start under the badge's text
+            used = 1
+        elif position:
+            out.append(separator, style="dim")
+            used += len(separator)
+        out.append_text(phrase)
+        used += size
     return out
 
 

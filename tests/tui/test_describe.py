@@ -192,3 +192,21 @@ def test_a_capture_without_processes_says_so() -> None:
 
     text = host_detail(load_sample("synthetic-16gpu"), "x").plain
     assert "GPU processes" in text and "not in this capture" in text.split("GPU processes")[1]
+
+
+def test_the_header_breaks_only_between_phrases() -> None:
+    from pcidoc import doctor
+    from pcidoc.model.report import ReportSource
+    from pcidoc.samples import load_sample
+
+    capture = load_sample("synthetic-16gpu")
+    source = ReportSource(kind="demo", name="synthetic-16gpu")
+    report = doctor.run(capture, source, [], [])
+    one_line = header_text(capture, source, report).plain
+    verdict = one_line[one_line.index("worst: ") :]
+    assert verdict == "worst: ✗ FAIL (2 fail)"
+    for width in (60, 80, 100, 120):
+        lines = header_text(capture, source, report, width=width).plain.splitlines()
+        assert all(len(line) <= width for line in lines), (width, lines)
+        assert verdict in lines[-1] and sum(verdict in line for line in lines) == 1
+        assert "driver 570.00.00 · CUDA 12.8" in " ".join(lines).replace("\n", " ")

@@ -26,7 +26,23 @@ class MachineHeader(Vertical):
         status: str | None = None,
     ) -> None:
         """Show a machine (``None`` while collecting) and its report (``None`` while diagnosing)."""
-        self.query_one("#header-machine", Static).update(
-            header_text(capture, source, report, status)
-        )
+        self._shown = (capture, source, report, status)
+        self._draw()
         self.query_one("#header-worst", Static).update(worst_line(report))
+
+    _shown: tuple[Capture | None, ReportSource | None, Report | None, str | None] = (
+        None,
+        None,
+        None,
+        None,
+    )
+
+    def _draw(self) -> None:
+        line = self.query_one("#header-machine", Static)
+        # Lines break between phrases, never inside one (the Static has 1 cell of padding).
+        width = max(20, self.size.width - 1) if self.size.width else None
+        line.update(header_text(*self._shown, width=width))
+
+    def on_resize(self) -> None:
+        """Pack the header's phrases again for the new width."""
+        self._draw()
