@@ -80,8 +80,10 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
     """A generated trace of a data-parallel training loop on ``capture``'s GPUs and links.
 
     Each GPU is offset by its position so the chart and the table are not in lock-step. Rates
-    stay below each link's ceiling (negotiated PCIe link; NVLink rated speed per link).
+    stay below each link's ceiling as the doctor computes it (:mod:`pcidoc.model.linkmodel`:
+    the PCIe link's raw rate, the NVLink per-link rate).
     """
+    from pcidoc.model.linkmodel import nvlink_per_link
     from pcidoc.tui.describe import gpu_pcie_ceiling
 
     frames: dict[int, list[Frame]] = {}
@@ -92,6 +94,8 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
         pcie_gbps, _ = gpu_pcie_ceiling(gpu)
         pcie = (pcie_gbps or _FALLBACK_PCIE_GBPS) * 1e9
         up = [nv for nv in gpu.nvlinks if nv.state != "down"]
+        per_link, *_ = nvlink_per_link(gpu)  # the doctor's per-link rate (link model)
+        nvlink = (per_link or _FALLBACK_NVLINK_GBPS) * 1e9
         series: list[Frame] = []
         for second in range(length):
             phase, share = _STEP[(second + position) % len(_STEP)]
@@ -99,10 +103,7 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
             if phase == "load":
                 series.append(Frame(pcie_tx=0.02 * pcie, pcie_rx=share * wobble * pcie))
             elif phase == "allreduce" and up:
-                tx = {
-                    nv.link: share * wobble * (nv.speed_gbps or _FALLBACK_NVLINK_GBPS) * 1e9
-                    for nv in up
-                }
+                tx = {nv.link: share * wobble * nvlink for nv in up}
                 series.append(
                     Frame(pcie_tx=0.01 * pcie, pcie_rx=0.01 * pcie, nvlink_tx=tx, nvlink_rx=tx)
                 )

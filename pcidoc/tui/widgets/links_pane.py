@@ -87,9 +87,10 @@ def _util(
     if tx is None and rx is None:
         return Text("—", style="dim", justify="right")
     if gen is not None and width is not None:
-        from pcidoc.doctor.config import pcie_ceiling_gbps
+        from pcidoc.model.linkmodel import pcie_rate_gbps
 
-        ceiling = pcie_ceiling_gbps(gen, width)
+        # The same rate table as the doctor and the pair detail (pcidoc.model.linkmodel).
+        ceiling = pcie_rate_gbps(gen, width)
     else:
         ceiling, _ = gpu_pcie_ceiling(gpu)
     if not ceiling:
