@@ -541,7 +541,9 @@ class PcidocApp(App[int]):
         else:
             self._stop_counters()
             if self.replay_demos and message.source.kind == "demo" and message.capture.gpus:
-                self.sampler = TraceReplaySampler(synthetic_trace(message.capture))
+                capture = message.capture
+                # Built on the sampler's thread at its first sample, not before the first screen.
+                self.sampler = TraceReplaySampler(lambda: synthetic_trace(capture))
         from pcidoc.doctor.topology_notes import topology_notes
 
         main.header.show(message.capture, message.source, None)

@@ -118,15 +118,23 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
     return CounterTrace(SYNTHETIC_LABEL, True, frames, link, nvlink_up)
 
 
-def _cumulative(values: list[float], elapsed: float) -> float:
-    """Bytes moved after ``elapsed`` seconds of a looped per-second rate list."""
-    if not values:
-        return 0.0
-    period = len(values)
-    whole, rest = divmod(elapsed, period)
-    full = int(rest)
-    done = whole * sum(values) + sum(values[:full])
-    return done + (rest - full) * values[full % period]
+class _Series:
+    """A looped per-second rate list with its prefix sums: bytes moved after any time in O(1)."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = values
+        self.prefix = [0.0]
+        for value in values:
+            self.prefix.append(self.prefix[-1] + value)
+
+    def cumulative(self, elapsed: float) -> float:
+        """Bytes moved after ``elapsed`` seconds."""
+        period = len(self.values)
+        if not period:
+            return 0.0
+        whole, rest = divmod(elapsed, period)
+        full = int(rest)
+        return whole * self.prefix[-1] + self.prefix[full] + (rest - full) * self.values[full]
 
 
 class TraceReplaySampler:
@@ -141,39 +149,80 @@ class TraceReplaySampler:
         clock: Monotonic clock in seconds (tests pass a manual one).
     """
 
-    def __init__(self, trace: CounterTrace, clock: Callable[[], float] | None = None) -> None:
-        self.trace = trace
+    def __init__(
+        self,
+        trace: CounterTrace | Callable[[], CounterTrace],
+        clock: Callable[[], float] | None = None,
+        label: str = SYNTHETIC_LABEL,
+    ) -> None:
+        self._make = trace if callable(trace) else None
+        self._trace = None if callable(trace) else trace
+        self._label = label if callable(trace) else trace.label
         self._clock = clock or time.monotonic
         self._start = self._clock()
+        self._series: dict[int, tuple[_Series, _Series, list[tuple[int, bool, _Series, _Series]]]]
+        self._series = {}
+        if self._trace is not None:
+            self._prepare(self._trace)
+
+    @property
+    def trace(self) -> CounterTrace:
+        """The trace (built on first use when a factory was given: on the sampler's thread,
+        not the UI's)."""
+        if self._trace is None:
+            assert self._make is not None
+            self._trace = self._make()
+            self._prepare(self._trace)
+        return self._trace
+
+    def _prepare(self, trace: CounterTrace) -> None:
+        # Prefix sums once: a sample of 72 GPUs x 18 NVLinks stays a few thousand operations
+        # on the sampler thread, which shares the interpreter with the UI.
+        for index, frames in trace.frames.items():
+            states = trace.nvlink_up.get(index, {})
+            links = [
+                (
+                    k,
+                    up,
+                    _Series([f.nvlink_tx.get(k, 0.0) for f in frames]),
+                    _Series([f.nvlink_rx.get(k, 0.0) for f in frames]),
+                )
+                for k, up in sorted(states.items())
+            ]
+            self._series[index] = (
+                _Series([f.pcie_tx for f in frames]),
+                _Series([f.pcie_rx for f in frames]),
+                links,
+            )
 
     @property
     def label(self) -> str:
         """What is replayed (shown by the Links pane)."""
-        return self.trace.label
+        return self._label
 
     def sample(self) -> CounterSample:
         """Cumulative counters of every GPU now."""
+        trace = self.trace
         now = self._clock()
         elapsed = max(0.0, now - self._start)
         gpus = []
-        for index, frames in self.trace.frames.items():
-            states = self.trace.nvlink_up.get(index, {})
+        for index, (tx, rx, links) in self._series.items():
             nvlinks = tuple(
                 NvLinkCounter(
                     link=k,
-                    tx_bytes=int(_cumulative([f.nvlink_tx.get(k, 0.0) for f in frames], elapsed)),
-                    rx_bytes=int(_cumulative([f.nvlink_rx.get(k, 0.0) for f in frames], elapsed)),
+                    tx_bytes=int(ltx.cumulative(elapsed)),
+                    rx_bytes=int(lrx.cumulative(elapsed)),
                     up=up,
                     errors=0,
                 )
-                for k, up in sorted(states.items())
+                for k, up, ltx, lrx in links
             )
-            gen, width = self.trace.link.get(index, (None, None))
+            gen, width = trace.link.get(index, (None, None))
             gpus.append(
                 GpuCounters(
                     index=index,
-                    pcie_tx_bytes=int(_cumulative([f.pcie_tx for f in frames], elapsed)),
-                    pcie_rx_bytes=int(_cumulative([f.pcie_rx for f in frames], elapsed)),
+                    pcie_tx_bytes=int(tx.cumulative(elapsed)),
+                    pcie_rx_bytes=int(rx.cumulative(elapsed)),
                     replay_count=0,
                     aer_correctable=0,
                     link_gen=gen,
