@@ -373,13 +373,22 @@ def _check_grid(report: Report, marks: dict[str, str], ticks: bool, verbose: boo
         summary = _inline(check.summary, style, ticks)
         grid.add_row(_severity_cell(check.severity, marks), Text(check.id), summary)
     if fold:
-        summary = _inline(
-            "no input for them: " + ", ".join(c.id for c in skipped),
-            "dim",
-            ticks,
-        )
+        summary = _inline("no input: " + _grouped_ids([c.id for c in skipped]), "dim", ticks)
         grid.add_row(_severity_cell("skip", marks), Text(f"{len(skipped)} checks"), summary)
     return grid
+
+
+def _grouped_ids(ids: list[str]) -> str:
+    """Check ids by topic, each topic once: ``env×2, nccl×10, p2p.acs-iommu`` (a topic with
+    one id keeps the full id; ``--verbose`` names every check)."""
+    topics: dict[str, list[str]] = {}
+    for check_id in ids:
+        topics.setdefault(check_id.split(".", 1)[0], []).append(check_id)
+    parts = [
+        members[0] if len(members) == 1 else f"{topic}×{len(members)}"
+        for topic, members in sorted(topics.items())
+    ]
+    return ", ".join(parts)
 
 
 def _summary_text(report: Report, marks: dict[str, str]) -> Text:
