@@ -17,6 +17,7 @@ from pcidoc import __version__
 from pcidoc.errors import ExitCode, PcidocError
 
 if TYPE_CHECKING:
+    from pcidoc.fileio import WriteResult
     from pcidoc.model.capture import Capture
     from pcidoc.model.report import ReportSource
 
@@ -37,6 +38,19 @@ class _Parser(argparse.ArgumentParser):
         """One line, like every other bad input, with where to look for help."""
         sys.stderr.write(f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
         raise SystemExit(ExitCode.BAD_INPUT)
+
+
+def finite_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds (``nan``, ``inf`` and non-numbers refused)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds")
+    return value
 
 
 def _add_source_options(parser: argparse.ArgumentParser, top: bool = False) -> None:
@@ -89,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source_options(parser, top=True)
     parser.add_argument(
         "--interval",
-        type=float,
+        type=finite_seconds,
         default=1.0,
         metavar="SECONDS",
         help="live counter sampling interval of the TUI (default 1.0, minimum 0.2)",
@@ -119,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         metavar="FILE",
         help="also write the report to FILE (.json, .md or .html by extension)",
+    )
+    check.add_argument(
+        "--redact",
+        action="store_true",
+        help="redact the machine in the -o report (hostnames, serials, UUIDs, addresses, user "
+        "names, paths; see docs/collection.md); the findings are computed before redaction",
     )
     check.add_argument(
         "-v", "--verbose", action="store_true", help="show evidence and remediation of every check"
@@ -167,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument(
         "--redact",
         action="store_true",
-        help="replace hostnames, serials, UUIDs and MAC-like ids with stable placeholders",
+        help="replace hostnames, serials, UUIDs, MAC/IP addresses, user names, home paths and "
+        "process names with stable placeholders (docs/collection.md lists what is kept)",
     )
     _add_probe_options(capture, "none")
     capture.add_argument("--debug", **_HIDDEN_DEBUG)
@@ -184,7 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "-o", "--output", metavar="FILE", help="write the capture to FILE (default: stdout)"
     )
-    imp.add_argument("--redact", action="store_true", help="redact identifying strings")
+    imp.add_argument(
+        "--redact",
+        action="store_true",
+        help="redact identifying strings (as `pcidoc capture --redact`; docs/collection.md)",
+    )
     imp.add_argument("--debug", **_HIDDEN_DEBUG)
 
     probe = sub.add_parser(
@@ -233,8 +258,46 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _stderr(message: str) -> None:
-    sys.stderr.write(message + "\n")
+    from pcidoc.sanitize import clean_line
+
+    sys.stderr.write(clean_line(message) + "\n")
     sys.stderr.flush()
+
+
+def _stdout_is_utf8() -> bool:
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("_", "-")
+    return encoding in ("utf-8", "utf8")
+
+
+def _emit(text: str) -> None:
+    """Write data to stdout. JSON is ASCII: non-ASCII characters only ever occur inside JSON
+    strings, so where stdout cannot encode UTF-8 (``LC_ALL=C``, ``PYTHONIOENCODING=latin-1``)
+    they are written as ``\\uXXXX`` escapes, which every JSON reader decodes to the same text."""
+    if not _stdout_is_utf8() and not text.isascii():
+        text = ascii_json(text)
+    sys.stdout.write(text)
+
+
+def ascii_json(text: str) -> str:
+    """Serialized JSON with every non-ASCII character written as a ``\\uXXXX`` escape."""
+    import re
+
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group(0))
+        if code > 0xFFFF:
+            code -= 0x10000
+            return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+        return f"\\u{code:04x}"
+
+    return re.sub(r"[^\x00-\x7f]", escape, text)
+
+
+def _wrote(what: str, result: WriteResult, detail: str = "") -> None:
+    """``pcidoc: wrote FILE: detail``; says when an existing file was replaced."""
+    if result.stream:
+        return
+    verb = "replaced the existing file" if result.replaced else "wrote"
+    _stderr(f"pcidoc: {verb} {result.path}{': ' + detail if detail else ''}")
 
 
 def resolve_machine(args: argparse.Namespace) -> tuple[Capture, ReportSource]:
@@ -277,9 +340,9 @@ def cmd_topo(args: argparse.Namespace) -> int:
             # Read-only fast path: validated plain data, no model classes to build.
             from pcidoc.collect.capture import load_capture_data
 
-            sys.stdout.write(topology_json(load_capture_data(file)))
+            _emit(topology_json(load_capture_data(file)))
         else:
-            sys.stdout.write(topology_json(resolve_machine(args)[0]))
+            _emit(topology_json(resolve_machine(args)[0]))
         return ExitCode.OK
     capture, source = resolve_machine(args)
     from pcidoc.present.text import make_console, render_topology
@@ -346,12 +409,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         capture, source, _read_ids(args.only), _read_ids(args.skip), probes_requested=probes
     )
     if output:
-        path = _write_report(report, output)
-        _stderr(f"pcidoc: wrote {path}")
+        _wrote("report", _write_report(report, output, redact=args.redact))
+    elif args.redact:
+        raise PcidocError("--redact applies to the -o report; add -o FILE")
     if args.json:
         from pcidoc.present.json import report_json
 
-        sys.stdout.write(report_json(report))
+        _emit(report_json(report))
     else:
         from pcidoc.present.text import make_console, render_report
 
@@ -372,18 +436,22 @@ def _validate_report_path(output: str) -> None:
         raise PcidocError(f"-o {output}: is a directory")
 
 
-def _write_report(report, output: str) -> str:  # type: ignore[no-untyped-def]
-    from pcidoc.collect.capture import write_atomic
+def _write_report(report, output: str, redact: bool = False) -> WriteResult:  # type: ignore[no-untyped-def]
+    from pcidoc.fileio import write_output
     from pcidoc.present import render_report_file
 
-    text = render_report_file(report, output)
-    return str(write_atomic(output, text))
+    if redact:
+        from pcidoc.collect.capture import redact_report
+
+        report = redact_report(report)
+    return write_output(output, render_report_file(report, output))
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
     """``pcidoc capture``."""
-    from pcidoc.collect.capture import dump_json, save_capture, utc_now
+    from pcidoc.collect.capture import capture_text, utc_now
     from pcidoc.collect.live import collect_live
+    from pcidoc.fileio import write_output
 
     _stderr("pcidoc: collecting facts of this machine...")
     capture = collect_live()
@@ -397,9 +465,6 @@ def cmd_capture(args: argparse.Namespace) -> int:
         capture = redact_capture(capture)
     if capture.origin.created_at is None:
         capture.origin.created_at = utc_now()
-    if args.output == "-":
-        sys.stdout.write(dump_json(capture))
-        return ExitCode.OK
     output = args.output
     if not output:
         host = (capture.host.hostname or "host").split(".")[0]
@@ -407,18 +472,23 @@ def cmd_capture(args: argparse.Namespace) -> int:
             host = "redacted"
         stamp = capture.origin.created_at.replace(":", "").replace("-", "")
         output = f"pcidoc-{host}-{stamp}.json"
-    path = save_capture(capture, output)
+    text = capture_text(capture)
+    if output == "-":
+        _emit(text)
+        return ExitCode.OK
+    result = write_output(output, text)
     gpus = len(capture.gpus)
     reason = capture.unavailable.get("gpus")
     detail = f" (no GPUs: {reason})" if not gpus and reason else ""
-    _stderr(f"pcidoc: wrote {path}: {gpus} GPU(s), {len(capture.nics)} NIC(s){detail}")
+    _wrote("capture", result, f"{gpus} GPU(s), {len(capture.nics)} NIC(s){detail}")
     return ExitCode.OK
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     """``pcidoc import``."""
-    from pcidoc.collect.capture import dump_json, save_capture
+    from pcidoc.collect.capture import capture_text
     from pcidoc.collect.importers import import_paths
+    from pcidoc.fileio import write_output
 
     result = import_paths(args.files)
     capture = result.capture
@@ -437,15 +507,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         from pcidoc.collect.capture import redact_capture
 
         capture = redact_capture(capture)
+    text = capture_text(capture)
     if args.output and args.output != "-":
-        path = save_capture(capture, args.output)
-        _stderr(f"pcidoc: wrote {path}: {len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)")
+        result = write_output(args.output, text)
+        _wrote("capture", result, f"{len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)")
     else:
-        from pcidoc.collect.capture import utc_now
-
-        capture.origin.created_at = capture.origin.created_at or utc_now()
-        capture.origin.pcidoc_version = capture.origin.pcidoc_version or __version__
-        sys.stdout.write(dump_json(capture))
+        _emit(text)
     return ExitCode.OK
 
 
@@ -464,7 +531,7 @@ def cmd_samples(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        sys.stdout.write(json.dumps([s.model_dump() for s in samples], indent=2) + "\n")
+        _emit(json.dumps([s.model_dump() for s in samples], indent=2) + "\n")
         return ExitCode.OK
     default = default_demo()
     width = max(len(s.name) for s in samples)
@@ -483,7 +550,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from pcidoc.model.report import Report
 
     model = Capture if args.kind == "capture" else Report
-    sys.stdout.write(json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n")
+    _emit(json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n")
     return ExitCode.OK
 
 
@@ -491,13 +558,27 @@ def cmd_tui(args: argparse.Namespace) -> int:
     """Bare ``pcidoc``: the TUI."""
     from pcidoc.tui import run_tui
 
-    if args.interval < 0.2:
+    if not args.interval >= 0.2:
         raise PcidocError("--interval must be at least 0.2 seconds")
     return run_tui(
         from_file=getattr(args, "from_file", None),
         demo=getattr(args, "demo", None),
         interval=args.interval,
     )
+
+
+class _StdoutFailed(Exception):
+    """stdout could not take the data (disk full behind a redirection, I/O error)."""
+
+
+def _flush_stdout() -> None:
+    """Flush now, so that a failed write is reported with exit 3 instead of at exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _StdoutFailed(exc.strerror or str(exc)) from None
 
 
 COMMANDS = {
@@ -518,8 +599,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False)) or os.environ.get("PCIDOC_DEBUG") == "1"
     handler = COMMANDS.get(args.command or "", cmd_tui)
+    if not _stdout_is_utf8() and hasattr(sys.stdout, "reconfigure"):
+        # A non-UTF-8 stdout shows "?" for what it cannot encode instead of dying;
+        # JSON is escaped to ASCII by _emit, so no data is lost there.
+        with contextlib.suppress(ValueError, OSError):
+            sys.stdout.reconfigure(errors="replace")
     try:
-        return int(handler(args))
+        code = int(handler(args))
+        _flush_stdout()
+        return code
     except PcidocError as exc:
         if debug:
             raise
@@ -533,6 +621,11 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115
         return int(ExitCode.OK)
+    except _StdoutFailed as exc:
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        _stderr(f"pcidoc: cannot write to standard output ({exc})")
+        return int(ExitCode.BAD_INPUT)
     except Exception as exc:
         if debug:
             raise

@@ -13,7 +13,6 @@ Public API: :func:`import_texts`, :func:`import_paths`, :class:`ImportResult`,
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +23,9 @@ from pcidoc.collect.importers.merge import FileResult, merge
 from pcidoc.collect.importers.text import prepare
 from pcidoc.collect.importers.torch_trace import parse_trace
 from pcidoc.errors import PcidocError
+from pcidoc.fileio import MAX_PASTE_BYTES, decode_text, read_input
 from pcidoc.model.capture import Capture
+from pcidoc.sanitize import clean_data, clean_line, clean_text
 
 SUPPORTED_FORMATS: dict[str, str] = {
     "nvidia-smi-topo": "nvidia-smi topo -m / --matrix (topology, CPU/NUMA affinity, NIC legend)",
@@ -48,7 +49,7 @@ SUPPORTED_FORMATS: dict[str, str] = {
 }
 """Format id -> what it is; ids appear in ``origin.sources[].formats``."""
 
-_MAX_BYTES = 512 * 2**20
+_MAX_BYTES = MAX_PASTE_BYTES
 
 
 @dataclass
@@ -118,7 +119,7 @@ def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
         fragment.read.append(perf_runs.summary(run) + f", {run.rows} result row(s)")
         return fragment
     try:
-        return parse_trace(data, name)
+        return parse_trace(clean_data(data), name)
     except Exception as exc:  # a parser bug must not turn into a traceback
         if _scan.RAISE_PARSER_ERRORS:
             raise
@@ -139,8 +140,11 @@ def import_texts(items: list[tuple[str, str]]) -> ImportResult:
     Raises:
         PcidocError: nothing supported was recognised in any of the texts (the message names
             the files and lists the supported formats).
+
+    This is where pasted text enters pcidoc: names and texts are cleaned of terminal control
+    sequences here, once (:mod:`pcidoc.sanitize`), so no parser, capture or presenter sees one.
     """
-    files = [_parse_text(name, text) for name, text in items]
+    files = [_parse_text(clean_line(name), clean_text(text)) for name, text in items]
     unrecognised = [f.name for f in files if not f.fragments]
     if files and len(unrecognised) == len(files):
         names = ", ".join("<stdin>" if f.path == "-" else f.path for f in files)
@@ -172,33 +176,10 @@ def import_texts(items: list[tuple[str, str]]) -> ImportResult:
 
 
 def _read(path: str) -> str:
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read(_MAX_BYTES + 1)
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read(_MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise PcidocError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise PcidocError(f"{path}: is a directory") from None
-    except PermissionError:
-        raise PcidocError(f"{path}: permission denied") from None
-    except OSError as exc:
-        raise PcidocError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if data[:2] == b"\x1f\x8b":
-        import gzip
-        import zlib
-
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error):
-            raise PcidocError(f"{path}: damaged gzip file") from None
-    if len(data) > _MAX_BYTES:
-        raise PcidocError(f"{path}: larger than {_MAX_BYTES // 2**20} MiB; not a paste")
-    if b"\x00" in data[:65536]:
-        raise PcidocError(f"{path}: not a text file")
-    return data.decode("utf-8", errors="replace")
+    """Read one paste: bounded (see :data:`pcidoc.fileio.MAX_PASTE_BYTES`), gunzipped,
+    UTF-8 / UTF-8 with BOM / UTF-16 (PowerShell's ``>``) decoded."""
+    data = read_input(path, limit=_MAX_BYTES, what="a paste")
+    return decode_text(data, "<stdin>" if path == "-" else path)
 
 
 def import_paths(paths: list[str]) -> ImportResult:
