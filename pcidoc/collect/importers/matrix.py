@@ -44,7 +44,7 @@ def header_tokens(line: str) -> tuple[list[str], list[str]] | None:
     and ``gpu_numa`` in printed order, or ``None`` when the line is not a header (it must name
     at least one GPU and nothing but device names before the affinity columns).
     """
-    if len(line) > 5000:
+    if len(line) > 65536:  # 2,048 devices with affinity columns fit; longer is not a header
         return None
     affinity = [m for m in AFFINITY_RE.finditer(line)]
     device_part = line[: affinity[0].start()] if affinity else line

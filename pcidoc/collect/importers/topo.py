@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import re
 
-from pcidoc.collect.importers.fragment import Context, Fragment, GpuPart
+from pcidoc.collect.importers.fragment import (
+    MAX_MATRIX_DEVICES,
+    Context,
+    Fragment,
+    GpuPart,
+    too_many,
+)
 from pcidoc.collect.importers.matrix import (
     GPU_LABEL_RE,
     LABEL_RE,
@@ -94,6 +100,7 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     col_tokens: list[str] = []
     if header is not None:
         col_tokens, columns = header
+        col_tokens = col_tokens[:MAX_MATRIX_DEVICES]
         index += 1
     name_to_label: dict[str, str] = {}
     nic_name: dict[str, str] = {}
@@ -156,6 +163,8 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
         label = label_for(raw_label)
         if label in rows:
             duplicate.append(label)
+        elif too_many(frag, len(rows), MAX_MATRIX_DEVICES, "topo matrix"):
+            pass
         else:
             rows[label] = _Row(label, links, extra, cells[position:])
         index += 1
@@ -277,7 +286,7 @@ def _affinities(
     if guessed and values:
         frag.warn("topo matrix: affinity columns assumed in nvidia-smi's order (no header)")
 
-    cpu_values = [v["cpu"] for v in values.values() if "cpu" in v]
+    cpu_values = list(dict.fromkeys(v["cpu"] for v in values.values() if "cpu" in v))
     clipped: list[tuple[str, str]] = []
     numa_cpus: dict[int, set[str]] = {}
     for label in labels:
