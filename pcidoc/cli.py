@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 from typing import TYPE_CHECKING, NoReturn
@@ -275,7 +276,12 @@ def _emit(text: str) -> None:
     they are written as ``\\uXXXX`` escapes, which every JSON reader decodes to the same text."""
     if not _stdout_is_utf8() and not text.isascii():
         text = ascii_json(text)
-    sys.stdout.write(text)
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _StdoutFailed(exc.strerror or str(exc)) from None
 
 
 def ascii_json(text: str) -> str:
@@ -567,6 +573,11 @@ def cmd_tui(args: argparse.Namespace) -> int:
     )
 
 
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EIO, errno.EDQUOT})
+"""ENOSPC, EFBIG, EIO, EDQUOT: the output could not be written (a full disk behind a
+redirection); reported as such rather than as an internal error."""
+
+
 class _StdoutFailed(Exception):
     """stdout could not take the data (disk full behind a redirection, I/O error)."""
 
@@ -621,6 +632,19 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115
         return int(ExitCode.OK)
+    except OSError as exc:
+        if exc.errno not in _WRITE_ERRORS or debug:
+            if debug:
+                raise
+            _stderr(
+                f"pcidoc: internal error: {exc.__class__.__name__}: {exc} "
+                "(run with --debug for the traceback; please report it)"
+            )
+            return int(ExitCode.BAD_INPUT)
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        _stderr(f"pcidoc: cannot write the output ({exc.strerror or exc})")
+        return int(ExitCode.BAD_INPUT)
     except _StdoutFailed as exc:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115

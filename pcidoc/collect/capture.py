@@ -409,7 +409,7 @@ class _Redactor:
             return value
         if self._token_re is None:
             alternatives = "|".join(re.escape(n) for n in names)
-            self._token_re = re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w-]|\.\w)")
+            self._token_re = re.compile(rf"(?<![0-9A-Za-z])(?:{alternatives})(?![0-9A-Za-z])")
         return self._token_re.sub(lambda m: self.mapping.get(m.group(0), m.group(0)), value)
 
     def free_text(self, value: str) -> str:
@@ -547,7 +547,9 @@ def redact_report(report: Any) -> Any:
     }
     names = sorted(replacements, key=len, reverse=True)
     pattern = (
-        re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w-]|\.\w)")
+        re.compile(
+            r"(?<![0-9A-Za-z])(?:" + "|".join(re.escape(n) for n in names) + r")(?![0-9A-Za-z])"
+        )
         if names
         else None
     )
