@@ -279,7 +279,7 @@ def test_matrices_naming_huge_device_counts_are_bounded() -> None:
 # ---------------------------------------------------------------------------- numbers
 
 
-@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_non_finite_numbers_in_a_capture_are_refused(tmp_path: Path, constant: str) -> None:
     cap = machine(2, link="NV4")
     cap.host.uptime_s = 12.5
@@ -291,6 +291,23 @@ def test_non_finite_numbers_in_a_capture_are_refused(tmp_path: Path, constant: s
             loader(bad)
         assert constant.lstrip("-") in info.value.message and "line" in info.value.message
         assert "\n" not in info.value.message
+        assert "\n" not in info.value.message
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "1e999"])
+def test_non_finite_numbers_in_a_trace_never_reach_the_capture(constant: str) -> None:
+    import re
+
+    from tests.importers.test_fuzz import _trace
+
+    text, count = re.subn(r'"ts": [0-9.]+', f'"ts": {constant}', _trace(), count=3)
+    assert count == 3
+    try:
+        result = import_texts([("trace.json", text)])
+    except PcidocError:
+        return
+    dumped = result.capture.model_dump_json(by_alias=True)
+    assert type(result.capture).model_validate_json(dumped) == result.capture
 
 
 def test_capture_and_report_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -135,19 +135,26 @@ def _reject_constant(name: str) -> Any:
     raise _NonFinite(name)
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _NonFinite(f"{text} (too large for a number)")
+    return value
+
+
 _NON_FINITE_RE = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
 
 
 def _parse_json(text: str, file: Path) -> Any:
     """Parse strict JSON: NaN and Infinity are refused (pcidoc writes unknown values as null)."""
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise PcidocError(
             f"{file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
     except _NonFinite as exc:
-        match = _NON_FINITE_RE.search(text)
+        match = _NON_FINITE_RE.search(text) or re.search(re.escape(str(exc).split()[0]), text)
         where = f" (line {text.count(chr(10), 0, match.start()) + 1})" if match else ""
         raise PcidocError(
             f"{file}: holds {exc}{where}, which is not a JSON number; pcidoc writes unknown "

@@ -13,6 +13,7 @@ Public API: :func:`import_texts`, :func:`import_paths`, :class:`ImportResult`,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,11 +100,23 @@ def _parse_text(path: str, text: str) -> FileResult:
     return result
 
 
+def _refuse(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} is too large")
+    return value
+
+
 def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
     import json
 
     try:
-        data = json.loads(text)
+        # NaN, Infinity and 1e999 are refused: a measurement must be a finite number.
+        data = json.loads(text, parse_constant=_refuse, parse_float=_finite)
     except (ValueError, RecursionError):
         if '"traceEvents"' in text[:4096]:
             result.warnings.append("profiler trace: the JSON is incomplete or damaged; not read")
