@@ -259,9 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _stderr(message: str) -> None:
-    from pcidoc.sanitize import clean_line
+    from pcidoc.sanitize import clean_text
 
-    sys.stderr.write(clean_line(message) + "\n")
+    # Messages quote file names and pasted values: no control sequence reaches the terminal.
+    sys.stderr.write(clean_text(message) + "\n")
     sys.stderr.flush()
 
 
