@@ -275,6 +275,10 @@ def write_output(
             prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder
         )
     except OSError as exc:
+        if info is not None and exc.errno in (errno.EACCES, errno.EPERM):
+            # The folder is not writable but the file may be (like a shell's `>`).
+            _rewrite_in_place(target, payload, label)
+            return WriteResult(label, replaced=True, stream=False, size_bytes=len(payload))
         raise PcidocError(f"{label}: cannot write in {folder} ({_reason(exc)})") from None
     try:
         try:

@@ -125,6 +125,12 @@ def test_file_names_with_sequences_do_not_reach_the_terminal(
     assert main(["import", str(path)]) == 0
     out = capsys.readouterr()
     assert _terminal_safe(out.err) and _terminal_safe(out.out)
+    capture = tmp_path / "cap\x1b]0;pwned\x07.json"
+    save_capture(machine(2, link="NV4"), capture)
+    for argv in (["check"], ["topo"], ["check", "--json"]):
+        main([*argv, "--from", str(capture)])
+        out = capsys.readouterr()
+        assert _terminal_safe(out.out) and _terminal_safe(out.err), argv
     missing = tmp_path / "nope\x1bc.json"
     assert main(["check", "--from", str(missing)]) == 3
     assert _terminal_safe(capsys.readouterr().err)

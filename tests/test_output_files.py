@@ -221,3 +221,32 @@ def test_check_report_uses_the_same_writer(
     assert main(["check", "--demo", "-o", str(fifo)]) == 3
     assert "FIFO" in capsys.readouterr().err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@needs_root
+def test_writable_file_in_a_read_only_folder_is_rewritten_in_place() -> None:
+    """Like a shell's `>`: the folder refuses a temporary file, the file itself is writable."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="pcidoc-ro-", dir="/tmp"))
+    try:
+        os.chmod(base, 0o755)
+        target = base / "out.json"
+        target.write_text("old")
+        os.chown(target, 65534, 65534)
+        code = (
+            "import os, sys\n"
+            "from pcidoc.fileio import write_output\n"  # import first: then drop root
+            "os.setgid(65534); os.setuid(65534)\n"
+            f"print(write_output({str(target)!r}, 'new').replaced)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "True"
+        assert target.read_text() == "new"
+        assert os.stat(target).st_uid == 65534
+    finally:
+        shutil.rmtree(base)
