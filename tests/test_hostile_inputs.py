@@ -18,7 +18,7 @@ from pcidoc.collect.capture import load_capture, load_capture_data, save_capture
 from pcidoc.collect.importers import import_paths, import_texts
 from pcidoc.errors import PcidocError
 from pcidoc.fileio import decode_text
-from pcidoc.model.cpulist import MAX_CPUS, parse_cpulist, parse_cpumask
+from pcidoc.model.cpulist import MAX_CPUS, out_of_range, parse_cpulist, parse_cpumask
 from pcidoc.sanitize import clean_data, clean_line, clean_text, has_controls
 from tests.builders import machine
 from tests.importers.test_query import FULL as QUERY
@@ -157,6 +157,8 @@ def test_cpulist_expansion_is_bounded() -> None:
     assert parse_cpulist("0-23,48-71") == frozenset([*range(24), *range(48, 72)])
     assert parse_cpumask("f" * 100000) is None
     assert parse_cpumask("ff,ffffffff") == frozenset(range(40))
+    assert out_of_range("0-999999999") and out_of_range("0-3,8192")
+    assert not out_of_range("0-23,48-71") and not out_of_range("-31,64-95")
 
 
 def _limited(
@@ -197,7 +199,8 @@ def test_evil_cpu_range_imports_in_bounded_memory() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     first = done.stdout.splitlines()[0]
-    assert first.startswith("2 ")
+    assert first == "2 None"
+    assert "no Linux machine has" in done.stdout.splitlines()[1]
     assert "checked" in done.stdout
 
 

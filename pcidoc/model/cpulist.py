@@ -56,6 +56,21 @@ def _parse(text: str) -> frozenset[int] | None:
 _parse_cached = lru_cache(maxsize=1024)(_parse)
 
 
+def out_of_range(text: str | None) -> bool:
+    """True when ``text`` is a well-formed cpulist that names a CPU id of MAX_CPUS or more
+    (so :func:`parse_cpulist` refused it for its size, not its syntax)."""
+    if not text:
+        return False
+    parts = text.strip().split(",")
+    ids: list[str] = []
+    for part in parts:
+        lo, dash, hi = part.strip().partition("-")
+        if not (lo.isascii() and lo.isdigit()) or (dash and not (hi.isascii() and hi.isdigit())):
+            return False
+        ids.extend([lo, hi] if dash else [lo])
+    return any(len(i) > 6 or int(i) >= MAX_CPUS for i in ids)
+
+
 def _is_id(text: str) -> bool:
     return text.isascii() and text.isdigit() and len(text) <= 6
 

@@ -28,7 +28,7 @@ from pcidoc.collect.importers.matrix import (
     row_cells,
 )
 from pcidoc.collect.importers.text import Doc, label_span, lazy, shorten
-from pcidoc.model.cpulist import parse_cpulist
+from pcidoc.model.cpulist import MAX_CPUS, out_of_range, parse_cpulist
 from pcidoc.model.facts import Topology
 from pcidoc.model.links import normalize_link
 
@@ -288,6 +288,7 @@ def _affinities(
 
     cpu_values = list(dict.fromkeys(v["cpu"] for v in values.values() if "cpu" in v))
     clipped: list[tuple[str, str]] = []
+    huge: list[tuple[str, str]] = []
     numa_cpus: dict[int, set[str]] = {}
     for label in labels:
         match = GPU_LABEL_RE.match(label)
@@ -310,6 +311,11 @@ def _affinities(
             part.unknown("cpu_affinity", reason)
         elif cpu.upper() == "N/A":
             part.unknown("cpu_affinity", "N/A in nvidia-smi topo -m")
+        elif out_of_range(cpu):
+            huge.append((label, cpu))
+            part.unknown(
+                "cpu_affinity", f"names CPU ids beyond Linux's limit: '{shorten(cpu, 30)}'"
+            )
         elif parse_cpulist(cpu) is None or _is_clipped(cpu, cpu_values):
             clipped.append((label, cpu))
             part.unknown("cpu_affinity", f"clipped in the paste: '{shorten(cpu, 30)}'")
@@ -339,6 +345,12 @@ def _affinities(
             )
         else:
             part.unknown("numa_node", f"unreadable NUMA affinity in the paste: '{shorten(numa)}'")
+    if huge:
+        shown = ", ".join(f"'{shorten(v, 30)}'" for v in dict.fromkeys(v for _, v in huge))
+        frag.warn(
+            f"topo matrix: CPU affinity of {label_span([label for label, _ in huge])} names CPU "
+            f"ids of {MAX_CPUS} or more, which no Linux machine has ({shown}); left unknown"
+        )
     if clipped:
         shown = ", ".join(f"'{shorten(v, 30)}'" for v in dict.fromkeys(v for _, v in clipped))
         frag.warn(
