@@ -315,7 +315,11 @@ def resolve_machine(args: argparse.Namespace) -> tuple[Capture, ReportSource]:
         from pcidoc.collect.capture import load_capture
 
         capture = load_capture(args.from_file)
-        return capture, ReportSource.for_file(args.from_file, capture.origin.kind)
+        path = args.from_file
+        if capture.origin.redacted:
+            # The folder may name a user or a host that the redacted capture no longer shows.
+            path = os.path.basename(path) or path
+        return capture, ReportSource.for_file(path, capture.origin.kind)
     if getattr(args, "demo", None) is not None:
         from pcidoc.samples import default_demo, load_sample
 

@@ -190,3 +190,16 @@ def test_check_report_redacted(tmp_path: Path, capsys: pytest.CaptureFixture[str
     capsys.readouterr()
     assert main(["check", "--from", str(path), "--redact"]) == 3
     assert "add -o FILE" in capsys.readouterr().err
+
+
+def test_report_from_a_redacted_capture_does_not_name_its_folder(tmp_path: Path) -> None:
+    cap = _dress(load_sample("h800-8gpu-hgx"), "gpu-node-17")
+    home = tmp_path / "home" / SECRETS["user"]
+    home.mkdir(parents=True)
+    path = save_capture(redact_capture(cap), home / "box.json")
+    report = tmp_path / "r.json"
+    main(["check", "--from", str(path), "-o", str(report)])
+    text = report.read_text()
+    for secret in [*SECRETS.values(), "gpu-node-17"]:
+        assert secret not in text, secret
+    assert json.loads(text)["source"]["path"] == "box.json"
