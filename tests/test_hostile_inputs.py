@@ -406,3 +406,14 @@ def test_query_paste_with_crlf_and_controls_still_parses() -> None:
     text = QUERY.replace("\n", "\r\n").replace("Product Name", "Product\x1b[0m Name", 1)
     result = import_texts([("q.txt", text)])
     assert result.capture.gpus and all(_terminal_safe(g.name or "") for g in result.capture.gpus)
+
+
+def test_pastes_are_read_up_to_a_line_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pcidoc.collect.importers as importers
+
+    monkeypatch.setattr(importers, "MAX_PASTE_LINES", 50)
+    text = MODERN_TAB + "noise\n" * 100 + QUERY
+    result = import_texts([("long.txt", text)])
+    assert any("more than 50 lines" in w for w in result.warnings)
+    assert "nvidia-smi-query" not in result.capture.origin.sources[0].formats
+    assert len(result.capture.gpus) == 4

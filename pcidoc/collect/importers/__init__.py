@@ -52,6 +52,10 @@ SUPPORTED_FORMATS: dict[str, str] = {
 
 _MAX_BYTES = MAX_PASTE_BYTES
 
+MAX_PASTE_LINES = 500_000
+"""Lines of a text paste that are read (``nvidia-smi -q`` of 1,000 GPUs is ~200,000 lines;
+a 1,000-GPU ``topo -m`` is 1,000). Profiler traces (JSON) are not counted in lines."""
+
 
 @dataclass
 class ImportResult:
@@ -85,6 +89,13 @@ def _parse_text(path: str, text: str) -> FileResult:
         if fragment is not None:
             result.fragments.append(fragment)
             return result
+    if text.count("\n") > MAX_PASTE_LINES:
+        # Every line is offered to every format; a text this long is not a paste, and reading
+        # all of it would take minutes. What a real output needs comes first.
+        text = "\n".join(text.split("\n", MAX_PASTE_LINES)[:MAX_PASTE_LINES])
+        result.warnings.append(
+            f"more than {MAX_PASTE_LINES:,} lines: read the first {MAX_PASTE_LINES:,}"
+        )
     doc = prepare(text, name)
     scanned = _scan.scan(doc, name)
     result.fragments.extend(scanned.fragments)
