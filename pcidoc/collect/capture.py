@@ -385,7 +385,7 @@ class _Redactor:
     def addresses(self, value: str, ipv6: bool = False) -> str:
         if "." in value:
             value = _IPV4_RE.sub(lambda m: self._ip(m.group(0)), value)
-        if (ipv6 and "::" in value) or value.count(":") >= 7:
+        if ipv6 and ("::" in value or value.count(":") >= 7):
             value = _IPV6_RE.sub(lambda m: self.placeholder("ipv6", m.group(0)), value)
         return value
 
