@@ -77,9 +77,20 @@ def test_fifo_socket_and_directory_are_refused(
         server.close()
 
 
-def test_dev_null_discards_without_replacing(paste: Path) -> None:
+def test_dev_null_discards_without_replacing() -> None:
+    """Checked as an unprivileged user, so that a regression cannot replace the real node."""
+    code = (
+        "import os, stat\n"
+        "from pcidoc.fileio import write_output\n"
+        "if os.geteuid() == 0:\n"
+        "    os.setgid(65534); os.setuid(65534)\n"
+        "result = write_output('/dev/null', 'data')\n"
+        "print(result.stream, result.describe())\n"
+    )
     before = os.stat("/dev/null")
-    assert main(["import", str(paste), "-o", "/dev/null"]) == 0
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True discarded the output (/dev/null)"
     after = os.stat("/dev/null")
     assert stat.S_ISCHR(after.st_mode) and after.st_ino == before.st_ino
 
@@ -95,10 +106,22 @@ def _run(argv: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
 
 
 def test_write_through_stdout_and_stderr(paste: Path) -> None:
-    for target, stream in (("-", "stdout"), ("/dev/stdout", "stdout"), ("/dev/stderr", "stderr")):
-        done = _run(["import", str(paste), "-o", target])
-        assert done.returncode == 0, done.stderr
-        assert '"schema": "pcidoc.capture/1"' in getattr(done, stream)
+    done = _run(["import", str(paste), "-o", "-"])
+    assert done.returncode == 0, done.stderr
+    assert '"schema": "pcidoc.capture/1"' in done.stdout
+    # /dev/stdout and /dev/stderr as an unprivileged user: a regression cannot replace them.
+    code = (
+        "import os\n"
+        "from pcidoc.fileio import write_output\n"
+        "if os.geteuid() == 0:\n"
+        "    os.setgid(65534); os.setuid(65534)\n"
+        "for path, text in (('-', 'A'), ('/dev/stdout', 'B'), ('/dev/stderr', 'C')):\n"
+        "    assert write_output(path, text).stream\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("AB", "C")
+    assert os.path.islink("/dev/stdout") or stat.S_ISCHR(os.stat("/dev/stdout").st_mode)
 
 
 def test_failed_write_to_standard_output_is_reported(paste: Path) -> None:
