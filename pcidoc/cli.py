@@ -138,8 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--redact",
         action="store_true",
-        help="redact the machine in the -o report (hostnames, serials, UUIDs, addresses, user "
-        "names, paths; see docs/collection.md); the findings are computed before redaction",
+        help="redact the -o report and the --json output (hostnames, serials, UUIDs, addresses, "
+        "user names, paths; see docs/collection.md); findings are computed before redaction",
     )
     check.add_argument(
         "-v", "--verbose", action="store_true", help="show evidence and remediation of every check"
@@ -404,6 +404,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     # Validate --only/--skip before any slow collection or probing.
     doctor.select_checks(_read_ids(args.only), _read_ids(args.skip))
     output = args.output
+    if args.redact and not output and not args.json:
+        raise PcidocError("--redact applies to a written report: add -o FILE or --json")
     if output:
         _validate_report_path(output)
     capture, source = resolve_machine(args)
@@ -421,12 +423,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
     if output:
         _wrote("report", _write_report(report, output, redact=args.redact))
-    elif args.redact:
-        raise PcidocError("--redact applies to the -o report; add -o FILE")
     if args.json:
         from pcidoc.present.json import report_json
 
-        _emit(report_json(report))
+        if args.redact:
+            from pcidoc.collect.capture import redact_report
+
+            report_json_text = report_json(redact_report(report))
+        else:
+            report_json_text = report_json(report)
+        _emit(report_json_text)
     else:
         from pcidoc.present.text import make_console, render_report
 

@@ -188,8 +188,11 @@ def test_check_report_redacted(tmp_path: Path, capsys: pytest.CaptureFixture[str
         body = out.read_text()
         assert SECRETS["process"] not in body and SECRETS["ip"] not in body
     capsys.readouterr()
+    assert main(["check", "--from", str(path), "--json", "--redact"]) == code
+    out = capsys.readouterr().out
+    assert SECRETS["process"] not in out and "gpu-node-17" not in out
     assert main(["check", "--from", str(path), "--redact"]) == 3
-    assert "add -o FILE" in capsys.readouterr().err
+    assert "add -o FILE or --json" in capsys.readouterr().err
 
 
 def test_report_from_a_redacted_capture_does_not_name_its_folder(tmp_path: Path) -> None:
