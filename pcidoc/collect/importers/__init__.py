@@ -111,23 +111,21 @@ def _parse_text(path: str, text: str) -> FileResult:
     return result
 
 
-def _refuse(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
+def _unknown(_name: str) -> None:
+    return None
 
 
-def _finite(text: str) -> float:
+def _finite(text: str) -> float | None:
     value = float(text)
-    if math.isinf(value):
-        raise ValueError(f"{text} is too large")
-    return value
+    return None if math.isinf(value) else value
 
 
 def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
     import json
 
     try:
-        # NaN, Infinity and 1e999 are refused: a measurement must be a finite number.
-        data = json.loads(text, parse_constant=_refuse, parse_float=_finite)
+        # NaN, Infinity and 1e999 are not numbers a measurement can hold: read as unknown.
+        data = clean_data(json.loads(text, parse_constant=_unknown, parse_float=_finite))
     except (ValueError, RecursionError):
         if '"traceEvents"' in text[:4096]:
             result.warnings.append("profiler trace: the JSON is incomplete or damaged; not read")
@@ -143,7 +141,7 @@ def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
         fragment.read.append(perf_runs.summary(run) + f", {run.rows} result row(s)")
         return fragment
     try:
-        return parse_trace(clean_data(data), name)
+        return parse_trace(data, name)
     except Exception as exc:  # a parser bug must not turn into a traceback
         if _scan.RAISE_PARSER_ERRORS:
             raise
