@@ -386,14 +386,11 @@ def cmd_nccl_topo(args: argparse.Namespace) -> int:
     for note in notes:
         _stderr(f"pcidoc: note: {note}")
     if args.output == "-":
-        sys.stdout.write(text)
+        _emit(text)
         return ExitCode.OK
-    try:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise PcidocError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
-    _stderr(f"pcidoc: wrote {args.output}: {len(capture.gpus)} GPU(s)")
+    from pcidoc.fileio import write_output
+
+    _wrote("topology file", write_output(args.output, text), f"{len(capture.gpus)} GPU(s)")
     return ExitCode.OK
 
 

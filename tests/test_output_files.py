@@ -273,3 +273,17 @@ def test_writable_file_in_a_read_only_folder_is_rewritten_in_place() -> None:
         assert os.stat(target).st_uid == 65534
     finally:
         shutil.rmtree(base)
+
+
+def test_nccl_topo_file_uses_the_same_writer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "topo.xml"
+    os.mkfifo(fifo)
+    assert main(["nccl-topo", "--demo", "synthetic-16gpu", "-o", str(fifo)]) == 3
+    assert "FIFO" in capsys.readouterr().err
+    target = tmp_path / "real.xml"
+    target.write_text("old")
+    assert main(["nccl-topo", "--demo", "synthetic-16gpu", "-o", str(target)]) == 0
+    assert "replaced the existing file" in capsys.readouterr().err
+    assert "<system" in target.read_text()
