@@ -206,3 +206,33 @@ def test_report_from_a_redacted_capture_does_not_name_its_folder(tmp_path: Path)
     for secret in [*SECRETS.values(), "gpu-node-17"]:
         assert secret not in text, secret
     assert json.loads(text)["source"]["path"] == "box.json"
+
+
+EVIDENCE = Path(__file__).resolve().parents[2] / "shared" / "realdata-evidence"
+
+
+@pytest.mark.skipif(not EVIDENCE.is_dir(), reason="../shared/realdata-evidence not present")
+def test_imported_nccl_evidence_is_redacted_with_the_same_verdicts() -> None:
+    from pcidoc.collect.capture import _evidence_hosts
+    from pcidoc.collect.importers import import_paths
+    from pcidoc.errors import PcidocError
+
+    files = sorted(
+        p
+        for folder in ("nccl-log", "nccl-tests-multinode")
+        for p in (EVIDENCE / folder).glob("*")
+        if p.suffix != ".md"
+    )
+    checked = 0
+    for path in files:
+        try:
+            cap = import_paths([str(path)]).capture
+        except PcidocError:
+            continue
+        red = redact_capture(cap)
+        assert _verdicts(red) == _verdicts(cap), path.name
+        hosts = set(_evidence_hosts(cap.model_dump(mode="json").get("evidence")))
+        data = red.model_dump(mode="json").get("evidence")
+        assert not set(_evidence_hosts(data)) & hosts, path.name
+        checked += 1
+    assert checked

@@ -268,8 +268,13 @@ _VERSION_KEYS = frozenset(
     {"kernel", "driver_version", "nvml_version", "cuda_driver_version", "version", "os"}
 )
 _FREE_TEXT_KEYS = frozenset(
-    {"note", "path", "citation", "warnings", "read", "source", "context", "detail", "message"}
-)
+    {
+        "note", "path", "citation", "warnings", "read", "source", "context", "detail", "message",
+        # imported NCCL evidence (capture.evidence): quoted log lines and what they name
+        "quote", "net_plugin_quote", "lnksta_quote", "bootstrap_if", "problems", "address",
+    }
+)  # fmt: skip
+_HOST_KEYS = frozenset({"hostname", "host", "hosts"})
 
 NCCL_KNOBS: frozenset[str] = frozenset(
     {
@@ -464,6 +469,15 @@ class _Redactor:
         if isinstance(node, dict):
             if key == "unavailable":  # field name -> reason: reasons are prose
                 return {k: self.walk(v, "unavailable") for k, v in node.items()}
+            if key == "env" and all(isinstance(v, str) for v in node.values()):
+                return self.environment(node)  # NCCL variables quoted by a log
+            if key == "env_quotes":
+                return {
+                    k: self.free_text(v)
+                    if k in NCCL_KNOBS or not isinstance(v, str)
+                    else self.placeholder("value", v)
+                    for k, v in node.items()
+                }
             return {k: self.walk(v, k) for k, v in node.items()}
         if isinstance(node, list):
             return [self.walk(v, key) for v in node]
@@ -473,7 +487,7 @@ class _Redactor:
             return self.free_text(node)
         if key in _SERIAL_KEYS:
             return self.placeholder("serial", node)
-        if key == "hostname":
+        if key in _HOST_KEYS:
             return self.host_name(node)
         if key in _VERSION_KEYS:
             return node
@@ -492,6 +506,11 @@ def _redact_data(data: dict[str, Any], redactor: _Redactor) -> dict[str, Any]:
         if short and short != hostname:
             redactor.hostnames.add(short)
             redactor.host_name(short)
+    # Host names in imported NCCL evidence are learned first, so that quoted log lines lose
+    # them as tokens too.
+    for name in _evidence_hosts(data.get("evidence")):
+        redactor.hostnames.add(name)
+        redactor.host_name(name)
     # Map the GPUs' UUIDs first, so CUDA_VISIBLE_DEVICES prefixes find their placeholders.
     for gpu in data.get("gpus") or []:
         if isinstance(gpu.get("uuid"), str):
@@ -516,6 +535,20 @@ def _redact_data(data: dict[str, Any], redactor: _Redactor) -> dict[str, Any]:
     origin = redacted.setdefault("origin", {})
     origin["redacted"] = True
     return redacted
+
+
+def _evidence_hosts(node: Any, key: str | None = None) -> list[str]:
+    """Every string under a ``host``/``hosts`` key of the evidence section."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            found.extend(_evidence_hosts(v, k))
+    elif isinstance(node, list):
+        for v in node:
+            found.extend(_evidence_hosts(v, key))
+    elif isinstance(node, str) and node and key in ("host", "hosts"):
+        found.append(node)
+    return found
 
 
 def redact_capture(capture: Capture) -> Capture:
