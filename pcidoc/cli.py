@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from pcidoc import __version__
 from pcidoc.errors import ExitCode, PcidocError
 
 if TYPE_CHECKING:
+    from pcidoc.fileio import WriteResult
     from pcidoc.model.capture import Capture
     from pcidoc.model.report import Report, ReportSource
 
@@ -38,6 +40,19 @@ class _Parser(argparse.ArgumentParser):
         """One line, like every other bad input, with where to look for help."""
         sys.stderr.write(f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
         raise SystemExit(ExitCode.BAD_INPUT)
+
+
+def finite_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds (``nan``, ``inf`` and non-numbers refused)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds")
+    return value
 
 
 def _add_source_options(parser: argparse.ArgumentParser, top: bool = False) -> None:
@@ -90,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source_options(parser, top=True)
     parser.add_argument(
         "--interval",
-        type=float,
+        type=finite_seconds,
         default=1.0,
         metavar="SECONDS",
         help="live counter sampling interval of the TUI (default 1.0, minimum 0.2)",
@@ -120,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         metavar="FILE",
         help="also write the report to FILE (.json, .md or .html by extension)",
+    )
+    check.add_argument(
+        "--redact",
+        action="store_true",
+        help="redact the -o report and the --json output (hostnames, serials, UUIDs, addresses, "
+        "user names, paths; see docs/collection.md); findings are computed before redaction",
     )
     check.add_argument(
         "-v", "--verbose", action="store_true", help="show evidence and remediation of every check"
@@ -168,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument(
         "--redact",
         action="store_true",
-        help="replace hostnames, serials, UUIDs and MAC-like ids with stable placeholders",
+        help="replace hostnames, serials, UUIDs, MAC/IP addresses, user names, home paths and "
+        "process names with stable placeholders (docs/collection.md lists what is kept)",
     )
     _add_probe_options(capture, "none")
     capture.add_argument("--debug", **_HIDDEN_DEBUG)
@@ -185,7 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "-o", "--output", metavar="FILE", help="write the capture to FILE (default: stdout)"
     )
-    imp.add_argument("--redact", action="store_true", help="redact identifying strings")
+    imp.add_argument(
+        "--redact",
+        action="store_true",
+        help="redact identifying strings (as `pcidoc capture --redact`; docs/collection.md)",
+    )
     imp.add_argument("--debug", **_HIDDEN_DEBUG)
 
     probe = sub.add_parser(
@@ -234,8 +260,63 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _stderr(message: str) -> None:
-    sys.stderr.write(message + "\n")
+    from pcidoc.sanitize import clean_text
+
+    # Messages quote file names and pasted values: no control sequence reaches the terminal.
+    sys.stderr.write(clean_text(message) + "\n")
     sys.stderr.flush()
+
+
+def _stdout_is_utf8() -> bool:
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("_", "-")
+    return encoding in ("utf-8", "utf8")
+
+
+def _emit(data: str | Callable[[], object]) -> None:
+    """Write data to stdout: a text, or a callable that renders to stdout (Rich).
+
+    JSON is ASCII where it must be: non-ASCII characters only ever occur inside JSON strings,
+    so where stdout cannot encode UTF-8 (``LC_ALL=C``, ``PYTHONIOENCODING=latin-1``) they are
+    written as ``\\uXXXX`` escapes, which every JSON reader decodes to the same text. A reader
+    that went away (``| head``) is not an error of ours: the caller still exits with its own
+    code (the verdict of ``check``), and stdout is pointed at ``/dev/null`` so the
+    interpreter's last flush cannot fail either. A full disk behind a redirection is reported.
+    """
+    try:
+        if isinstance(data, str):
+            text = data
+            if not _stdout_is_utf8() and not text.isascii():
+                text = ascii_json(text)
+            sys.stdout.write(text)
+        else:
+            data()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except OSError as exc:
+        raise _StdoutFailed(exc.strerror or str(exc)) from None
+
+
+def ascii_json(text: str) -> str:
+    """Serialized JSON with every non-ASCII character written as a ``\\uXXXX`` escape."""
+    import re
+
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group(0))
+        if code > 0xFFFF:
+            code -= 0x10000
+            return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+        return f"\\u{code:04x}"
+
+    return re.sub(r"[^\x00-\x7f]", escape, text)
+
+
+def _wrote(what: str, result: WriteResult, detail: str = "") -> None:
+    """``pcidoc: wrote FILE: detail``; says when an existing file was replaced."""
+    if result.stream:
+        return
+    verb = "replaced the existing file" if result.replaced else "wrote"
+    _stderr(f"pcidoc: {verb} {result.path}{': ' + detail if detail else ''}")
 
 
 def resolve_machine(args: argparse.Namespace) -> tuple[Capture, ReportSource]:
@@ -244,7 +325,11 @@ def resolve_machine(args: argparse.Namespace) -> tuple[Capture, ReportSource]:
 
     if getattr(args, "from_file", None):
         capture = load_from(args.from_file)
-        return capture, ReportSource.for_file(args.from_file, capture.origin.kind)
+        path = args.from_file
+        if capture.origin.redacted:
+            # The folder may name a user or a host that the redacted capture no longer shows.
+            path = os.path.basename(path) or path
+        return capture, ReportSource.for_file(path, capture.origin.kind)
     if getattr(args, "demo", None) is not None:
         from pcidoc.samples import default_demo, load_sample
 
@@ -309,19 +394,6 @@ def load_from(path: str) -> Capture:
         raise from_file_hint(path, exc) from None
 
 
-def _emit(write: Callable[[], object]) -> None:
-    """Write to stdout; a reader that went away (``| head``) is not an error of ours.
-
-    The caller still exits with its own code (the verdict of ``check``), and stdout is pointed
-    at ``/dev/null`` so the interpreter's last flush cannot fail either.
-    """
-    try:
-        write()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        _silence_stdout()
-
-
 def _silence_stdout() -> None:
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -356,7 +428,7 @@ def cmd_topo(args: argparse.Namespace) -> int:
             text = topology_json(data)
         else:
             text = topology_json(resolve_machine(args)[0])
-        _emit(lambda: sys.stdout.write(text))
+        _emit(text)
         return ExitCode.OK
     capture, source = resolve_machine(args)
     from pcidoc.present.text import make_console, render_topology
@@ -389,14 +461,11 @@ def cmd_nccl_topo(args: argparse.Namespace) -> int:
     for note in notes:
         _stderr(f"pcidoc: note: {note}")
     if args.output == "-":
-        sys.stdout.write(text)
+        _emit(text)
         return ExitCode.OK
-    try:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise PcidocError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
-    _stderr(f"pcidoc: wrote {args.output}: {len(capture.gpus)} GPU(s)")
+    from pcidoc.fileio import write_output
+
+    _wrote("topology file", write_output(args.output, text), f"{len(capture.gpus)} GPU(s)")
     return ExitCode.OK
 
 
@@ -407,6 +476,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     # Validate --only/--skip before any slow collection or probing.
     doctor.select_checks(_read_ids(args.only), _read_ids(args.skip))
     output = args.output
+    if args.redact and not output and not args.json:
+        raise PcidocError("--redact applies to a written report: add -o FILE or --json")
     if output:
         _validate_report_path(output)
     capture, source = resolve_machine(args)
@@ -423,14 +494,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         capture, source, _read_ids(args.only), _read_ids(args.skip), probes_requested=probes
     )
     if output:
-        path = _write_report(report, output)
-        _stderr(f"pcidoc: wrote {path}")
+        _wrote("report", _write_report(report, output, redact=args.redact))
     # The verdict is the exit code, also when the reader of a pipe stops early (`| head -3`).
     if args.json:
         from pcidoc.present.json import report_json
 
-        text = report_json(report)
-        _emit(lambda: sys.stdout.write(text))
+        if args.redact:
+            from pcidoc.collect.capture import redact_report
+
+            report_json_text = report_json(redact_report(report))
+        else:
+            report_json_text = report_json(report)
+        _emit(report_json_text)
     else:
         from pcidoc.present.text import make_console, render_report
 
@@ -451,18 +526,22 @@ def _validate_report_path(output: str) -> None:
         raise PcidocError(f"-o {output}: is a directory")
 
 
-def _write_report(report: Report, output: str) -> str:
-    from pcidoc.collect.capture import write_atomic
+def _write_report(report: Report, output: str, redact: bool = False) -> WriteResult:
+    from pcidoc.fileio import write_output
     from pcidoc.present import render_report_file
 
-    text = render_report_file(report, output)
-    return str(write_atomic(output, text))
+    if redact:
+        from pcidoc.collect.capture import redact_report
+
+        report = redact_report(report)
+    return write_output(output, render_report_file(report, output))
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
     """``pcidoc capture``."""
-    from pcidoc.collect.capture import dump_json, save_capture, utc_now
+    from pcidoc.collect.capture import capture_text, utc_now
     from pcidoc.collect.live import collect_live
+    from pcidoc.fileio import write_output
 
     _stderr("pcidoc: collecting facts of this machine...")
     capture = collect_live()
@@ -476,9 +555,6 @@ def cmd_capture(args: argparse.Namespace) -> int:
         capture = redact_capture(capture)
     if capture.origin.created_at is None:
         capture.origin.created_at = utc_now()
-    if args.output == "-":
-        sys.stdout.write(dump_json(capture))
-        return ExitCode.OK
     output = args.output
     if not output:
         host = (capture.host.hostname or "host").split(".")[0]
@@ -486,18 +562,23 @@ def cmd_capture(args: argparse.Namespace) -> int:
             host = "redacted"
         stamp = capture.origin.created_at.replace(":", "").replace("-", "")
         output = f"pcidoc-{host}-{stamp}.json"
-    path = save_capture(capture, output)
+    text = capture_text(capture)
+    if output == "-":
+        _emit(text)
+        return ExitCode.OK
+    result = write_output(output, text)
     gpus = len(capture.gpus)
     reason = capture.unavailable.get("gpus")
     detail = f" (no GPUs: {reason})" if not gpus and reason else ""
-    _stderr(f"pcidoc: wrote {path}: {gpus} GPU(s), {len(capture.nics)} NIC(s){detail}")
+    _wrote("capture", result, f"{gpus} GPU(s), {len(capture.nics)} NIC(s){detail}")
     return ExitCode.OK
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     """``pcidoc import``."""
-    from pcidoc.collect.capture import dump_json, save_capture
+    from pcidoc.collect.capture import capture_text
     from pcidoc.collect.importers import import_paths
+    from pcidoc.fileio import write_output
 
     result = import_paths(args.files)
     capture = result.capture
@@ -516,15 +597,12 @@ def cmd_import(args: argparse.Namespace) -> int:
         from pcidoc.collect.capture import redact_capture
 
         capture = redact_capture(capture)
+    text = capture_text(capture)
     if args.output and args.output != "-":
-        path = save_capture(capture, args.output)
-        _stderr(f"pcidoc: wrote {path}: {len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)")
+        result = write_output(args.output, text)
+        _wrote("capture", result, f"{len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)")
     else:
-        from pcidoc.collect.capture import utc_now
-
-        capture.origin.created_at = capture.origin.created_at or utc_now()
-        capture.origin.pcidoc_version = capture.origin.pcidoc_version or __version__
-        sys.stdout.write(dump_json(capture))
+        _emit(text)
     return ExitCode.OK
 
 
@@ -543,7 +621,7 @@ def cmd_samples(args: argparse.Namespace) -> int:
     if args.json:
         import json
 
-        sys.stdout.write(json.dumps([s.model_dump() for s in samples], indent=2) + "\n")
+        _emit(json.dumps([s.model_dump() for s in samples], indent=2) + "\n")
         return ExitCode.OK
     default = default_demo()
     width = max(len(s.name) for s in samples)
@@ -562,13 +640,13 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from pcidoc.model.report import Report
 
     model = Capture if args.kind == "capture" else Report
-    sys.stdout.write(json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n")
+    _emit(json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n")
     return ExitCode.OK
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
     """Bare ``pcidoc``: the TUI."""
-    if args.interval < 0.2:
+    if not args.interval >= 0.2:  # also rejects nan
         raise PcidocError("--interval must be at least 0.2 seconds")
     refusal = no_terminal_reason()
     if refusal is not None:
@@ -619,6 +697,25 @@ def _isatty(stream: object) -> bool:
         return False
 
 
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EIO, errno.EDQUOT})
+"""ENOSPC, EFBIG, EIO, EDQUOT: the output could not be written (a full disk behind a
+redirection); reported as such rather than as an internal error."""
+
+
+class _StdoutFailed(Exception):
+    """stdout could not take the data (disk full behind a redirection, I/O error)."""
+
+
+def _flush_stdout() -> None:
+    """Flush now, so that a failed write is reported with exit 3 instead of at exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _StdoutFailed(exc.strerror or str(exc)) from None
+
+
 COMMANDS = {
     "check": cmd_check,
     "topo": cmd_topo,
@@ -637,8 +734,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False)) or os.environ.get("PCIDOC_DEBUG") == "1"
     handler = COMMANDS.get(args.command or "", cmd_tui)
+    if not _stdout_is_utf8() and hasattr(sys.stdout, "reconfigure"):
+        # A non-UTF-8 stdout shows "?" for what it cannot encode instead of dying;
+        # JSON is escaped to ASCII by _emit, so no data is lost there.
+        with contextlib.suppress(ValueError, OSError):
+            sys.stdout.reconfigure(errors="replace")
     try:
-        return int(handler(args))
+        code = int(handler(args))
+        _flush_stdout()
+        return code
     except PcidocError as exc:
         if debug:
             raise
@@ -651,6 +755,24 @@ def main(argv: list[str] | None = None) -> int:
         # The reader of stdout went away; not an error of ours.
         _silence_stdout()
         return int(ExitCode.OK)
+    except OSError as exc:
+        if exc.errno not in _WRITE_ERRORS or debug:
+            if debug:
+                raise
+            _stderr(
+                f"pcidoc: internal error: {exc.__class__.__name__}: {exc} "
+                "(run with --debug for the traceback; please report it)"
+            )
+            return int(ExitCode.BAD_INPUT)
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        _stderr(f"pcidoc: cannot write the output ({exc.strerror or exc})")
+        return int(ExitCode.BAD_INPUT)
+    except _StdoutFailed as exc:
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        _stderr(f"pcidoc: cannot write to standard output ({exc})")
+        return int(ExitCode.BAD_INPUT)
     except Exception as exc:
         if debug:
             raise

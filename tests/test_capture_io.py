@@ -104,7 +104,7 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(PcidocError, match="is a directory"):
         load_capture(tmp_path)
     binary = tmp_path / "bin.json"
-    binary.write_bytes(b"\xff\xfe\x00garbage")
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR garbage")
     with pytest.raises(PcidocError, match="not a text file"):
         load_capture(binary)
 

@@ -7,11 +7,9 @@ that names the file and the problem. A report file (``pcidoc.report/1``) is acce
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pcidoc import __version__
 from pcidoc.errors import PcidocError
 from pcidoc.model.formats import CAPTURE_MAJOR
+from pcidoc.sanitize import clean_line
 
 if TYPE_CHECKING:
     from pcidoc.model.capture import Capture
@@ -40,21 +39,11 @@ def utc_now() -> str:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                return handle.read()
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PcidocError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise PcidocError(f"{path}: is a directory, not a capture file") from None
-    except PermissionError:
-        raise PcidocError(f"{path}: permission denied") from None
-    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError) as exc:
-        raise PcidocError(f"{path}: not a text file ({exc.__class__.__name__})") from None
-    except OSError as exc:
-        raise PcidocError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    """The file's text: at most MAX_CAPTURE_BYTES, gzip or not, UTF-8 or UTF-16 with a BOM."""
+    from pcidoc.fileio import MAX_CAPTURE_BYTES, decode_text, read_input
+
+    data = read_input(str(path), limit=MAX_CAPTURE_BYTES, what="a capture", stdin=False)
+    return decode_text(data, str(path), strict=True)
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
@@ -119,10 +108,15 @@ def capture_from_data(data: Any, name: str) -> Capture:
         data: Parsed JSON.
         name: File name used in error messages.
 
+    Every string (keys included) is first cleaned of terminal control sequences
+    (:func:`pcidoc.sanitize.clean_data`): this is where outside data enters pcidoc.
+
     Raises:
         PcidocError: one-line description of the first problem.
     """
-    body, name = _unwrap(data, name)
+    from pcidoc.sanitize import clean_data
+
+    body, name = _unwrap(clean_data(data), clean_line(name))
     from pydantic import ValidationError
 
     from pcidoc.model.capture import Capture
@@ -133,15 +127,42 @@ def capture_from_data(data: Any, name: str) -> Capture:
         raise _validation_error(name, exc.errors()) from None
 
 
+class _NonFinite(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _NonFinite(f"{text} (too large for a number)")
+    return value
+
+
+_NON_FINITE_RE = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
+
+
 def _parse_json(text: str, file: Path) -> Any:
+    """Parse strict JSON: NaN and Infinity are refused (pcidoc writes unknown values as null)."""
     try:
-        return json.loads(text)
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise PcidocError(
             f"{file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
+    except _NonFinite as exc:
+        match = _NON_FINITE_RE.search(text) or re.search(re.escape(str(exc).split()[0]), text)
+        where = f" (line {text.count(chr(10), 0, match.start()) + 1})" if match else ""
+        raise PcidocError(
+            f"{file}: holds {exc}{where}, which is not a JSON number; pcidoc writes unknown "
+            "values as null"
+        ) from None
     except RecursionError:
         raise PcidocError(f"{file}: not JSON (nested too deeply)") from None
+    return data
 
 
 def load_capture(path: str | os.PathLike[str]) -> Capture:
@@ -167,7 +188,9 @@ def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     global _FAST_VALIDATOR
     file = Path(path)
-    body, name = _unwrap(_parse_json(_read_text(file), file), str(file))
+    from pcidoc.sanitize import clean_data
+
+    body, name = _unwrap(clean_data(_parse_json(_read_text(file), file)), clean_line(str(file)))
     from pydantic_core import SchemaValidator, ValidationError
 
     if _FAST_VALIDATOR is None:
@@ -186,120 +209,405 @@ def dump_json(model: Any) -> str:
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder + rename).
+    """Write ``text`` to ``path`` with :func:`pcidoc.fileio.write_output` (gzip for ``.gz``).
 
     Raises:
-        PcidocError: the folder does not exist or is not writable.
+        PcidocError: the target is not a regular file, its folder is missing or not
+            writable, or the write failed.
     """
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise PcidocError(f"{target}: folder {folder} does not exist")
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise PcidocError(f"{target}: cannot write ({exc.strerror or exc})") from None
-    try:
-        if target.suffix == ".gz":
-            with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-                gz.write(text.encode("utf-8"))
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, target)
-    except OSError as exc:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise PcidocError(f"{target}: cannot write ({exc.strerror or exc})") from None
-    return target
+    from pcidoc.fileio import write_output
+
+    write_output(path, text)
+    return Path(path)
 
 
-def save_capture(capture: Capture, path: str | os.PathLike[str]) -> Path:
-    """Write a capture file atomically, stamping version and time when missing."""
+def capture_text(capture: Capture) -> str:
+    """The capture as file text, stamping pcidoc's version and the time when missing."""
     if capture.origin.pcidoc_version is None:
         capture.origin.pcidoc_version = __version__
     if capture.origin.created_at is None:
         capture.origin.created_at = utc_now()
-    return write_atomic(path, dump_json(capture))
+    return dump_json(capture)
+
+
+def save_capture(capture: Capture, path: str | os.PathLike[str]) -> Path:
+    """Write a capture file safely (see :func:`pcidoc.fileio.write_output`), stamping version
+    and time when missing."""
+    return write_atomic(path, capture_text(capture))
 
 
 # ------------------------------------------------------------------------------ redaction
+#
+# Redaction works BY FIELD and BY TOKEN, never by substring: a host called `on`, `pc` or
+# `intel` must not rewrite `intel_iommu=on`, `pcie` or the CPU vendor. What is removed and what
+# is kept is documented in docs/collection.md ("Redaction"); keep the two in step.
 
+_ZERO_UUID = "00000000-0000-0000-0000-000000000000"
 _UUID_RE = re.compile(
-    r"\b(?:GPU-|MIG-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+    r"(?<![0-9A-Za-z-])(?:GPU-|MIG-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}"
+    r"-[0-9a-fA-F]{12}(?![0-9A-Za-z-])"
 )
-_MAC_RE = re.compile(r"\b[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}\b")
-_GUID_RE = re.compile(r"\b[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){3}\b")
-_SERIAL_KEYS = {"serial", "serial_number", "board_serial"}
-_HOST_KEYS = {"hostname", "host", "node"}
+_MAC_RE = re.compile(r"(?<![0-9A-Za-z:])[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}(?![0-9A-Za-z:])")
+_GUID_RE = re.compile(r"(?<![0-9A-Za-z:])[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){3}(?![0-9A-Za-z:])")
+_IPV4_RE = re.compile(
+    r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+    r"(?![\w.])"
+)
+# IPv6 only where addresses are expected (environment values, kernel command line): it needs
+# "::" or eight groups, so PCI addresses (0000:18:00.0) never match.
+_IPV6_RE = re.compile(
+    r"(?<![\w:.])(?:(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}"
+    r"|(?:[0-9a-fA-F]{1,4}:){0,6}[0-9a-fA-F]{0,4}::(?:[0-9a-fA-F]{1,4}:){0,6}[0-9a-fA-F]{0,4})"
+    r"(?:%\w+)?(?![\w:])"
+)
+_HOME_RE = re.compile(r"(?P<root>/(?:home|Users|u|users|scratch/users)/)(?P<user>[^/\s:;,'\"]+)")
+_TILDE_RE = re.compile(r"(?<![\w/])~(?P<user>[A-Za-z_][\w.-]*)")
+
+_SERIAL_KEYS = frozenset({"serial", "serial_number", "board_serial"})
+_VERSION_KEYS = frozenset(
+    {"kernel", "driver_version", "nvml_version", "cuda_driver_version", "version", "os"}
+)
+_FREE_TEXT_KEYS = frozenset(
+    {
+        "note", "path", "citation", "warnings", "read", "source", "context", "detail", "message",
+        # imported NCCL evidence (capture.evidence): quoted log lines and what they name
+        "quote", "net_plugin_quote", "lnksta_quote", "bootstrap_if", "problems", "address",
+    }
+)  # fmt: skip
+_HOST_KEYS = frozenset({"hostname", "host", "hosts"})
+
+NCCL_KNOBS: frozenset[str] = frozenset(
+    {
+        "NCCL_ALGO", "NCCL_PROTO", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS",
+        "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_P2P_DIRECT_DISABLE", "NCCL_P2P_READ_ENABLE",
+        "NCCL_P2P_USE_CUDA_MEMCPY", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_NVL_CHUNKSIZE",
+        "NCCL_P2P_PCI_CHUNKSIZE", "NCCL_SHM_DISABLE", "NCCL_SHM_USE_CUDA_MEMCPY",
+        "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_IB_GDR_LEVEL", "NCCL_IB_GID_INDEX",
+        "NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT", "NCCL_IB_SL", "NCCL_IB_TC",
+        "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_PCI_RELAXED_ORDERING", "NCCL_IB_ADAPTIVE_ROUTING",
+        "NCCL_IB_CUDA_SUPPORT", "NCCL_IB_SPLIT_DATA_ON_QPS", "NCCL_IB_MERGE_NICS",
+        "NCCL_NET", "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ", "NCCL_NET_DISABLE_INTRA",
+        "NCCL_NET_SHARED_BUFFERS", "NCCL_NET_SHARED_COMMS", "NCCL_NET_PLUGIN",
+        "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_SOCKET_NTHREADS",
+        "NCCL_NSOCKS_PERTHREAD", "NCCL_CROSS_NIC", "NCCL_COLLNET_ENABLE", "NCCL_NVLS_ENABLE",
+        "NCCL_MNNVL_ENABLE", "NCCL_CUMEM_ENABLE", "NCCL_CUMEM_HOST_ENABLE",
+        "NCCL_IGNORE_CPU_AFFINITY", "NCCL_IGNORE_DISABLED_P2P", "NCCL_LAUNCH_MODE",
+        "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS",
+        "NCCL_NTHREADS", "NCCL_BUFFSIZE", "NCCL_TREE_THRESHOLD", "NCCL_SINGLE_RING_THRESHOLD",
+        "NCCL_LL_THRESHOLD", "NCCL_LL128_NTHREADS", "NCCL_NVB_DISABLE", "NCCL_PXN_DISABLE",
+        "NCCL_GRAPH_MIXING_SUPPORT", "NCCL_CHECKS_DISABLE", "NCCL_CHECK_POINTERS",
+        "NCCL_ASYNC_ERROR_HANDLING", "NCCL_BLOCKING_WAIT", "NCCL_CONNECT_TIMEOUT",
+        "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_DEBUG_FILE", "NCCL_GRAPH_FILE",
+        "NCCL_GRAPH_DUMP_FILE", "NCCL_WORK_FIFO_DEPTH", "NCCL_RUNTIME_CONNECT",
+        "NCCL_NVLS_CHUNKSIZE", "NCCL_CTA_POLICY", "NCCL_COMM_BLOCKING",
+        "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
+        "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
+        "TORCH_NCCL_ENABLE_MONITORING", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
+        "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_NCCL_DUMP_ON_TIMEOUT",
+        "TORCH_NCCL_AVOID_RECORD_STREAMS", "TORCH_NCCL_USE_COMM_NONBLOCKING",
+        "TORCH_NCCL_HIGH_PRIORITY",
+    }
+)  # fmt: skip
+"""Environment variables whose values are tuning knobs (levels, switches, sizes, device and
+interface names, paths): kept by ``--redact`` after addresses, user names and home paths in
+them are replaced. Every other variable's value is replaced (``NCCL_COMM_ID``, ``NCCL_HOSTID``,
+plugin options that may carry credentials or addresses)."""
+
+# Kernel parameters whose values carry names or addresses (Documentation/admin-guide/
+# kernel-parameters.txt, nfsroot.rst): `ip=<client>:<server>:<gw>:<mask>:<hostname>:...`.
+_CMDLINE_SECRET_KEYS = frozenset(
+    {"hostname", "nfsroot", "ip", "nfsaddrs", "netroot", "iscsi_initiator"}
+)
+
+
+def distinctive(name: str) -> bool:
+    """Whether a host name is worth redacting where it appears inside prose.
+
+    ``gpu-node-17``, ``dgx03`` or ``trainbox`` identify a machine; ``pc``, ``on``, ``live`` or
+    ``intel`` are ordinary words there, identify no one, and replacing them would rewrite
+    text that is not about the host. The ``hostname`` field itself is always replaced.
+    """
+    return len(name) >= 6 or any(not c.isalpha() for c in name)
 
 
 class _Redactor:
-    """Replaces identifying strings with stable placeholders (same input -> same output)."""
+    """Replaces identifying values with stable placeholders (same input -> same output).
+
+    ``mapping`` records every original -> placeholder pair, so that a report's findings can
+    be redacted with exactly the replacements made in its machine (:func:`redact_report`).
+    """
 
     def __init__(self) -> None:
         self.seen: dict[str, str] = {}
         self.counters: dict[str, int] = {}
-        self.hostnames: list[str] = []
+        self.hostnames: set[str] = set()
+        self.users: set[str] = set()
+        self.mapping: dict[str, str] = {}
+        self._token_re: re.Pattern[str] | None = None
 
+    # -- placeholders
     def placeholder(self, kind: str, original: str) -> str:
         key = f"{kind}:{original}"
         if key not in self.seen:
             n = self.counters.get(kind, 0) + 1
             self.counters[kind] = n
             if kind == "uuid":
-                prefix = (
-                    "GPU-"
-                    if original.startswith("GPU-")
-                    else ("MIG-" if original.startswith("MIG-") else "")
-                )
-                self.seen[key] = f"{prefix}00000000-0000-0000-0000-{n:012d}"
+                prefix = original[:4] if original[:4] in ("GPU-", "MIG-") else ""
+                value = f"{prefix}00000000-0000-0000-0000-{n:012d}"
             elif kind == "mac":
-                self.seen[key] = f"02:00:00:00:{n // 256:02x}:{n % 256:02x}"
+                value = f"02:00:00:00:{n // 256:02x}:{n % 256:02x}"
             elif kind == "guid":
-                self.seen[key] = f"0000:0000:0000:{n:04x}"
+                value = f"0000:0000:0000:{n:04x}"
+            elif kind == "ip":
+                value = f"192.0.2.{n}" if n < 255 else f"198.51.100.{n % 255}"  # RFC 5737
+            elif kind == "ipv6":
+                value = f"2001:db8::{n:x}"  # RFC 3849 documentation prefix
             else:
-                self.seen[key] = f"redacted-{kind}-{n}"
+                value = f"redacted-{kind}-{n}"
+            self.seen[key] = value
+            self.mapping[original] = value
+            self._token_re = None
         return self.seen[key]
 
-    def text(self, value: str) -> str:
-        for host in self.hostnames:
-            if host and host in value:
-                value = value.replace(host, self.placeholder("host", host))
-        value = _UUID_RE.sub(lambda m: self.placeholder("uuid", m.group(0)), value)
-        value = _MAC_RE.sub(lambda m: self.placeholder("mac", m.group(0)), value)
-        return _GUID_RE.sub(lambda m: self.placeholder("guid", m.group(0)), value)
+    def _uuid(self, match: re.Match[str]) -> str:
+        text = match.group(0)
+        bare = text[4:] if text[:4] in ("GPU-", "MIG-") else text
+        if bare == _ZERO_UUID:
+            return text  # a sentinel (no NVLink fabric cluster), not an identity
+        return self.placeholder("uuid", text)
+
+    # -- value classes
+    def identifiers(self, value: str) -> str:
+        """UUIDs (except the all-zero sentinel), MAC addresses, InfiniBand GUIDs."""
+        if "-" in value:
+            value = _UUID_RE.sub(self._uuid, value)
+        if ":" in value:
+            value = _MAC_RE.sub(lambda m: self.placeholder("mac", m.group(0)), value)
+            value = _GUID_RE.sub(lambda m: self.placeholder("guid", m.group(0)), value)
+        return value
+
+    def addresses(self, value: str, ipv6: bool = False) -> str:
+        if "." in value:
+            value = _IPV4_RE.sub(lambda m: self._ip(m.group(0)), value)
+        if ipv6 and ("::" in value or value.count(":") >= 7):
+            value = _IPV6_RE.sub(lambda m: self.placeholder("ipv6", m.group(0)), value)
+        return value
+
+    def _ip(self, text: str) -> str:
+        if text.startswith(("127.", "0.")) or text == "255.255.255.255":
+            return text  # loopback / unspecified: not an identity, and meaningful
+        return self.placeholder("ip", text)
+
+    def paths(self, value: str) -> str:
+        """User names in home paths (``/home/alice`` -> ``/home/redacted-user-1``)."""
+        if "/" in value:
+            value = _HOME_RE.sub(lambda m: m.group("root") + self._user(m.group("user")), value)
+        if "~" in value:
+            value = _TILDE_RE.sub(lambda m: "~" + self._user(m.group("user")), value)
+        return value
+
+    def _user(self, name: str) -> str:
+        if name.startswith("redacted-"):
+            return name
+        self.users.add(name)
+        return self.placeholder("user", name)
+
+    def tokens(self, value: str) -> str:
+        """Known host and user names where they stand as whole tokens (not inside a word)."""
+        hosts = {n for n in self.hostnames if distinctive(n)}
+        names = sorted((n for n in hosts | self.users if n), key=len, reverse=True)
+        if not names:
+            return value
+        if self._token_re is None:
+            alternatives = "|".join(re.escape(n) for n in names)
+            self._token_re = re.compile(rf"(?<![0-9A-Za-z])(?:{alternatives})(?![0-9A-Za-z])")
+        return self._token_re.sub(lambda m: self.mapping.get(m.group(0), m.group(0)), value)
+
+    def free_text(self, value: str) -> str:
+        return self.tokens(self.paths(self.addresses(self.identifiers(value), ipv6=True)))
+
+    # -- fields
+    def host_name(self, value: str) -> str:
+        return self.placeholder("host", value)
+
+    def cmdline(self, value: str) -> str:
+        out = []
+        for token in value.split(" "):
+            key, eq, arg = token.partition("=")
+            if eq and key in _CMDLINE_SECRET_KEYS and arg:
+                token = f"{key}=" + self.placeholder("value", arg)
+            else:
+                token = self.paths(self.addresses(self.identifiers(token), ipv6=True))
+            out.append(token)
+        return " ".join(out)
+
+    def environment(self, env: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in env.items():
+            if not isinstance(value, str):
+                out[key] = value
+            elif key not in NCCL_KNOBS:
+                out[key] = self.placeholder("value", value) if value else value
+            elif key in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
+                out[key] = ",".join(self._device_token(t) for t in value.split(","))
+            else:
+                out[key] = self.tokens(self.paths(self.addresses(self.identifiers(value), True)))
+        return out
+
+    def _device_token(self, token: str) -> str:
+        """A UUID prefix (``GPU-8a1b``) maps to the same prefix of its GPU's placeholder."""
+        stripped = token.strip()
+        if stripped[:4] in ("GPU-", "MIG-") and not _UUID_RE.fullmatch(stripped):
+            for original, value in self.mapping.items():
+                if original.lower().startswith(stripped.lower()) and original[:4] == stripped[:4]:
+                    return value[: len(stripped)]
+            return self.placeholder("uuid-prefix", stripped)
+        return self.identifiers(token)
 
     def walk(self, node: Any, key: str | None = None) -> Any:
         if isinstance(node, dict):
+            if key == "unavailable":  # field name -> reason: reasons are prose
+                return {k: self.walk(v, "unavailable") for k, v in node.items()}
+            if key == "env" and all(isinstance(v, str) for v in node.values()):
+                return self.environment(node)  # NCCL variables quoted by a log
+            if key == "env_quotes":
+                return {
+                    k: self.free_text(v)
+                    if k in NCCL_KNOBS or not isinstance(v, str)
+                    else self.placeholder("value", v)
+                    for k, v in node.items()
+                }
             return {k: self.walk(v, k) for k, v in node.items()}
         if isinstance(node, list):
             return [self.walk(v, key) for v in node]
-        if isinstance(node, str):
-            if key in _SERIAL_KEYS and node:
-                return self.placeholder("serial", node)
-            if key in _HOST_KEYS and node:
-                return self.placeholder("host", node)
-            return self.text(node)
-        return node
+        if not isinstance(node, str) or not node:
+            return node
+        if key == "unavailable":
+            return self.free_text(node)
+        if key in _SERIAL_KEYS:
+            return self.placeholder("serial", node)
+        if key in _HOST_KEYS:
+            return self.host_name(node)
+        if key in _VERSION_KEYS:
+            return node
+        if key in _FREE_TEXT_KEYS:
+            return self.free_text(node)
+        return self.identifiers(node)
+
+
+def _redact_data(data: dict[str, Any], redactor: _Redactor) -> dict[str, Any]:
+    host = data.get("host") or {}
+    hostname = host.get("hostname")
+    if hostname:
+        redactor.hostnames.add(hostname)
+        redactor.host_name(hostname)
+        short = hostname.split(".")[0]
+        if short and short != hostname:
+            redactor.hostnames.add(short)
+            redactor.host_name(short)
+    # Host names in imported NCCL evidence are learned first, so that quoted log lines lose
+    # them as tokens too.
+    for name in _evidence_hosts(data.get("evidence")):
+        redactor.hostnames.add(name)
+        redactor.host_name(name)
+    # Map the GPUs' UUIDs first, so CUDA_VISIBLE_DEVICES prefixes find their placeholders.
+    for gpu in data.get("gpus") or []:
+        if isinstance(gpu.get("uuid"), str):
+            redactor.identifiers(gpu["uuid"])
+    # Home paths anywhere teach the user names, which are then redacted as tokens elsewhere.
+    for source in (data.get("origin") or {}).get("sources") or []:
+        if isinstance(source.get("path"), str):
+            redactor.paths(source["path"])
+    for value in (host.get("environment") or {}).values():
+        if isinstance(value, str):
+            redactor.paths(value)
+    redacted = redactor.walk(data)
+    red_host = redacted.get("host") or {}
+    if isinstance(host.get("cmdline"), str):
+        red_host["cmdline"] = redactor.cmdline(host["cmdline"])
+    if isinstance(host.get("environment"), dict):
+        red_host["environment"] = redactor.environment(host["environment"])
+    originals = host.get("processes") or []
+    for proc, original in zip(red_host.get("processes") or [], originals, strict=False):
+        if isinstance(original.get("name"), str) and original["name"]:
+            proc["name"] = redactor.placeholder("process", original["name"])
+    origin = redacted.setdefault("origin", {})
+    origin["redacted"] = True
+    return redacted
+
+
+def _evidence_hosts(node: Any, key: str | None = None) -> list[str]:
+    """Every string under a ``host``/``hosts`` key of the evidence section."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            found.extend(_evidence_hosts(v, k))
+    elif isinstance(node, list):
+        for v in node:
+            found.extend(_evidence_hosts(v, key))
+    elif isinstance(node, str) and node and key in ("host", "hosts"):
+        found.append(node)
+    return found
 
 
 def redact_capture(capture: Capture) -> Capture:
-    """Return a copy with hostnames, serials, UUIDs and MAC/GUID-like ids replaced.
+    """Return a copy with identifying values replaced by stable placeholders.
 
-    Placeholders are stable within the capture: the same UUID always maps to the same
-    placeholder, so matrices and cross-references stay consistent.
+    Replaced (by field, or as whole tokens, never as substrings): the hostname, serials,
+    UUIDs (the all-zero fabric cluster UUID is a sentinel and stays), MAC addresses and
+    InfiniBand GUIDs, IP addresses (environment, kernel command line, free text), user names
+    in home paths, values of environment variables that are not known tuning knobs
+    (:data:`NCCL_KNOBS`), process names, and the host/user names where they appear as tokens
+    in file paths and notes. Everything a check reads (GPU and CPU models, vendors, kernel
+    arguments, link states, bus ids, matrices, counters, measurements) is kept, so a redacted
+    capture gets the same verdicts. Placeholders are stable within the capture: the same
+    UUID always maps to the same placeholder, so cross-references stay consistent.
     """
-    data = capture.model_dump(by_alias=True, mode="json")
-    redactor = _Redactor()
-    hostname = data.get("host", {}).get("hostname")
-    if hostname:
-        redactor.hostnames.append(hostname)
-        short = hostname.split(".")[0]
-        if short != hostname:
-            redactor.hostnames.append(short)
-    redacted = redactor.walk(data)
-    redacted["origin"]["redacted"] = True
+    redacted = _redact_data(capture.model_dump(by_alias=True, mode="json"), _Redactor())
     from pcidoc.model.capture import Capture
 
     return Capture.model_validate(redacted)
+
+
+def redact_report(report: Any) -> Any:
+    """A copy of a report whose machine is redacted as :func:`redact_capture` does, and whose
+    findings (summaries, evidence, remediation, subjects) and source name have the same
+    values replaced, so the report cannot reintroduce what the machine no longer shows.
+
+    The findings are not recomputed: they are the ones computed on the real machine.
+    """
+    redactor = _Redactor()
+    data = report.model_dump(by_alias=True, mode="json")
+    data["machine"] = _redact_data(data["machine"], redactor)
+    replacements = {
+        original: value
+        for original, value in redactor.mapping.items()
+        if original not in redactor.hostnames or distinctive(original)
+    }
+    names = sorted(replacements, key=len, reverse=True)
+    pattern = (
+        re.compile(
+            r"(?<![0-9A-Za-z])(?:" + "|".join(re.escape(n) for n in names) + r")(?![0-9A-Za-z])"
+        )
+        if names
+        else None
+    )
+
+    def scrub(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: scrub(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [scrub(v) for v in node]
+        if isinstance(node, str) and node:
+            node = redactor.paths(redactor.addresses(redactor.identifiers(node)))
+            if pattern is not None:
+                node = pattern.sub(lambda m: replacements[m.group(0)], node)
+        return node
+
+    data["checks"] = scrub(data.get("checks") or [])
+    source = data.get("source") or {}
+    for key in ("path", "name"):
+        if isinstance(source.get(key), str):
+            source[key] = redactor.free_text(source[key])
+    return type(report).model_validate(data)

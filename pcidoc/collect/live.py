@@ -679,7 +679,17 @@ def collect_live(
         lambda: attach_topo_file(capture, dict(environ) if environ is not None else None),
         None,
     )
-    return capture
+    return _without_control_sequences(capture)
+
+
+def _without_control_sequences(capture: Capture) -> Capture:
+    """Process names, environment values and device names come from outside pcidoc: remove
+    terminal control sequences from them once, here (:mod:`pcidoc.sanitize`)."""
+    from pcidoc.sanitize import clean_data
+
+    data = capture.model_dump(by_alias=True)
+    cleaned = clean_data(data)
+    return capture if cleaned is data else Capture.model_validate(cleaned)
 
 
 def _collect_nvml(

@@ -38,6 +38,14 @@ def normalize_link(token: str | None) -> str | None:
     """
     if token is None:
         return None
+    # A matrix of 1,000 GPUs has a million cells drawn from a dozen spellings.
+    if len(token) > 16:
+        token = token.strip()
+    return _normalize_link(token) if len(token) <= 16 else None
+
+
+@lru_cache(maxsize=1024)
+def _normalize_link(token: str) -> str | None:
     t = token.strip().upper()
     if t in ("X", "PIX", "PXB", "PHB", "NODE", "SYS", "XGMI"):
         return t

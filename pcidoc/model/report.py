@@ -80,8 +80,11 @@ class ReportSource(Model):
     def for_file(cls, path: str, origin_kind: str) -> ReportSource:
         """The source of a machine read with ``--from``: ``import``/``synthetic`` captures keep
         that kind, any other file is a ``capture``."""
+        from pcidoc.sanitize import clean_line
+
         kind = {"import": "import", "synthetic": "synthetic"}.get(origin_kind, "capture")
-        return cls(kind=kind, path=path)  # type: ignore[arg-type]
+        # A file name is outside text too: it is shown by check, topo and the TUI.
+        return cls(kind=kind, path=clean_line(path))  # type: ignore[arg-type]
 
     def describe(self) -> str:
         """``live``, ``capture: FILE``, ``demo: NAME``..."""

@@ -7,6 +7,7 @@ Sections:
   topo     median wall time of ``pcidoc topo --json`` on the 16- and 72-GPU synthetic captures
   import   ``pcidoc import`` on the largest realdata file
   check    ``pcidoc check --json`` on the 72-GPU capture and on each bundled sample
+  hostile  1,000-GPU topo import, bounded reads of huge/binary inputs: wall time and peak RSS
   tui      process start to first complete screen of ``pcidoc --demo``; 72-GPU matrix render
            time; RSS without torch; live sampler CPU cost per GPU per sample (fake backend)
 
@@ -185,9 +186,60 @@ def section_tui(repeat: int, base: float, floor: float) -> None:
         print(f"   progress flood: failed: {proc.stderr[-300:]}")
 
 
+def _topo_paste(gpus: int) -> str:
+    """A synthetic ``nvidia-smi topo -m`` of ``gpus`` GPUs (8-GPU NVLink islands, SYS between),
+    labelled synthetic by its file name; only its size matters here."""
+    header = "\t" + "\t".join(f"GPU{i}" for i in range(gpus)) + "\tCPU Affinity\tNUMA Affinity"
+    lines = ["$ nvidia-smi topo -m", header]
+    for i in range(gpus):
+        cells = ["X" if i == j else ("NV18" if i // 8 == j // 8 else "SYS") for j in range(gpus)]
+        lines.append(
+            f"GPU{i}\t" + "\t".join(cells) + f"\t{(i % 2) * 48}-{(i % 2) * 48 + 47}\t{i % 2}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _peak(argv: list[str]) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS (MiB) and exit code of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=bench_env()
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def section_hostile(repeat: int, base: float, floor: float) -> None:
+    print("\n== hostile inputs (wall time, peak RSS, exit code of one run each)")
+    bad = ROOT.parent / "shared" / "bad-inputs"
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        paste = folder / "synthetic-topo-1000.txt"
+        paste.write_text(_topo_paste(1000))
+        capture = folder / "synthetic-1000.json"
+        sparse = folder / "sparse.json"
+        with open(sparse, "wb") as handle:
+            handle.truncate(2 * 10**9)
+        runs = [
+            ("import 1,000-GPU topo -m paste", ["import", str(paste), "-o", str(capture)]),
+            ("topo --json of the 1,000-GPU capture", ["topo", "--json", "--from", str(capture)]),
+            ("check --from 2 GB sparse file", ["check", "--from", str(sparse)]),
+            ("check --from /dev/zero", ["check", "--from", "/dev/zero"]),
+            ("import /dev/zero", ["import", "/dev/zero"]),
+        ]
+        if bad.is_dir():
+            runs.append(
+                ("import evil-topo.txt (0-999999999)", ["import", str(bad / "evil-topo.txt")])
+            )
+        for label, argv in runs:
+            seconds, rss, code = _peak([PY, "-m", "pcidoc", *argv])
+            print(f"   {label:<48} {seconds:7.2f} s {rss:8.0f} MiB  exit {code}")
+
+
 SECTIONS = {
     "topo": section_topo,
     "import": section_import,
+    "hostile": section_hostile,
     "check": section_check,
     "tui": section_tui,
 }

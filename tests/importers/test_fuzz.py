@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import math
 import time
 
 from hypothesis import HealthCheck, given, settings
@@ -11,6 +13,8 @@ from hypothesis import strategies as st
 from pcidoc.collect.importers import import_texts
 from pcidoc.errors import PcidocError
 from pcidoc.model.capture import Capture
+from pcidoc.model.cpulist import parse_cpulist
+from pcidoc.sanitize import has_controls
 from tests.importers import (
     test_bandwidth_test,
     test_merge,
@@ -46,6 +50,33 @@ SNIPPETS = [
     _trace(),
 ]
 
+CONTROL = st.sampled_from(
+    [
+        "\x1b]0;pwned\x07",
+        "\x1b]52;c;cHduZWQ=\x1b\\",
+        "\x1bc",
+        "\x1b(0",
+        "\x1bP+q\x1b\\",
+        "\x1b[2J",
+        "\x9b31m",
+        "\x9d0;x\x9c",
+        "\x1b]8;;x",
+        "\r",
+        "\x08",
+        "\x00",
+        "\x7f",
+        "\u202e",
+        "\x1b",
+    ]
+)
+"""Terminal control sequences of every family (must never survive into the capture)."""
+
+HUGE = st.sampled_from(
+    ["0-999999999", "0-8192", "999999999999999999999", "GPU99999999", "1e999", "inf", "nan",
+     "NaN", "-Infinity", "0x" + "f" * 64, "9" * 400, "-0", "1e-400"]
+)  # fmt: skip
+"""Ranges, counts and numbers no real machine prints."""
+
 GARBAGE = st.text(
     alphabet=st.sampled_from(list("GPUNICX0123456789.-:#|[]()>/ \tSYSPIXOKNV=eE,abc")),
     max_size=40,
@@ -59,7 +90,11 @@ def damaged(draw: st.DrawFn) -> str:
     for _ in range(draw(st.integers(0, 6))):
         if not lines:
             break
-        op = draw(st.sampled_from(["drop", "dup", "garbage", "tabs", "cut", "swap", "strip"]))
+        op = draw(
+            st.sampled_from(
+                ["drop", "dup", "garbage", "tabs", "cut", "swap", "strip", "control", "huge"]
+            )
+        )
         pos = draw(st.integers(0, len(lines) - 1))
         if op == "drop":
             del lines[pos]
@@ -81,6 +116,19 @@ def damaged(draw: st.DrawFn) -> str:
             lines[pos], lines[other] = lines[other], lines[pos]
         elif op == "strip":
             lines[pos] = lines[pos].lstrip()
+        elif op in ("control", "huge"):
+            line = lines[pos]
+            cut = draw(st.integers(0, len(line)))
+            insert = draw(CONTROL if op == "control" else HUGE)
+            if op == "huge" and draw(st.booleans()):
+                # Replace a number in place, where a parser expects one.
+                tokens = line.split()
+                if tokens:
+                    k = draw(st.integers(0, len(tokens) - 1))
+                    tokens[k] = insert
+                    lines[pos] = " ".join(tokens)
+                    continue
+            lines[pos] = line[:cut] + insert + line[cut:]
     joined = "\n".join(lines)
     if draw(st.booleans()):
         joined = joined[: draw(st.integers(0, len(joined)))]
@@ -106,8 +154,25 @@ def test_damaged_pastes_never_crash(texts: list[str]) -> None:
     capture = result.capture
     assert capture.origin.kind == "import"
     assert len(capture.origin.sources) == len(items)
-    again = Capture.model_validate_json(capture.model_dump_json(by_alias=True))
+    dumped = capture.model_dump_json(by_alias=True)
+    again = Capture.model_validate_json(dumped)
     assert again == capture
+    _no_controls(json.loads(dumped))
+
+
+def _no_controls(node: object) -> None:
+    """No string of the capture (keys included) holds a terminal control sequence."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            assert not has_controls(key), key
+            _no_controls(value)
+    elif isinstance(node, list):
+        for value in node:
+            _no_controls(value)
+    elif isinstance(node, str):
+        assert not has_controls(node), node
+    elif isinstance(node, float):
+        assert math.isfinite(node)
 
 
 @settings(max_examples=150, deadline=None)
@@ -118,6 +183,91 @@ def test_arbitrary_text_never_crashes(text: str) -> None:
     except PcidocError:
         return
     Capture.model_validate_json(result.capture.model_dump_json(by_alias=True))
+    _no_controls(result.capture.model_dump(mode="json"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    name=st.lists(st.one_of(CONTROL, st.sampled_from(list("GPU0 H100-xyz"))), max_size=12).map(
+        "".join
+    ),
+    affinity=st.one_of(HUGE, st.sampled_from(["0-47", "0-23,48-71", "N/A"])),
+    link=st.sampled_from(["NV18", "SYS", "PIX", "X1", "NV99999999999"]),
+)
+def test_topology_cells_with_hostile_values(name: str, affinity: str, link: str) -> None:
+    """A well-formed topo -m whose cells carry control sequences and absurd ranges."""
+    text = (
+        "$ nvidia-smi topo -m\n"
+        "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\n"
+        f"GPU0\t X \t{link}\tSYS\t{affinity}\t0\n"
+        f"GPU1\t{link}\t X \tSYS\t{affinity}\t{affinity}\n"
+        "NIC0\tSYS\tSYS\t X \n\nNIC Legend:\n\n"
+        f"  NIC0: {name}\n"
+    )
+    try:
+        result = import_texts([(f"t{name}.txt", text)])
+    except PcidocError as error:
+        message = error.message
+        result = None
+    if result is None:
+        assert "\n" not in message and not has_controls(message)
+        return
+    data = result.capture.model_dump(mode="json")
+    _no_controls(data)
+    for gpu in result.capture.gpus:
+        assert (
+            parse_cpulist(gpu.cpu_affinity) is None
+            or max(parse_cpulist(gpu.cpu_affinity) or {0}) < 8192
+        )
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    value=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.sampled_from(["NaN", "Infinity", "-Infinity", "1e999", "-1e999"]),
+        CONTROL,
+        st.lists(st.one_of(CONTROL, st.sampled_from(list("ab[]/"))), max_size=10).map("".join),
+        st.integers(min_value=-(10**30), max_value=10**30),
+    ),
+    field=st.sampled_from(
+        [("host", "uptime_s"), ("host", "hostname"), ("host", "logical_cpus"),
+         ("gpus", "name"), ("gpus", "cpu_affinity"), ("gpus", "tx_bytes_per_s"),
+         ("gpus", "index"), ("origin", "note")]
+    ),
+)  # fmt: skip
+def test_capture_loading_with_hostile_values(value: object, field: tuple[str, str]) -> None:
+    """Capture loading: one-line error or a capture that saves and reloads unchanged."""
+    import tempfile
+
+    from pcidoc.collect.capture import capture_text, load_capture
+    from tests.builders import machine
+
+    base = json.loads(capture_text(machine(2, link="NV4")))
+    section, key = field
+    target = base[section][0] if section == "gpus" else base[section]
+    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity", "1e999", "-1e999"):
+        target[key] = "@@"
+        text = json.dumps(base).replace('"@@"', value)
+    else:
+        target[key] = value
+        text = json.dumps(base)  # writes nan/inf as NaN/Infinity, like a careless tool
+    with tempfile.TemporaryDirectory() as folder:
+        path = f"{folder}/c.json"
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        try:
+            capture = load_capture(path)
+        except PcidocError as error:
+            message = error.message
+            capture = None
+        if capture is None:
+            assert "\n" not in message and not has_controls(message)
+            return
+        _no_controls(capture.model_dump(mode="json"))
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(capture_text(capture))
+        assert load_capture(path) == capture
 
 
 LONG_RUN = " " * 20000

@@ -13,7 +13,7 @@ Public API: :func:`import_texts`, :func:`import_paths`, :class:`ImportResult`,
 
 from __future__ import annotations
 
-import sys
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +24,9 @@ from pcidoc.collect.importers.merge import FileResult, merge
 from pcidoc.collect.importers.text import prepare
 from pcidoc.collect.importers.torch_trace import parse_trace
 from pcidoc.errors import PcidocError
+from pcidoc.fileio import MAX_PASTE_BYTES, decode_text, read_input
 from pcidoc.model.capture import Capture
+from pcidoc.sanitize import clean_data, clean_line, clean_text
 
 SUPPORTED_FORMATS: dict[str, str] = {
     "nvidia-smi-topo": "nvidia-smi topo -m / --matrix (topology, CPU/NUMA affinity, NIC legend)",
@@ -48,7 +50,11 @@ SUPPORTED_FORMATS: dict[str, str] = {
 }
 """Format id -> what it is; ids appear in ``origin.sources[].formats``."""
 
-_MAX_BYTES = 512 * 2**20
+_MAX_BYTES = MAX_PASTE_BYTES
+
+MAX_PASTE_LINES = 500_000
+"""Lines of a text paste that are read (``nvidia-smi -q`` of 1,000 GPUs is ~200,000 lines;
+a 1,000-GPU ``topo -m`` is 1,000). Profiler traces (JSON) are not counted in lines."""
 
 
 @dataclass
@@ -83,6 +89,13 @@ def _parse_text(path: str, text: str) -> FileResult:
         if fragment is not None:
             result.fragments.append(fragment)
             return result
+    if text.count("\n") > MAX_PASTE_LINES:
+        # Every line is offered to every format; a text this long is not a paste, and reading
+        # all of it would take minutes. What a real output needs comes first.
+        text = "\n".join(text.split("\n", MAX_PASTE_LINES)[:MAX_PASTE_LINES])
+        result.warnings.append(
+            f"more than {MAX_PASTE_LINES:,} lines: read the first {MAX_PASTE_LINES:,}"
+        )
     doc = prepare(text, name)
     scanned = _scan.scan(doc, name)
     result.fragments.extend(scanned.fragments)
@@ -98,11 +111,21 @@ def _parse_text(path: str, text: str) -> FileResult:
     return result
 
 
+def _unknown(_name: str) -> None:
+    return None
+
+
+def _finite(text: str) -> float | None:
+    value = float(text)
+    return None if math.isinf(value) else value
+
+
 def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
     import json
 
     try:
-        data = json.loads(text)
+        # NaN, Infinity and 1e999 are not numbers a measurement can hold: read as unknown.
+        data = clean_data(json.loads(text, parse_constant=_unknown, parse_float=_finite))
     except (ValueError, RecursionError):
         if '"traceEvents"' in text[:4096]:
             result.warnings.append("profiler trace: the JSON is incomplete or damaged; not read")
@@ -139,8 +162,11 @@ def import_texts(items: list[tuple[str, str]]) -> ImportResult:
     Raises:
         PcidocError: nothing supported was recognised in any of the texts (the message names
             the files and lists the supported formats).
+
+    This is where pasted text enters pcidoc: names and texts are cleaned of terminal control
+    sequences here, once (:mod:`pcidoc.sanitize`), so no parser, capture or presenter sees one.
     """
-    files = [_parse_text(name, text) for name, text in items]
+    files = [_parse_text(clean_line(name), clean_text(text)) for name, text in items]
     unrecognised = [f.name for f in files if not f.fragments]
     if files and len(unrecognised) == len(files):
         names = ", ".join("<stdin>" if f.path == "-" else f.path for f in files)
@@ -172,33 +198,10 @@ def import_texts(items: list[tuple[str, str]]) -> ImportResult:
 
 
 def _read(path: str) -> str:
-    try:
-        if path == "-":
-            data = sys.stdin.buffer.read(_MAX_BYTES + 1)
-        else:
-            with open(path, "rb") as handle:
-                data = handle.read(_MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise PcidocError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise PcidocError(f"{path}: is a directory") from None
-    except PermissionError:
-        raise PcidocError(f"{path}: permission denied") from None
-    except OSError as exc:
-        raise PcidocError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if data[:2] == b"\x1f\x8b":
-        import gzip
-        import zlib
-
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error):
-            raise PcidocError(f"{path}: damaged gzip file") from None
-    if len(data) > _MAX_BYTES:
-        raise PcidocError(f"{path}: larger than {_MAX_BYTES // 2**20} MiB; not a paste")
-    if b"\x00" in data[:65536]:
-        raise PcidocError(f"{path}: not a text file")
-    return data.decode("utf-8", errors="replace")
+    """Read one paste: bounded (see :data:`pcidoc.fileio.MAX_PASTE_BYTES`), gunzipped,
+    UTF-8 / UTF-8 with BOM / UTF-16 (PowerShell's ``>``) decoded."""
+    data = read_input(path, limit=_MAX_BYTES, what="a paste")
+    return decode_text(data, "<stdin>" if path == "-" else path)
 
 
 def import_paths(paths: list[str]) -> ImportResult:

@@ -20,6 +20,23 @@ from pcidoc.model.measurements import (
     WorkloadEvidence,
 )
 
+MAX_MATRIX_DEVICES = 2048
+"""Most devices a topology or P2P status matrix may name (a matrix costs the square of it).
+A 1,000-GPU matrix imports; a paste naming 200,000 devices stops at this many."""
+
+MAX_MEASURED_DEVICES = 1024
+"""Most GPUs a bandwidth/latency matrix (p2pBandwidthLatencyTest, nvbandwidth) may hold."""
+
+
+def too_many(frag: Fragment, count: int, limit: int, what: str) -> bool:
+    """True (with one warning per fragment) when ``count`` devices reach ``limit``."""
+    if count < limit:
+        return False
+    note = f"{what}: more than {limit} devices; read the first {limit}"
+    if note not in frag.warnings:
+        frag.warn(note)
+    return True
+
 
 @dataclass
 class GpuPart:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pcidoc.collect.importers.fragment import Context
+from pcidoc.collect.importers.fragment import MAX_MATRIX_DEVICES, Context
 from pcidoc.collect.importers.text import Doc, LazyPattern, lazy
 from pcidoc.model.links import normalize_link
+
+_MAX_ROW_CHARS = 32 * MAX_MATRIX_DEVICES
+"""A row of MAX_MATRIX_DEVICES cells, each padded as nvidia-smi pads them, plus affinity."""
 
 P2P_CODES: frozenset[str] = frozenset({"X", "OK", "NS", "CNS", "GNS", "TNS", "DR", "U"})
 
@@ -44,7 +47,7 @@ def header_tokens(line: str) -> tuple[list[str], list[str]] | None:
     and ``gpu_numa`` in printed order, or ``None`` when the line is not a header (it must name
     at least one GPU and nothing but device names before the affinity columns).
     """
-    if len(line) > 5000:
+    if len(line) > 65536:  # 2,048 devices with affinity columns fit; longer is not a header
         return None
     affinity = [m for m in AFFINITY_RE.finditer(line)]
     device_part = line[: affinity[0].start()] if affinity else line
@@ -73,9 +76,15 @@ def header_tokens(line: str) -> tuple[list[str], list[str]] | None:
 
 
 def row_cells(line: str) -> tuple[str, list[str]] | None:
-    """Split a matrix row into its label and cell tokens (glued link cells separated)."""
+    """Split a matrix row into its label and cell tokens (glued link cells separated).
+
+    A line longer than a row of the largest matrix pcidoc reads (MAX_MATRIX_DEVICES cells plus
+    the affinity columns) is not a row.
+    """
+    if len(line) > _MAX_ROW_CHARS:
+        return None
     tokens = line.split()
-    if len(tokens) < 2:
+    if len(tokens) < 2 or len(tokens) > MAX_MATRIX_DEVICES + 8:
         return None
     label = tokens[0]
     if not (LABEL_RE.match(label) or NIC_NAME_RE.match(label)) or is_link(label):

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import re
 
-from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.fragment import (
+    MAX_MEASURED_DEVICES,
+    Context,
+    Fragment,
+    too_many,
+)
 from pcidoc.collect.importers.text import (
     Doc,
     lazy,
@@ -146,13 +151,14 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
             continue
         header = current is not None and current.title is not None and not current.columns
         if header and current is not None and _HEADER_RE.match(line):
-            current.columns = [int(x) for x in line.split()]
+            current.columns = [int(x) for x in line.split()[:MAX_MEASURED_DEVICES]]
             index += 1
             continue
         match = _ROW_RE.match(line)
         if match and current is not None and current.columns:
-            values = [to_float(x) for x in match.group(2).split()]
-            current.rows.setdefault(int(match.group(1)), values)
+            values = [to_float(x) for x in match.group(2).split()[:MAX_MEASURED_DEVICES]]
+            if not too_many(frag, len(current.rows), MAX_MEASURED_DEVICES, "nvbandwidth matrix"):
+                current.rows.setdefault(int(match.group(1)), values)
             index += 1
             continue
         match = _SUM_RE.match(line)

@@ -8,7 +8,7 @@ matrix is stored as ``read`` (the capability people check most often) and a warn
 
 from __future__ import annotations
 
-from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.fragment import MAX_MATRIX_DEVICES, Context, Fragment, too_many
 from pcidoc.collect.importers.matrix import (
     GPU_LABEL_RE,
     P2P_CODES,
@@ -52,7 +52,7 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     index = start
     columns: list[int] = []
     if header is not None:
-        for token in header[0]:
+        for token in header[0][:MAX_MATRIX_DEVICES]:
             match = GPU_LABEL_RE.match(token)
             if match:
                 columns.append(int(match.group(1)))
@@ -70,7 +70,8 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
         match = GPU_LABEL_RE.match(parsed[0])
         if not match or not parsed[1] or parsed[1][0].upper() not in P2P_CODES:
             break
-        rows.setdefault(int(match.group(1)), parsed[1])
+        if not too_many(frag, len(rows), MAX_MATRIX_DEVICES, "P2P status matrix"):
+            rows.setdefault(int(match.group(1)), parsed[1])
         index += 1
     if header is None:
         columns = list(rows)

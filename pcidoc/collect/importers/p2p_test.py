@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import re
 
-from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.fragment import (
+    MAX_MEASURED_DEVICES,
+    Context,
+    Fragment,
+    too_many,
+)
 from pcidoc.collect.importers.text import Doc, lazy, to_float
 from pcidoc.model.measurements import P2PMatrixMeasurement
 
@@ -118,7 +123,7 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
                 current = _Block(dict(current.spec))
                 blocks.append(current)
             current.side = side
-            current.columns = [int(x) for x in match.group(2).split()]
+            current.columns = [int(x) for x in match.group(2).split()[:MAX_MEASURED_DEVICES]]
             index += 1
             continue
         match = _ROW_RE.match(line)
@@ -126,7 +131,9 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
             values = [to_float(x) for x in match.group(2).split()]
             current.bad_cells += sum(1 for v in values if v is None)
             row = int(match.group(1))
-            if len(values) < len(current.columns):
+            if too_many(frag, len(current.rows), MAX_MEASURED_DEVICES, "p2pBandwidthLatencyTest"):
+                pass
+            elif len(values) < len(current.columns):
                 current.short_rows.append(row)
             else:
                 current.rows.setdefault(row, values[: len(current.columns)])

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import re
 
-from pcidoc.collect.importers.fragment import Context, Fragment, GpuPart
+from pcidoc.collect.importers.fragment import (
+    MAX_MATRIX_DEVICES,
+    Context,
+    Fragment,
+    GpuPart,
+    too_many,
+)
 from pcidoc.collect.importers.matrix import (
     GPU_LABEL_RE,
     LABEL_RE,
@@ -22,7 +28,7 @@ from pcidoc.collect.importers.matrix import (
     row_cells,
 )
 from pcidoc.collect.importers.text import Doc, label_span, lazy, shorten
-from pcidoc.model.cpulist import parse_cpulist
+from pcidoc.model.cpulist import MAX_CPUS, out_of_range, parse_cpulist
 from pcidoc.model.facts import Topology
 from pcidoc.model.links import normalize_link
 
@@ -94,6 +100,7 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     col_tokens: list[str] = []
     if header is not None:
         col_tokens, columns = header
+        col_tokens = col_tokens[:MAX_MATRIX_DEVICES]
         index += 1
     name_to_label: dict[str, str] = {}
     nic_name: dict[str, str] = {}
@@ -156,6 +163,8 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
         label = label_for(raw_label)
         if label in rows:
             duplicate.append(label)
+        elif too_many(frag, len(rows), MAX_MATRIX_DEVICES, "topo matrix"):
+            pass
         else:
             rows[label] = _Row(label, links, extra, cells[position:])
         index += 1
@@ -277,8 +286,9 @@ def _affinities(
     if guessed and values:
         frag.warn("topo matrix: affinity columns assumed in nvidia-smi's order (no header)")
 
-    cpu_values = [v["cpu"] for v in values.values() if "cpu" in v]
+    cpu_values = list(dict.fromkeys(v["cpu"] for v in values.values() if "cpu" in v))
     clipped: list[tuple[str, str]] = []
+    huge: list[tuple[str, str]] = []
     numa_cpus: dict[int, set[str]] = {}
     for label in labels:
         match = GPU_LABEL_RE.match(label)
@@ -301,6 +311,11 @@ def _affinities(
             part.unknown("cpu_affinity", reason)
         elif cpu.upper() == "N/A":
             part.unknown("cpu_affinity", "N/A in nvidia-smi topo -m")
+        elif out_of_range(cpu):
+            huge.append((label, cpu))
+            part.unknown(
+                "cpu_affinity", f"names CPU ids beyond Linux's limit: '{shorten(cpu, 30)}'"
+            )
         elif parse_cpulist(cpu) is None or _is_clipped(cpu, cpu_values):
             clipped.append((label, cpu))
             part.unknown("cpu_affinity", f"clipped in the paste: '{shorten(cpu, 30)}'")
@@ -330,6 +345,12 @@ def _affinities(
             )
         else:
             part.unknown("numa_node", f"unreadable NUMA affinity in the paste: '{shorten(numa)}'")
+    if huge:
+        shown = ", ".join(f"'{shorten(v, 30)}'" for v in dict.fromkeys(v for _, v in huge))
+        frag.warn(
+            f"topo matrix: CPU affinity of {label_span([label for label, _ in huge])} names CPU "
+            f"ids of {MAX_CPUS} or more, which no Linux machine has ({shown}); left unknown"
+        )
     if clipped:
         shown = ", ".join(f"'{shorten(v, 30)}'" for v in dict.fromkeys(v for _, v in clipped))
         frag.warn(

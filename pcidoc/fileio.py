@@ -1,0 +1,442 @@
+"""Safe file output and bounded file input, shared by every command that reads or writes files.
+
+pcidoc often runs as root (ACS registers need it), so ``-o PATH`` must never turn a device node
+into a regular file, follow a planted link into a system file, or claim success when the disk
+was full. :func:`write_output` is the one writer every ``-o`` uses:
+
+* ``-``, ``/dev/stdout``, ``/dev/stderr`` and ``/dev/fd/N`` write through to that already-open
+  stream (``pcidoc import x.txt -o >(gzip > x.gz)`` works); ``/dev/null`` discards.
+* Any other target that exists and is not a regular file (a device, a FIFO, a socket, a
+  directory) is refused with one line; nothing is created or replaced.
+* A regular file is written to a temporary file in the same folder and renamed over the
+  target, so a reader never sees half a file; an existing file keeps its permission bits,
+  owner and group (when these cannot be kept, or the file has other hard links, it is
+  rewritten in place instead), and the caller learns that it was replaced.
+* A new file honours the umask, like a shell redirection.
+* A symbolic link is followed to its target (the link stays), except a dangling one and, like
+  the kernel's ``protected_symlinks``, a link in a sticky world-writable folder (``/tmp``) owned
+  by someone else than the folder's owner and the writer.
+* A failed write (disk full, quota, file too large, I/O error) raises
+  :class:`~pcidoc.errors.PcidocError` naming the file and the reason; an existing file is left
+  as it was.
+
+:func:`read_input` is the matching reader: it streams at most ``limit`` bytes (gzip files are
+decompressed with the same bound, so a gzip bomb stops early), rejects binary data after the
+first block, and never loads a file of unbounded size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from pcidoc.errors import PcidocError
+
+__all__ = [
+    "MAX_CAPTURE_BYTES",
+    "MAX_PASTE_BYTES",
+    "WriteResult",
+    "decode_text",
+    "read_input",
+    "write_output",
+]
+
+MAX_CAPTURE_BYTES = 256 * 2**20
+"""Largest capture or report file read (after decompression). A capture of 1,000 GPUs with a
+full topology matrix is about 16 MiB; this leaves room for measurements and P2P matrices."""
+
+MAX_PASTE_BYTES = 256 * 2**20
+"""Largest pasted output or profiler trace ``pcidoc import`` reads (after decompression)."""
+
+_CHUNK = 1 << 20
+
+_STREAMS = {"-": 1, "/dev/stdout": 1, "/dev/stderr": 2}
+_FD_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What :func:`write_output` did.
+
+    Attributes:
+        path: The path as given (``-`` for standard output).
+        replaced: True when an existing regular file was replaced.
+        stream: True when the data went to an open stream or ``/dev/null`` rather than a file.
+        size_bytes: Bytes written.
+    """
+
+    path: str
+    replaced: bool
+    stream: bool
+    size_bytes: int
+
+    def describe(self) -> str:
+        """``"wrote FILE"``, ``"replaced FILE"`` or ``"wrote to standard output"``."""
+        if self.path == "/dev/null":
+            return "discarded the output (/dev/null)"
+        if self.stream:
+            return f"wrote to {'standard output' if self.path == '-' else self.path}"
+        return f"{'replaced' if self.replaced else 'wrote'} {self.path}"
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _stream_fd(path: str) -> int | None:
+    """The open file descriptor that ``path`` names, or None when it names a file."""
+    if path in _STREAMS:
+        return _STREAMS[path]
+    for prefix in _FD_PREFIXES:
+        if path.startswith(prefix) and path[len(prefix) :].isdigit():
+            return int(path[len(prefix) :])
+    return None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view[:_CHUNK])
+        view = view[written:]
+
+
+def _write_stream(fd: int, data: bytes, label: str) -> None:
+    stream = {1: sys.stdout, 2: sys.stderr}.get(fd)
+    try:
+        if stream is not None:
+            stream.flush()
+            buffer: BinaryIO | None = getattr(stream, "buffer", None)
+            if buffer is not None:
+                buffer.write(data)
+                buffer.flush()
+                return
+            stream.write(data.decode("utf-8", errors="replace"))
+            stream.flush()
+            return
+        _write_all(fd, data)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise PcidocError(f"{label}: cannot write ({_reason(exc)})") from None
+
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _check_link(path: str, label: str) -> str:
+    """Resolve a symbolic link the way the kernel's ``protected_symlinks`` would allow."""
+    link = os.lstat(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        parent = os.stat(folder)
+    except OSError:
+        parent = None
+    if (
+        parent is not None
+        and parent.st_mode & stat.S_ISVTX
+        and parent.st_mode & stat.S_IWOTH
+        and link.st_uid not in (parent.st_uid, os.geteuid())
+    ):
+        raise PcidocError(
+            f"{label}: is a symbolic link owned by another user in a shared folder; "
+            "not followed (write to the link's target directly)"
+        )
+    resolved = os.path.realpath(path)
+    if not os.path.lexists(resolved) or not os.path.exists(path):
+        raise PcidocError(
+            f"{label}: is a symbolic link to a missing file ({resolved}); not followed"
+        )
+    return resolved
+
+
+def _rewrite_in_place(path: str, data: bytes, label: str) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise PcidocError(f"{label}: cannot write ({_reason(exc)})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PcidocError(f"{label}: changed into a non-regular file while writing")
+        _write_all(fd, data)
+        os.fsync(fd)
+    except OSError as exc:
+        raise PcidocError(
+            f"{label}: cannot write ({_reason(exc)}); the file is incomplete"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def _keep_owner(fd: int, existing: os.stat_result) -> bool:
+    """Give the temporary file the existing file's owner and mode; False when not allowed."""
+    try:
+        current = os.fstat(fd)
+        if (current.st_uid, current.st_gid) != (existing.st_uid, existing.st_gid):
+            os.fchown(fd, existing.st_uid, existing.st_gid)
+        # Keep the permission bits, not set-id bits: the content is a report, not a program.
+        os.fchmod(fd, stat.S_IMODE(existing.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+    except PermissionError:
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.EINVAL):
+            return False
+        raise
+    return True
+
+
+def write_output(
+    path: str | os.PathLike[str], data: bytes | str, *, compress: bool | None = None
+) -> WriteResult:
+    """Write ``data`` to ``path`` safely (see the module docstring for the rules).
+
+    Args:
+        path: Target file; ``-``, ``/dev/stdout``, ``/dev/stderr`` or ``/dev/fd/N`` write to
+            that open stream, ``/dev/null`` discards.
+        data: Bytes, or text (encoded as UTF-8).
+        compress: gzip the data; by default when ``path`` ends in ``.gz``.
+
+    Returns:
+        A :class:`WriteResult` (``replaced`` tells the caller to say so).
+
+    Raises:
+        PcidocError: the target is not a regular file, its folder is missing or not writable,
+            or the write failed (the message names the file and the reason).
+    """
+    label = os.fspath(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if compress is None:
+        compress = label.endswith(".gz") and _stream_fd(label) is None
+    if compress:
+        import gzip
+
+        payload = gzip.compress(payload, mtime=0)
+    if not label:
+        raise PcidocError("-o: empty file name")
+    fd_target = _stream_fd(label)
+    if fd_target is not None:
+        _write_stream(fd_target, payload, "standard output" if label == "-" else label)
+        return WriteResult(label, replaced=False, stream=True, size_bytes=len(payload))
+    target = label
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise PcidocError(f"{label}: cannot write ({_reason(exc)})") from None
+    if info is not None and stat.S_ISLNK(info.st_mode):
+        target = _check_link(target, label)
+        info = os.stat(target)
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        if os.path.realpath(target) == "/dev/null" and stat.S_ISCHR(info.st_mode):
+            return WriteResult("/dev/null", replaced=False, stream=True, size_bytes=0)
+        raise PcidocError(
+            f"{label}: is {_kind(info.st_mode)}; pcidoc writes regular files, '-' (standard "
+            "output), /dev/stdout or /dev/stderr"
+        )
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):
+        raise PcidocError(f"{label}: folder {folder} does not exist")
+    if info is not None and info.st_nlink > 1:
+        # Other names share this file: renaming would split them; rewrite it in place.
+        _rewrite_in_place(target, payload, label)
+        return WriteResult(label, replaced=True, stream=False, size_bytes=len(payload))
+    try:
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder
+        )
+    except OSError as exc:
+        if info is not None and exc.errno in (errno.EACCES, errno.EPERM):
+            # The folder is not writable but the file may be (like a shell's `>`).
+            _rewrite_in_place(target, payload, label)
+            return WriteResult(label, replaced=True, stream=False, size_bytes=len(payload))
+        raise PcidocError(f"{label}: cannot write in {folder} ({_reason(exc)})") from None
+    try:
+        try:
+            if info is None:
+                os.fchmod(fd, 0o666 & ~_umask())
+            elif not _keep_owner(fd, info):
+                os.close(fd)
+                fd = -1
+                os.unlink(tmp_name)
+                _rewrite_in_place(target, payload, label)
+                return WriteResult(label, replaced=True, stream=False, size_bytes=len(payload))
+            _write_all(fd, payload)
+            os.fsync(fd)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        os.replace(tmp_name, target)
+    except PcidocError:
+        _discard(tmp_name)
+        raise
+    except OSError as exc:
+        _discard(tmp_name)
+        kept = " (the existing file was left unchanged)" if info is not None else ""
+        raise PcidocError(f"{label}: cannot write ({_reason(exc)}){kept}") from None
+    return WriteResult(label, replaced=info is not None, stream=False, size_bytes=len(payload))
+
+
+def _discard(tmp_name: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(tmp_name)
+
+
+# ----------------------------------------------------------------------------------- input
+
+
+def _read_bounded(handle: BinaryIO, limit: int, label: str, what: str) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = handle.read(min(_CHUNK, limit + 1 - total))
+        if not chunk:
+            break
+        if not chunks and _binary(chunk):
+            raise PcidocError(f"{label}: not a text file (binary data)")
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            raise PcidocError(f"{label}: larger than {limit // 2**20} MiB; not {what}")
+    return b"".join(chunks)
+
+
+def _binary(chunk: bytes) -> bool:
+    """True when the first block holds NUL bytes that UTF-16 text would not explain."""
+    head = chunk[:65536]
+    if b"\x00" not in head:
+        return False
+    return not (_utf16_bom(head) or _bomless_utf16(head))
+
+
+def _utf16_bom(data: bytes) -> bool:
+    return data[:2] in (b"\xff\xfe", b"\xfe\xff")
+
+
+def read_input(path: str, *, limit: int, what: str = "a pcidoc file", stdin: bool = True) -> bytes:
+    """Read at most ``limit`` bytes of ``path`` (``-`` = standard input), gunzipping as needed.
+
+    Reads in blocks and stops as soon as the data is known to be too large or binary, so
+    ``/dev/zero``, a sparse multi-gigabyte file or a gzip bomb cost one block, not their size.
+
+    Raises:
+        PcidocError: missing, unreadable, a directory, binary, damaged gzip, or over ``limit``.
+    """
+    import gzip
+    import zlib
+
+    label = "<stdin>" if path == "-" and stdin else path
+    try:
+        if path == "-" and stdin:
+            raw: BinaryIO = sys.stdin.buffer
+            close = False
+        else:
+            raw = open(path, "rb")  # noqa: SIM115
+            close = True
+    except FileNotFoundError:
+        raise PcidocError(f"{label}: no such file") from None
+    except IsADirectoryError:
+        raise PcidocError(f"{label}: is a directory") from None
+    except PermissionError:
+        raise PcidocError(f"{label}: permission denied") from None
+    except OSError as exc:
+        raise PcidocError(f"{label}: cannot read ({_reason(exc)})") from None
+    try:
+        try:
+            info = os.fstat(raw.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise PcidocError(f"{label}: is a directory")
+            if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+                # Compressed or not, a file this large cannot hold an acceptable input.
+                raise PcidocError(f"{label}: larger than {limit // 2**20} MiB; not {what}")
+        except (OSError, ValueError, AttributeError):
+            pass
+        head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
+        if head == b"\x1f\x8b":
+            with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
+                return _read_bounded(unzipped, limit, label, what)  # type: ignore[arg-type]
+        return _read_bounded(raw, limit, label, what)
+    except PcidocError:
+        raise
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        raise PcidocError(f"{label}: damaged gzip file") from None
+    except IsADirectoryError:
+        raise PcidocError(f"{label}: is a directory") from None
+    except MemoryError:
+        raise PcidocError(f"{label}: too large to read into memory") from None
+    except OSError as exc:
+        raise PcidocError(f"{label}: cannot read ({_reason(exc)})") from None
+    finally:
+        if close:
+            raw.close()
+
+
+def decode_text(data: bytes, label: str, *, strict: bool = False) -> str:
+    """Decode a text file: UTF-8 (with or without BOM) or UTF-16 (PowerShell's ``>`` writes
+    UTF-16 with a BOM; a BOM-less UTF-16 text is recognised by its NUL bytes).
+
+    Args:
+        data: The bytes read.
+        label: File name for the error message.
+        strict: Raise on bytes that do not decode (capture files); otherwise they become
+            U+FFFD (pastes, where one damaged byte must not lose the file).
+
+    Raises:
+        PcidocError: ``strict`` and the bytes are not text.
+    """
+    errors = "strict" if strict else "replace"
+    try:
+        if data[:3] == b"\xef\xbb\xbf":
+            return data[3:].decode("utf-8", errors=errors)
+        if _utf16_bom(data):
+            return data.decode("utf-16", errors=errors)
+        encoding = _bomless_utf16(data)
+        if encoding is not None:
+            return data.decode(encoding, errors=errors)
+        return data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        raise PcidocError(f"{label}: not a text file ({exc.__class__.__name__})") from None
+
+
+def _bomless_utf16(data: bytes) -> str | None:
+    """``utf-16-le``/``-be`` when the text is ASCII stored as UTF-16 without a BOM."""
+    head = data[:512]
+    if len(head) < 4 or len(head) % 2:
+        head = head[: len(head) - len(head) % 2]
+    if len(head) < 4:
+        return None
+    even, odd = head[0::2], head[1::2]
+    if not odd.strip(b"\x00") and b"\x00" not in even:
+        return "utf-16-le"
+    if not even.strip(b"\x00") and b"\x00" not in odd:
+        return "utf-16-be"
+    return None

@@ -1,0 +1,115 @@
+"""Remove terminal control sequences from text that comes from outside pcidoc.
+
+Pasted outputs, capture files, file names, process names and environment variables can carry
+escape sequences that a terminal would execute: retitle the window or tmux pane (OSC 0/2),
+write the clipboard (OSC 52), reset the terminal (``ESC c``), switch character sets
+(``ESC ( 0``), query it (DCS), hide text (``CR``, backspace) or reorder it (Unicode bidi
+overrides). pcidoc removes them **once, where the text enters**:
+
+* :func:`clean_text` for a pasted text as a whole (keeps newlines and tabs);
+* :func:`clean_line` for one value that must stay on one line (a GPU name, a file name);
+* :func:`clean_data` for parsed JSON (captures, reports, profiler traces): every string,
+  keys included, is cleaned as one line.
+
+What is removed (ECMA-48 and xterm's control sequences, in 7-bit and 8-bit form):
+
+* CSI ``ESC [`` / ``0x9b`` ... final byte (colours, cursor moves, queries);
+* OSC ``ESC ]`` / ``0x9d``, DCS ``ESC P`` / ``0x90``, SOS ``ESC X`` / ``0x98``, PM ``ESC ^`` /
+  ``0x9e`` and APC ``ESC _`` / ``0x9f`` strings up to BEL, ``ESC \\`` or ``0x9c`` (or the end of
+  the line when unterminated);
+* every other escape (``ESC c``, ``ESC 7``, ``ESC ( 0``, ``ESC # 8``...), a lone ``ESC``;
+* C0 controls except tab and newline, DEL, C1 controls ``U+0080``-``U+009F``;
+* Unicode bidirectional embedding/override/isolate controls (``U+202A``-``U+202E``,
+  ``U+2066``-``U+2069``, ``U+200E``, ``U+200F``, ``U+061C``).
+
+Clean text is then rendered as text (never as Rich console markup) by the presenters.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["clean_data", "clean_line", "clean_text", "has_controls"]
+
+_SEQUENCE = re.compile(
+    # CSI: parameters, intermediates, final byte (missing when the text was cut).
+    r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
+    # OSC, DCS, SOS, PM, APC strings, ended by BEL, ST (ESC \ or 0x9c) or the end of the line.
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    # Any other escape: intermediates then a final byte (ESC c, ESC 7, ESC ( 0, ESC # 8).
+    r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"
+    # Remaining C0 controls (not tab/newline), DEL, C1 controls, bidi controls.
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+_LINE_BREAKS = re.compile(r"[\t\n\u2028\u2029]")
+
+
+def has_controls(text: str) -> bool:
+    """True when ``text`` holds anything :func:`clean_text` would remove."""
+    return _SEQUENCE.search(text) is not None
+
+
+def clean_text(text: str) -> str:
+    """Remove control sequences from a multi-line text; keeps newlines and tabs.
+
+    Windows line ends (``CR LF``) become ``LF``; any other carriage return is removed (it would
+    let a line overwrite what was printed before it).
+    """
+    if text.isprintable():
+        return text
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return _SEQUENCE.sub("", text)
+
+
+def clean_line(text: str) -> str:
+    """Remove control sequences from a one-line value; line breaks and tabs become spaces."""
+    if text.isprintable():
+        return text
+    text = _SEQUENCE.sub("", text.replace("\r\n", " "))
+    return _LINE_BREAKS.sub(" ", text)
+
+
+def clean_data(node: Any) -> Any:
+    """Clean every string (keys included) of parsed JSON with :func:`clean_line`.
+
+    Returns the same object when nothing needed cleaning, otherwise a cleaned copy of the
+    containers on the way to what changed.
+    """
+    if isinstance(node, str):
+        return node if node.isprintable() else clean_line(node)
+    if isinstance(node, list):
+        out_list: list[Any] | None = None
+        for pos, item in enumerate(node):
+            if isinstance(item, str) and item.isprintable():
+                continue
+            if isinstance(item, (int, float, bool)) or item is None:
+                continue
+            cleaned = clean_data(item)
+            if cleaned is not item:
+                if out_list is None:
+                    out_list = list(node)
+                out_list[pos] = cleaned
+        return node if out_list is None else out_list
+    if isinstance(node, dict):
+        out_dict: dict[Any, Any] | None = None
+        for key, value in node.items():
+            new_key = clean_data(key) if isinstance(key, str) else key
+            new_value = value
+            if not (isinstance(value, str) and value.isprintable()) and isinstance(
+                value, (str, list, dict)
+            ):
+                new_value = clean_data(value)
+            if new_key is not key or new_value is not value:
+                if out_dict is None:
+                    out_dict = {}
+                    for k, v in node.items():
+                        if k is key:
+                            break
+                        out_dict[k] = v
+                out_dict[new_key] = new_value
+            elif out_dict is not None:
+                out_dict[new_key] = new_value
+        return node if out_dict is None else out_dict
+    return node

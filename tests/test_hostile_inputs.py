@@ -1,0 +1,419 @@
+"""Hostile and broken inputs: bounded time and memory, no terminal injection, strict numbers,
+any encoding. Files under ../shared/bad-inputs/ are read at test time (never copied here)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pcidoc.cli import ascii_json, main
+from pcidoc.collect.capture import load_capture, load_capture_data, save_capture
+from pcidoc.collect.importers import import_paths, import_texts
+from pcidoc.errors import PcidocError
+from pcidoc.fileio import decode_text
+from pcidoc.model.cpulist import MAX_CPUS, out_of_range, parse_cpulist, parse_cpumask
+from pcidoc.sanitize import clean_data, clean_line, clean_text, has_controls
+from tests.builders import machine
+from tests.importers.test_query import FULL as QUERY
+from tests.importers.test_topo import MODERN_TAB
+
+BAD = Path(__file__).resolve().parents[2] / "shared" / "bad-inputs"
+needs_bad = pytest.mark.skipif(not BAD.is_dir(), reason="../shared/bad-inputs not present")
+
+# Every family of sequence a terminal would act on, 7-bit and 8-bit.
+SEQUENCES = [
+    "\x1b]0;pwned-title\x07",  # OSC ended by BEL
+    "\x1b]2;pwned\x1b\\",  # OSC ended by ST
+    "\x1b]52;c;cHduZWQ=\x1b\\",  # OSC 52: clipboard write
+    "\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\",  # hyperlink
+    "\x1bc",  # full reset
+    "\x1b(0",  # DEC line drawing charset
+    "\x1b#8",  # DECALN screen fill
+    "\x1b7\x1b8",  # save/restore cursor
+    "\x1bP+q544e\x1b\\",  # DCS (XTGETTCAP query)
+    "\x1b_apc\x1b\\",  # APC
+    "\x1b^pm\x1b\\",  # PM
+    "\x1bXsos\x1b\\",  # SOS
+    "\x1b[2J\x1b[H",  # CSI clear
+    "\x1b[?1049h",  # CSI private mode
+    "\x9b31m",  # 8-bit CSI
+    "\x9d0;x\x9c",  # 8-bit OSC with 8-bit ST
+    "\x90q\x9c",  # 8-bit DCS
+    "\x1b]0;unterminated",  # unterminated OSC
+    "\x1b",  # lone ESC
+    "\r",  # carriage return (overwrites the line)
+    "\x08\x08",  # backspaces
+    "\x07",  # BEL
+    "\x7f",  # DEL
+    "\u202e",  # right-to-left override
+]
+
+
+def _terminal_safe(text: str) -> bool:
+    return not any((ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in text)
+
+
+@pytest.mark.parametrize("sequence", SEQUENCES)
+def test_every_control_sequence_is_removed(sequence: str) -> None:
+    text = f"NVIDIA H100{sequence} 80GB"
+    for cleaned in (clean_text(text), clean_line(text)):
+        assert _terminal_safe(cleaned)
+        assert "\u202e" not in cleaned
+        assert cleaned.startswith("NVIDIA H100") and not has_controls(cleaned)
+        assert "pwned" not in cleaned or sequence == "\x1b]0;unterminated"
+
+
+def test_clean_text_keeps_lines_and_tabs_and_clean_line_joins() -> None:
+    assert clean_text("a\tb\r\nc\n") == "a\tb\nc\n"
+    assert clean_line("a\tb\nc") == "a b c"
+    assert clean_text("plain ascii") == "plain ascii"
+    assert clean_text("ünïcode — ok") == "ünïcode — ok"
+
+
+def test_clean_data_cleans_keys_and_values_and_keeps_clean_objects() -> None:
+    clean = {"a": [1, "x", {"b": None}]}
+    assert clean_data(clean) is clean
+    dirty = {"na\x1b[31mme": ["GPU\x1b]0;x\x07", 2.5], "ok": "fine"}
+    assert clean_data(dirty) == {"name": ["GPU", 2.5], "ok": "fine"}
+
+
+@needs_bad
+def test_escape_query_paste_imports_without_any_sequence(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["import", str(BAD / "esc-query.txt")]) == 0
+    captured = capsys.readouterr()
+    for stream in (captured.out, captured.err):
+        assert "\x1b" not in stream and "\\u001b" not in stream and "\x07" not in stream
+    data = json.loads(captured.out)
+    assert data["gpus"][0]["name"].startswith("NVIDIA H800")
+    assert "pwned" not in data["gpus"][0]["name"]
+
+
+def test_sequences_in_json_escapes_of_a_capture_are_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = save_capture(machine(2, link="NV4"), tmp_path / "c.json")
+    data = json.loads(path.read_text())
+    data["gpus"][0]["name"] = "H100\x1b]0;pwned\x07\x1b]52;c;eA==\x1b\\\x1bc\x9b2J"
+    data["nics"] = []
+    data["host"]["processes"] = [{"pid": 1, "name": "x\x1b[?1049h", "gpus": [0]}]
+    path.write_text(json.dumps(data))  # json.dumps writes the ESC as \u001b
+    assert "\\u001b" in path.read_text()
+    loaded = load_capture(path)
+    assert loaded.gpus[0].name == "H100"
+    assert loaded.host.processes[0].name == "x"
+    assert load_capture_data(path)["gpus"][0]["name"] == "H100"
+    for argv in (["topo"], ["check"], ["check", "--json"], ["topo", "--json"]):
+        main([*argv, "--from", str(path)])
+        out = capsys.readouterr()
+        assert _terminal_safe(out.out) and _terminal_safe(out.err)
+
+
+def test_file_names_with_sequences_do_not_reach_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "topo\x1b]0;pwned\x07.txt"
+    path.write_text(MODERN_TAB)
+    assert main(["import", str(path)]) == 0
+    out = capsys.readouterr()
+    assert _terminal_safe(out.err) and _terminal_safe(out.out)
+    capture = tmp_path / "cap\x1b]0;pwned\x07.json"
+    save_capture(machine(2, link="NV4"), capture)
+    for argv in (["check"], ["topo"], ["check", "--json"]):
+        main([*argv, "--from", str(capture)])
+        out = capsys.readouterr()
+        assert _terminal_safe(out.out) and _terminal_safe(out.err), argv
+    missing = tmp_path / "nope\x1bc.json"
+    assert main(["check", "--from", str(missing)]) == 3
+    assert _terminal_safe(capsys.readouterr().err)
+
+
+def test_rich_markup_in_untrusted_text_prints_literally(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cap = machine(2, link="NV4")
+    cap.gpus[0].name = "[bold red]H100[/] [link=http://x]y[/link]"
+    path = save_capture(cap, tmp_path / "m.json")
+    main(["topo", "--from", str(path)])
+    assert "[bold red]H100[/]" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ bounds
+
+
+def test_cpulist_expansion_is_bounded() -> None:
+    assert parse_cpulist("0-999999999") is None
+    assert parse_cpulist(f"0-{MAX_CPUS}") is None
+    assert parse_cpulist(f"0-{MAX_CPUS - 1}") == frozenset(range(MAX_CPUS))
+    assert parse_cpulist("1" * 40) is None
+    assert parse_cpulist("0-23,48-71") == frozenset([*range(24), *range(48, 72)])
+    assert parse_cpumask("f" * 100000) is None
+    assert parse_cpumask("ff,ffffffff") == frozenset(range(40))
+    assert out_of_range("0-999999999") and out_of_range("0-3,8192")
+    assert not out_of_range("0-23,48-71") and not out_of_range("-31,64-95")
+
+
+def _limited(
+    code: str, memory_mb: int = 1024, timeout: int = 120, stdin: str | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``code`` in a child whose address space is capped (RLIMIT_AS)."""
+    prologue = textwrap.dedent(
+        f"""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, ({memory_mb} << 20, {memory_mb} << 20))
+        """
+    )
+    with open(stdin or os.devnull, "rb") as source:
+        return subprocess.run(
+            [sys.executable, "-c", prologue + textwrap.dedent(code)],
+            stdin=source,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+@needs_bad
+def test_evil_cpu_range_imports_in_bounded_memory() -> None:
+    done = _limited(
+        f"""
+        from pcidoc.collect.importers import import_paths
+        from pcidoc import doctor
+        from pcidoc.model.report import ReportSource
+        result = import_paths([{str(BAD / "evil-topo.txt")!r}])
+        cap = result.capture
+        print(len(cap.gpus), cap.gpus[0].cpu_affinity)
+        print([w for w in result.warnings if "CPU" in w or "cpu" in w][:1])
+        report = doctor.run(cap, ReportSource(kind="import"), [], [])
+        print("checked", len(report.checks))
+        """,
+        memory_mb=1024,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    first = done.stdout.splitlines()[0]
+    assert first == "2 None"
+    assert "no Linux machine has" in done.stdout.splitlines()[1]
+    assert "checked" in done.stdout
+
+
+def test_huge_inputs_stop_early_in_bounded_memory(tmp_path: Path) -> None:
+    sparse = tmp_path / "sparse.json"
+    with open(sparse, "wb") as handle:
+        handle.truncate(2 * 10**9)  # 2 GB of zeros, no disk used
+    spaces = tmp_path / "spaces.json"
+    with open(spaces, "wb") as handle:
+        handle.truncate(400 * 2**20)
+    with open(spaces, "r+b") as handle:
+        handle.write(b"{" + b" " * 100)
+    zero_bomb = tmp_path / "zeros.txt.gz"
+    with gzip.open(zero_bomb, "wb", compresslevel=1) as handle:
+        for _ in range(8):
+            handle.write(b"\0" * (1 << 20))
+    endless = tmp_path / "endless.txt.gz"  # 300 MiB of text lines in 1.3 MB
+    with gzip.open(endless, "wb", compresslevel=1) as handle:
+        block = b"GPU0 X\n" * (1 << 17)
+        for _ in range(300):
+            handle.write(block)
+    cases = [
+        (["check", "--from", str(sparse)], "larger than 256 MiB", None),
+        (["check", "--from", "/dev/zero"], "not a text file", None),
+        (["check", "--from", str(spaces)], "larger than", None),
+        (["check", "--from", str(endless)], "larger than", None),
+        (["import", "/dev/zero"], "not a text file", None),
+        (["import", "-"], "not a text file", "/dev/zero"),
+        (["import", str(zero_bomb)], "not a text file", None),
+        (["import", str(endless)], "larger than", None),
+        (["import", str(sparse)], "larger than", None),
+    ]
+    # One child with a 900 MiB address-space limit runs every case (a MemoryError or an
+    # OOM kill would show as a missing or wrong line).
+    done = _limited(
+        f"""
+        import contextlib, io, json, sys
+        from pcidoc.cli import main
+        for argv, _, stdin in {cases!r}:
+            err = io.StringIO()
+            if stdin:
+                sys.stdin = io.TextIOWrapper(open(stdin, "rb"))
+            with contextlib.redirect_stderr(err):
+                code = main(argv)
+            print(json.dumps([code, err.getvalue()]))
+        """,
+        memory_mb=900,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert len(lines) == len(cases)
+    for (argv, expected, _), line in zip(cases, lines, strict=True):
+        code, err = json.loads(line)
+        assert code == 3, (argv, err)
+        assert expected in err and err.count("\n") == 1, (argv, err)
+
+
+def test_gzip_paste_still_imports(tmp_path: Path) -> None:
+    path = tmp_path / "topo.txt.gz"
+    path.write_bytes(gzip.compress(MODERN_TAB.encode()))
+    assert len(import_paths([str(path)]).capture.gpus) == 4
+
+
+def test_matrices_naming_huge_device_counts_are_bounded() -> None:
+    n = 5_000
+    rows = "\n".join(f"{i} 1.0" for i in range(n))
+    nvbandwidth = (
+        "nvbandwidth Version: v0.4\nRunning device_to_device_memcpy_read_ce.\n"
+        "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)\n           0\n" + rows + "\n"
+    )
+    p2p_rows = "\n".join(f"     {i}  1.00" for i in range(n))
+    p2p = (
+        "[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]\n"
+        "Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)\n   D\\D     0\n" + p2p_rows + "\n"
+    )
+    topo_rows = "\n".join(f"GPU{i}\tX" for i in range(n))
+    topo = "$ nvidia-smi topo -m\n" + topo_rows + "\n"
+    status = "$ nvidia-smi topo -p2p r\n" + "\n".join(f" GPU{i}\tX" for i in range(n)) + "\n"
+    for text in (nvbandwidth, p2p, topo, status):
+        result = import_texts([("big.txt", text)])
+        assert len(result.capture.gpus) <= 2048
+        assert any("more than" in w for w in result.warnings)
+
+
+# ---------------------------------------------------------------------------- numbers
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_non_finite_numbers_in_a_capture_are_refused(tmp_path: Path, constant: str) -> None:
+    cap = machine(2, link="NV4")
+    cap.host.uptime_s = 12.5
+    text = save_capture(cap, tmp_path / "ok.json").read_text()
+    bad = tmp_path / "bad.json"
+    bad.write_text(text.replace('"uptime_s": 12.5', f'"uptime_s": {constant}'))
+    for loader in (load_capture, load_capture_data):
+        with pytest.raises(PcidocError) as info:
+            loader(bad)
+        assert constant.lstrip("-") in info.value.message and "line" in info.value.message
+        assert "\n" not in info.value.message
+        assert "\n" not in info.value.message
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "1e999"])
+def test_non_finite_numbers_in_a_trace_never_reach_the_capture(constant: str) -> None:
+    import re
+
+    from tests.importers.test_fuzz import _trace
+
+    text, count = re.subn(r'"ts": [0-9.]+', f'"ts": {constant}', _trace(), count=3)
+    assert count == 3
+    try:
+        result = import_texts([("trace.json", text)])
+    except PcidocError:
+        return
+    dumped = result.capture.model_dump_json(by_alias=True)
+    assert type(result.capture).model_validate_json(dumped) == result.capture
+
+
+def test_capture_and_report_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = save_capture(machine(2, link="NV4"), tmp_path / "c.json")
+    again = save_capture(load_capture(path), tmp_path / "again.json")
+    assert load_capture(again) == load_capture(path)
+    report = tmp_path / "report.json"
+    assert main(["check", "--from", str(path), "-o", str(report)]) in (0, 1, 2)
+    assert load_capture(report) == load_capture(path)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "abc"])
+def test_interval_must_be_a_finite_number(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--interval", value, "--demo"])
+    assert info.value.code == 3
+    assert "--interval" in capsys.readouterr().err
+
+
+def test_interval_nan_is_refused_by_the_tui_entry_too() -> None:
+    import argparse
+
+    from pcidoc.cli import cmd_tui
+
+    with pytest.raises(PcidocError, match=r"at least 0\.2"):
+        cmd_tui(argparse.Namespace(interval=float("nan"), from_file=None, demo=""))
+
+
+# --------------------------------------------------------------------------- encodings
+
+
+def test_utf16_and_bom_pastes_import(tmp_path: Path) -> None:
+    for name, data in (
+        ("le-bom.txt", MODERN_TAB.replace("\n", "\r\n").encode("utf-16")),
+        ("be-bom.txt", b"\xfe\xff" + MODERN_TAB.encode("utf-16-be")),
+        ("le-nobom.txt", MODERN_TAB.encode("utf-16-le")),
+        ("utf8-bom.txt", b"\xef\xbb\xbf" + MODERN_TAB.encode()),
+    ):
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert len(import_paths([str(path)]).capture.gpus) == 4, name
+
+
+def test_utf16_capture_loads(tmp_path: Path) -> None:
+    text = save_capture(machine(2, link="NV4"), tmp_path / "c.json").read_text()
+    path = tmp_path / "ps.json"
+    path.write_bytes(text.encode("utf-16"))
+    assert len(load_capture(path).gpus) == 2
+    assert decode_text(b"\xef\xbb\xbf{}", "x") == "{}"
+
+
+def test_ascii_json_round_trips() -> None:
+    value = {"name": "H100 — 80GB ✓ 𝔾", "x": [1.5, None]}
+    text = json.dumps(value, ensure_ascii=False)
+    escaped = ascii_json(text)
+    assert escaped.isascii()
+    assert json.loads(escaped) == value
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"PYTHONIOENCODING": "latin-1"}, {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}],
+    ids=["latin-1", "C-locale"],
+)
+def test_non_utf8_stdout(env: dict[str, str], tmp_path: Path) -> None:
+    cap = machine(2, link="NV4")
+    cap.gpus[0].name = "H100 — ünïcode ✓"
+    path = save_capture(cap, tmp_path / "c.json")
+    full_env = {**os.environ, **env}
+    for argv in (["check", "--json"], ["topo", "--json"], ["check"], ["topo"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pcidoc", *argv, "--from", str(path)],
+            capture_output=True,
+            env=full_env,
+            timeout=120,
+        )
+        assert done.returncode in (0, 1, 2), (argv, done.stderr[-800:])
+        assert b"Traceback" not in done.stderr
+        if "--json" in argv:
+            assert done.stdout.isascii()
+            data = json.loads(done.stdout)
+            gpus = data["machine"]["gpus"] if "machine" in data else data["gpus"]
+            assert gpus[0]["name"] == "H100 — ünïcode ✓"
+
+
+def test_query_paste_with_crlf_and_controls_still_parses() -> None:
+    text = QUERY.replace("\n", "\r\n").replace("Product Name", "Product\x1b[0m Name", 1)
+    result = import_texts([("q.txt", text)])
+    assert result.capture.gpus and all(_terminal_safe(g.name or "") for g in result.capture.gpus)
+
+
+def test_pastes_are_read_up_to_a_line_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pcidoc.collect.importers as importers
+
+    monkeypatch.setattr(importers, "MAX_PASTE_LINES", 50)
+    text = MODERN_TAB + "noise\n" * 100 + QUERY
+    result = import_texts([("long.txt", text)])
+    assert any("more than 50 lines" in w for w in result.warnings)
+    assert "nvidia-smi-query" not in result.capture.origin.sources[0].formats
+    assert len(result.capture.gpus) == 4
