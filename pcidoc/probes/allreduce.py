@@ -172,9 +172,7 @@ def measurement_from_rows(
     extra = {
         "rows": extra_rows,
         "busbw_factor": stats.busbw_factor("all_reduce", ranks),
-        "note": "one rank: nothing crosses a link, so busbw does not apply"
-        if ranks == 1
-        else None,
+        "note": "one rank: nothing crosses a link, so busbw does not apply" if ranks == 1 else None,
         "time": "mean over ranks (time_max_us: slowest rank)",
     }
     return measurement, extra

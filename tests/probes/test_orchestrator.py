@@ -276,7 +276,7 @@ def test_no_cuda_gpu_is_said_before_torch_is_missing() -> None:
         ),
     ]
     empty = Capture.empty("live")
-    code, doc, lines = _probe(_args("transfer"), empty, FakeProbeRunner(streams={"env": stream}))
+    code, doc, _lines = _probe(_args("transfer"), empty, FakeProbeRunner(streams={"env": stream}))
     assert code == 3
     message = doc["errors"][0]["message"]
     assert message.startswith("no CUDA GPU")
