@@ -27,8 +27,9 @@ def set_process_affinity(cpus: Iterable[int]) -> list[int] | None:
     """Bind every thread of this process (and threads it creates later) to ``cpus``.
 
     Returns:
-        The CPUs applied (intersected with the allowed set), or ``None`` when nothing could be
-        applied (empty intersection, no permission).
+        The CPUs the kernel actually allowed (read back: a container's cpuset silently narrows
+        a request), or ``None`` when nothing could be applied (empty intersection, no
+        permission).
     """
     wanted = set(cpus)
     try:
@@ -51,7 +52,12 @@ def set_process_affinity(cpus: Iterable[int]) -> list[int] | None:
             applied = True
         except OSError:
             continue
-    return sorted(target) if applied else None
+    if not applied:
+        return None
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except OSError:  # pragma: no cover - it worked a moment ago
+        return sorted(target)
 
 
 def _online_cpus() -> set[int] | None:
