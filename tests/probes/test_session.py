@@ -44,7 +44,9 @@ def test_plan_on_an_8_gpu_nvswitch_machine_fits_the_quick_budget() -> None:
     plan = session.plan_probes(cap, "quick", False, ENV_8, cpu_count=64)
     assert [s.name for s in plan.specs] == ["transfer", "p2p", "collectives"]
     assert plan.errors == []
-    assert plan.estimate_s < 60
+    # About a minute at the conservative Gen4-class rates the estimates assume (docs/probes.md);
+    # the P2P probe also times capable pairs with peer access off since issue 9.
+    assert plan.estimate_s < 65
     transfer = plan.specs[0]
     # quick: local-vs-remote NUMA on one GPU per node (GPUs 0-3 node 0, 4-7 node 1).
     assert transfer.params["numa_gpus"] == [0, 4]
