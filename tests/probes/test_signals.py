@@ -148,3 +148,45 @@ def test_gloo_probe_without_torch_gives_the_install_hint(tmp_path: Path) -> None
     assert [(e.kind, e.message) for e in outcome.errors] == [
         ("unavailable", "torch is not installed: pip install 'pcidoc[probes]'")
     ]
+
+
+_LONG_CHECK = """
+import sys
+from pcidoc import cli
+from pcidoc.probes import session
+
+plain = session.collective_spec
+
+
+def endless(*args, **kwargs):
+    spec = plain(*args, **kwargs)
+    spec.params["steps"] = 10**9  # the real gloo scaling probe of `check`, kept running
+    return spec
+
+
+session.collective_spec = endless
+sys.exit(cli.main(["check", "--probes", "quick", "--json"]))
+"""
+
+
+@needs_torch
+@pytest.mark.slow
+def test_sigterm_during_check_probes_exits_143() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _LONG_CHECK],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        pgid = _probe_child_of(proc.pid, timeout_s=90.0)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert _wait_gone(pgid) == []
+    assert "interrupted by SIGTERM" in err
+    assert "Traceback" not in err

@@ -925,7 +925,6 @@ def _verdict(
             f"; the all-reduce reached {_gbps(top.busbw or 0)} GB/s busbw, {ratio:.0%} of the "
             f"{_KIND_NAME.get(top.link.kind, top.link.kind)} model ({_gbps(top.link.gbps or 0)} "
             "GB/s): the interconnect delivers less than the links should"
-            + (f" (slowest edge {edge})" if edge else "")
         )
         remediation.append(_CHECK_EDGE)
     if severity is not None:
