@@ -22,6 +22,7 @@ Idle ranks wait on a barrier of the meta group while another rank count is measu
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -167,8 +168,11 @@ def _worker_entry(
 
     die_with_parent(parent_pid)  # a killed launcher must not leave its workers running
     try:
-        import torch
+        torch = import_torch()
         import torch.distributed as dist
+
+        if rank == 0:
+            send(protocol.info(torch_versions(torch)))
 
         backend = params["backend"]
         _set_threads(torch, int(params.get("threads_per_rank", 1)))
@@ -224,6 +228,9 @@ def _worker_entry(
             dist.barrier(group=meta)
         finally:
             dist.destroy_process_group()
+    except ProbeUnavailable as exc:
+        send(protocol.error("unavailable", str(exc)))
+        raise SystemExit(1) from None
     except Exception as exc:
         traceback.print_exc()
         send(protocol.error("error", f"rank {rank}: {type(exc).__name__}: {exc}"))
@@ -262,9 +269,10 @@ def launch(params: dict[str, Any], emit: Emitter, body_module: str) -> None:
         raise ValueError("world size must be at least 1")
     if backend not in ("nccl", "gloo"):
         raise ProbeUnavailable(f"unknown backend {backend!r}")
-    # The same one-line reason as the CUDA probes when torch is missing, before any worker.
-    torch = import_torch()
-    emit.info(torch_versions(torch))
+    # The same one-line reason as the CUDA probes when torch is missing, before any worker
+    # (without importing it here: the workers do, and pay for it once).
+    if importlib.util.find_spec("torch") is None:
+        raise ProbeUnavailable(f"torch is not installed: {protocol.INSTALL_HINT}")
     emit.info({"plan": {"rank_counts": sorted(int(k) for k in params.get("members", {}))}})
     # Single-host rendezvous on loopback unless the user chose an interface.
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
