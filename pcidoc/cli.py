@@ -748,9 +748,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _stderr(f"pcidoc: {exc.message}")
         return int(exc.exit_code)
-    except KeyboardInterrupt:
-        _stderr("pcidoc: interrupted")
-        return int(ExitCode.INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        # SIGTERM/SIGHUP during a probe arrive as ProbeSignalled: exit 143 / 129.
+        name = getattr(exc, "signal_name", None)
+        _stderr(f"pcidoc: interrupted by {name}" if name else "pcidoc: interrupted")
+        return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
     except BrokenPipeError:
         # The reader of stdout went away; not an error of ours.
         _silence_stdout()

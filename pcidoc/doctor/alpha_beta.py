@@ -202,3 +202,28 @@ class CommModel:
             self.gradient_bytes, self.ranks, busbw_gbps, self.alpha_us, self.bucket_bytes
         )
         return WhatIf(label, t_comm, efficiency(self.t_compute_s, t_comm))
+
+
+def comm_model(
+    ranks: int,
+    gradient_bytes: float,
+    busbw_gbps: float,
+    t_compute_s: float,
+    transport: str = "nvlink",
+) -> CommModel:
+    """The α–β model of a data-parallel step on ``ranks`` ranks whose all-reduce runs at
+    ``busbw_gbps`` (measured, or what the links should give: the doctor's link model), with
+    NCCL's ring latency for ``transport`` (``nvlink`` or ``pcie``) and DDP's default buckets.
+
+    Raises:
+        ValueError: a non-positive bus bandwidth.
+    """
+    if busbw_gbps <= 0:
+        raise ValueError(f"bus bandwidth must be positive, got {busbw_gbps}")
+    return CommModel(
+        ranks=ranks,
+        gradient_bytes=gradient_bytes,
+        busbw_gbps=busbw_gbps,
+        alpha_us=ring_allreduce_alpha_us(ranks, transport),
+        t_compute_s=t_compute_s,
+    )

@@ -7,7 +7,7 @@ if pcidoc had measured it. Bandwidth is GB/s = 10^9 B/s, latency microseconds.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -56,6 +56,10 @@ class TransferMeasurement(Model):
     context: str | None = None
     """How the run was placed, e.g. ``numactl -m1 -N1``."""
     source: str | None = None
+    conditions: dict[str, Any] = Field(default_factory=dict)
+    """How it was taken, so the number can be reproduced: mode, sizes, copies per trial,
+    trials, warm-up, gating, threads, model shape, torch/CUDA/NCCL versions, ``NCCL_ALGO`` /
+    ``NCCL_PROTO`` when set (pcidoc's probes; empty for imported numbers)."""
 
 
 class P2PMatrixMeasurement(Model):
@@ -75,6 +79,10 @@ class P2PMatrixMeasurement(Model):
     values: list[list[float | None]]
     size_bytes: int | None = None
     source: str | None = None
+    conditions: dict[str, Any] = Field(default_factory=dict)
+    """How it was taken, so the number can be reproduced: mode, sizes, copies per trial,
+    trials, warm-up, gating, threads, model shape, torch/CUDA/NCCL versions, ``NCCL_ALGO`` /
+    ``NCCL_PROTO`` when set (pcidoc's probes; empty for imported numbers)."""
 
     def value(self, src: int, dst: int) -> float | None:
         """Value for GPU ``src`` -> GPU ``dst``, or ``None``."""
@@ -126,6 +134,10 @@ class CollectiveMeasurement(Model):
     tool: str | None = None
     """``nccl-tests`` or ``pcidoc``."""
     source: str | None = None
+    conditions: dict[str, Any] = Field(default_factory=dict)
+    """How it was taken, so the number can be reproduced: mode, sizes, copies per trial,
+    trials, warm-up, gating, threads, model shape, torch/CUDA/NCCL versions, ``NCCL_ALGO`` /
+    ``NCCL_PROTO`` when set (pcidoc's probes; empty for imported numbers)."""
 
     def peak_busbw(self) -> CollectiveRow | None:
         """Out-of-place row with the highest bus bandwidth (in-place rows when that is all)."""
@@ -145,6 +157,8 @@ class ScalingPoint(Model):
     step_time_p90_ms: float | None = None
     efficiency: float | None = None
     """throughput(N) / (N x throughput(1)); 1.0 at N = 1."""
+    allreduce_busbw_gbps: float | None = None
+    """All-reduce bus bandwidth at the gradient size on these ranks (``None`` for one rank)."""
 
 
 class ScalingMeasurement(Model):
@@ -160,6 +174,10 @@ class ScalingMeasurement(Model):
     slowest_edge: str | None = None
     """The weakest link class among the GPUs used at the largest rank count (``SYS``...)."""
     source: str | None = None
+    conditions: dict[str, Any] = Field(default_factory=dict)
+    """How it was taken, so the number can be reproduced: mode, sizes, copies per trial,
+    trials, warm-up, gating, threads, model shape, torch/CUDA/NCCL versions, ``NCCL_ALGO`` /
+    ``NCCL_PROTO`` when set (pcidoc's probes; empty for imported numbers)."""
 
 
 class MemcpyKind(Model):

@@ -172,7 +172,7 @@ def measurement_from_rows(
     extra = {
         "rows": extra_rows,
         "busbw_factor": stats.busbw_factor("all_reduce", ranks),
-        "note": "busbw is not applicable with one rank" if ranks == 1 else None,
+        "note": "one rank: nothing crosses a link, so busbw does not apply" if ranks == 1 else None,
         "time": "mean over ranks (time_max_us: slowest rank)",
     }
     return measurement, extra
@@ -201,6 +201,16 @@ def worker(ctx: WorkerContext) -> None:
         if ctx.rank == 0 and rows is not None:
             measurement, extra = measurement_from_rows(
                 rows, count, ctx.backend, gpu_sets.get(count, [])
+            )
+            extra.update(
+                {
+                    "warmup_iterations": p.warmup,
+                    "iterations_min_max": [p.min_iters, p.max_iters],
+                    "target_s_per_size": p.target_s,
+                    "threads_per_rank": ctx.params.get("threads_per_rank"),
+                    "timer": "host perf_counter around n back-to-back all_reduce + one sync "
+                    "(nccl-tests)",
+                }
             )
             from pcidoc.probes import protocol
 

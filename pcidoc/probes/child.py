@@ -119,6 +119,52 @@ def no_cuda_reason(torch: Any) -> str:
     return f"no CUDA device visible to torch (torch {version}, CUDA {torch.version.cuda}{where})"
 
 
+def torch_versions(torch: Any) -> dict[str, Any]:
+    """torch, CUDA and NCCL versions and the NCCL tuning variables in effect (for ``info``)."""
+    from pcidoc.probes.merge import NCCL_TUNING_VARIABLES
+
+    data: dict[str, Any] = {
+        "torch_version": getattr(torch, "__version__", None),
+        "cuda_build": getattr(getattr(torch, "version", None), "cuda", None),
+        "nccl_env": {k: os.environ[k] for k in NCCL_TUNING_VARIABLES if k in os.environ},
+    }
+    try:
+        version = torch.cuda.nccl.version()
+        data["nccl_version"] = (
+            ".".join(str(v) for v in version) if isinstance(version, tuple) else str(version)
+        )
+    except Exception:  # CPU-only build, or no NCCL in this torch
+        data["nccl_version"] = None
+    return data
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int | None = None, signum: int = signal.SIGKILL) -> bool:
+    """Ask the kernel to send ``signum`` to this process when its parent dies (Linux).
+
+    A ``kill -9`` of pcidoc then cannot orphan a probe child, nor a child its workers. When the
+    parent is already gone (it died before this call), exits at once.
+
+    Returns:
+        True when the parent-death signal is set.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+            return False
+    except Exception:
+        return False
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(128 + int(signum))  # the parent died before the signal was armed
+    return True
+
+
 def _terminate(signum: int, _frame: Any) -> None:
     # Unwind through the probes' finally blocks (free buffers, destroy process groups).
     raise SystemExit(128 + signum)
@@ -134,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     params: dict[str, Any] = {}
     if "--params" in args:
         params = json.loads(args[args.index("--params") + 1])
+    parent = os.environ.get("PCIDOC_PARENT_PID")
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
     emit = Emitter(protect_stdout(), name)
     signal.signal(signal.SIGTERM, _terminate)
     module_name = PROBE_MODULES.get(name)
@@ -159,4 +207,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # Run main() of the importable module, not of ``__main__``: the probe modules raise
+    # ``pcidoc.probes.child.ProbeUnavailable``, which a ``__main__`` copy of the class would
+    # not catch (an "unavailable" would become an "error").
+    from pcidoc.probes.child import main as _main
+
+    raise SystemExit(_main())

@@ -27,8 +27,9 @@ def set_process_affinity(cpus: Iterable[int]) -> list[int] | None:
     """Bind every thread of this process (and threads it creates later) to ``cpus``.
 
     Returns:
-        The CPUs applied (intersected with the allowed set), or ``None`` when nothing could be
-        applied (empty intersection, no permission).
+        The CPUs the kernel actually allowed (read back: a container's cpuset silently narrows
+        a request), or ``None`` when nothing could be applied (empty intersection, no
+        permission).
     """
     wanted = set(cpus)
     try:
@@ -51,7 +52,12 @@ def set_process_affinity(cpus: Iterable[int]) -> list[int] | None:
             applied = True
         except OSError:
             continue
-    return sorted(target) if applied else None
+    if not applied:
+        return None
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except OSError:  # pragma: no cover - it worked a moment ago
+        return sorted(target)
 
 
 def _online_cpus() -> set[int] | None:
@@ -283,3 +289,128 @@ def round_down_pow2(value: int, floor: int = 1 << 20) -> int:
     if value <= floor:
         return floor
     return 1 << (int(value).bit_length() - 1)
+
+
+# ------------------------------------------------------------------ raw peer copies (cudart)
+
+CUDA_SUCCESS = 0
+CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
+CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705
+
+
+def cudart_candidates(torch: Any) -> list[str]:
+    """Where the CUDA runtime torch uses may be: its soname (already loaded by torch, so
+    ``dlopen`` returns the same library), then the wheels' ``nvidia/*/lib`` and ``torch/lib``."""
+    import glob
+
+    names = []
+    version = getattr(getattr(torch, "version", None), "cuda", None)
+    if version:
+        names.append(f"libcudart.so.{str(version).split('.')[0]}")
+    names.append("libcudart.so")
+    base = os.path.dirname(getattr(torch, "__file__", "") or "")
+    if base:
+        for pattern in (
+            os.path.join(base, "..", "nvidia", "cuda_runtime", "lib", "libcudart.so*"),
+            os.path.join(base, "..", "nvidia", "cu*", "lib", "libcudart.so*"),
+            os.path.join(base, "lib", "libcudart*.so*"),
+        ):
+            names.extend(sorted(glob.glob(pattern)))
+    return names
+
+
+def find_cudart(torch: Any) -> tuple[Any | None, str]:
+    """The CUDA runtime library (ctypes) with the peer-copy entry points, or why not."""
+    tried = []
+    for name in cudart_candidates(torch):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            tried.append(name)
+            continue
+        if hasattr(lib, "cudaMemcpyPeerAsync") and hasattr(lib, "cudaDeviceEnablePeerAccess"):
+            return lib, name
+    return None, "libcudart not found (" + ", ".join(tried[:3]) + ")"
+
+
+class PeerCopier:
+    """``cudaMemcpyPeerAsync`` on a stream of the source GPU, without torch's ``copy_``, whose
+    every cross-device copy makes the two devices' streams wait on each other
+    (``research/probes.md`` §2.1): back-to-back copies then run as nvbandwidth's write-CE test
+    and p2pBandwidthLatencyTest issue them. Also switches peer access off and on, to time the
+    driver's own staging of a capable pair (p2pBandwidthLatencyTest's "P2P disabled").
+
+    Args:
+        lib: The CUDA runtime (ctypes library or a stand-in with the same functions); ``None``
+            when unavailable (``reason`` says why; callers fall back to ``copy_``).
+        reason: Why ``lib`` is ``None``, or where it came from.
+    """
+
+    def __init__(self, lib: Any | None, reason: str) -> None:
+        self.lib = lib
+        self.reason = reason
+        if lib is not None and isinstance(lib, ctypes.CDLL):
+            lib.cudaMemcpyPeerAsync.argtypes = [
+                ctypes.c_void_p,
+                ctypes.c_int,
+                ctypes.c_void_p,
+                ctypes.c_int,
+                ctypes.c_size_t,
+                ctypes.c_void_p,
+            ]
+            lib.cudaMemcpyPeerAsync.restype = ctypes.c_int
+            for name in ("cudaDeviceEnablePeerAccess", "cudaDeviceDisablePeerAccess"):
+                getattr(lib, name).restype = ctypes.c_int
+
+    @property
+    def available(self) -> bool:
+        """True when raw peer copies can be issued."""
+        return self.lib is not None
+
+    @property
+    def method(self) -> str:
+        """How peer copies are issued, for the measurement's conditions."""
+        if self.available:
+            return "cudaMemcpyPeerAsync on the source GPU's stream (libcudart via ctypes)"
+        return f"torch copy_ (cross-device stream barrier per copy; {self.reason})"
+
+    def copy(self, dst: Any, dst_device: int, src: Any, src_device: int, stream: Any) -> None:
+        """Enqueue one copy of ``src`` (bytes) into ``dst`` on ``stream``."""
+        assert self.lib is not None
+        nbytes = int(src.numel()) * int(src.element_size())
+        code = self.lib.cudaMemcpyPeerAsync(
+            dst.data_ptr(),
+            int(dst_device),
+            src.data_ptr(),
+            int(src_device),
+            nbytes,
+            int(stream.cuda_stream),
+        )
+        if code != CUDA_SUCCESS:
+            raise RuntimeError(f"cudaMemcpyPeerAsync failed with CUDA error {code}")
+
+    def set_peer_access(self, device: int, peer: int, enabled: bool, restore: int) -> bool:
+        """Enable or disable ``device``'s access to ``peer``'s memory; True on success (an
+        already-enabled / not-enabled state counts as success). ``restore`` is the device to
+        make current again afterwards."""
+        if self.lib is None:
+            return False
+        self.lib.cudaSetDevice(int(device))
+        try:
+            if enabled:
+                code = self.lib.cudaDeviceEnablePeerAccess(int(peer), 0)
+                ok = code in (CUDA_SUCCESS, CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+            else:
+                code = self.lib.cudaDeviceDisablePeerAccess(int(peer))
+                ok = code in (CUDA_SUCCESS, CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
+            if code != CUDA_SUCCESS:
+                self.lib.cudaGetLastError()  # clear it: torch checks the last error later
+            return ok
+        finally:
+            self.lib.cudaSetDevice(int(restore))
+
+
+def load_peer_copier(torch: Any) -> PeerCopier:
+    """A :class:`PeerCopier` on the CUDA runtime torch loaded, or one that says why not."""
+    lib, where = find_cudart(torch)
+    return PeerCopier(lib, where)

@@ -5,9 +5,10 @@ The probe child (``python -m pcidoc.probes.child allreduce|scaling``) becomes a 
 * it starts ``world`` worker processes with :mod:`multiprocessing`'s **spawn** context (a fresh
   interpreter each; never fork a process that may hold CUDA state). The workers stay in the
   launcher's process group, so the parent's process-group kill ends all of them;
-* world rank 0 hosts the rendezvous store (a ``TCPStore`` on an ephemeral port, like torchrun's
-  standalone rendezvous) and hands the port to the others through shared memory — no port
-  guessing, no races;
+* world rank 0 hosts the rendezvous store (a ``TCPStore`` on an ephemeral port of 127.0.0.1,
+  like torchrun's standalone rendezvous; see :func:`loopback_store`) and hands the port to the
+  others through shared memory — no port guessing, no races;
+* every worker arms a parent-death signal, so a killed launcher cannot orphan it;
 * every rank calls ``init_process_group(backend, timeout=60 s)`` (``device_id=`` for NCCL, so
   communicator errors show up at once), builds one sub-group per rank count (all ranks call
   ``new_group`` in the same order) and a gloo "meta" group for barriers and results;
@@ -21,6 +22,7 @@ Idle ranks wait on a barrier of the meta group while another rank count is measu
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -32,7 +34,13 @@ from datetime import timedelta
 from typing import Any
 
 from pcidoc.probes import protocol
-from pcidoc.probes.child import Emitter, ProbeUnavailable, import_torch
+from pcidoc.probes.child import (
+    Emitter,
+    ProbeUnavailable,
+    die_with_parent,
+    import_torch,
+    torch_versions,
+)
 
 DEFAULT_PG_TIMEOUT_S = 60.0
 """Process-group timeout: far below the 10/30 min defaults (research/probes.md §3.4)."""
@@ -110,6 +118,35 @@ class WorkerContext:
         return json.loads(bytes(data.tolist()).decode())
 
 
+def loopback_store(dist: Any, world: int, timeout: timedelta) -> Any:
+    """The rendezvous store of a single-node probe, listening on 127.0.0.1 only.
+
+    ``TCPStore(..., is_master=True)`` listens on every interface whatever host it is given;
+    handing it a socket we bound to loopback (``master_listen_fd``) keeps the store off the
+    network. Torch builds without that argument fall back to the default (all interfaces).
+    """
+    import socket
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        port = listener.getsockname()[1]
+        return dist.TCPStore(
+            "127.0.0.1",
+            port,
+            world,
+            True,
+            timeout=timeout,
+            wait_for_workers=False,
+            master_listen_fd=listener.detach(),
+        )
+    except TypeError:  # a torch without master_listen_fd
+        listener.close()
+        return dist.TCPStore("127.0.0.1", 0, world, True, timeout=timeout, wait_for_workers=False)
+
+
 def _set_threads(torch: Any, threads: int) -> None:
     torch.set_num_threads(max(1, threads))
 
@@ -122,19 +159,20 @@ def _worker_entry(
     port: Any,
     ready: Any,
     messages: Any,
+    parent_pid: int | None = None,
 ) -> None:
     """Body of one worker process (module-level so the spawn context can import it)."""
 
     def send(message: dict[str, Any]) -> None:
         messages.put(message)
 
+    die_with_parent(parent_pid)  # a killed launcher must not leave its workers running
     try:
-        try:
-            torch = import_torch()
-        except ProbeUnavailable as exc:  # the same message as the CUDA probes give
-            send(protocol.error("unavailable", str(exc)))
-            raise SystemExit(1) from None
+        torch = import_torch()
         import torch.distributed as dist
+
+        if rank == 0:
+            send(protocol.info(torch_versions(torch)))
 
         backend = params["backend"]
         _set_threads(torch, int(params.get("threads_per_rank", 1)))
@@ -145,9 +183,7 @@ def _worker_entry(
         else:
             device = torch.device("cpu")
         if rank == 0:
-            store = dist.TCPStore(
-                "127.0.0.1", 0, world, True, timeout=timeout, wait_for_workers=False
-            )
+            store = loopback_store(dist, world, timeout)
             port.value = store.port
             ready.set()
         else:
@@ -192,6 +228,9 @@ def _worker_entry(
             dist.barrier(group=meta)
         finally:
             dist.destroy_process_group()
+    except ProbeUnavailable as exc:
+        send(protocol.error("unavailable", str(exc)))
+        raise SystemExit(1) from None
     except Exception as exc:
         traceback.print_exc()
         send(protocol.error("error", f"rank {rank}: {type(exc).__name__}: {exc}"))
@@ -230,6 +269,11 @@ def launch(params: dict[str, Any], emit: Emitter, body_module: str) -> None:
         raise ValueError("world size must be at least 1")
     if backend not in ("nccl", "gloo"):
         raise ProbeUnavailable(f"unknown backend {backend!r}")
+    # The same one-line reason as the CUDA probes when torch is missing, before any worker
+    # (without importing it here: the workers do, and pay for it once).
+    if importlib.util.find_spec("torch") is None:
+        raise ProbeUnavailable(f"torch is not installed: {protocol.INSTALL_HINT}")
+    emit.info({"plan": {"rank_counts": sorted(int(k) for k in params.get("members", {}))}})
     # Single-host rendezvous on loopback unless the user chose an interface.
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     os.environ.setdefault("OMP_NUM_THREADS", str(params.get("threads_per_rank", 1)))
@@ -240,7 +284,7 @@ def launch(params: dict[str, Any], emit: Emitter, body_module: str) -> None:
     workers = [
         ctx.Process(
             target=_worker_entry,
-            args=(rank, world, body_module, params, port, ready, messages),
+            args=(rank, world, body_module, params, port, ready, messages, os.getpid()),
             name=f"pcidoc-{params.get('probe', 'collective')}-rank{rank}",
             daemon=True,
         )

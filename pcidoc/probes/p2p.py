@@ -1,32 +1,47 @@
 """Child probe ``p2p``: GPU<->GPU copy bandwidth, latency and correctness for every pair.
 
-``research/probes.md`` §2.3 (b):
+Methods and the reference tool each one matches (``research/probes.md`` §1.3, §2.3 (b)):
 
 * capability: ``torch.cuda.can_device_access_peer`` (capability only: ACS/IOMMU can make an
   "enabled" path slower than staging through the host, so everything is measured);
-* unidirectional: ``dst.copy_(src, non_blocking=True)`` issued on a dedicated stream of the
-  **source** device, events on that stream — nvbandwidth's ``device_to_device_memcpy_write_ce``
-  (the source context pushes). Pairs without peer access are timed the same way: the driver
-  then stages the copy itself (the ``disabled`` matrix);
-* bidirectional: i→j on i's stream and j→i on j's stream, released together by one gate;
-  per-direction bandwidth (the sum is twice the bytes, as p2pBandwidthLatencyTest counts it);
-* host-staged baseline: an explicit GPU i → pinned chunk → GPU j pipeline, double buffered, two
-  streams with event hand-off, timed by the host clock; what a P2P path must beat;
-* latency: 16-byte copies queued behind a gate, time per copy (only where the gate kernel
-  exists);
-* verification: one pattern copy per ordered pair, compared byte for byte on the destination;
-  a peer path that returns wrong data is a failure.
+* unidirectional, **enabled**: raw ``cudaMemcpyPeerAsync`` on a dedicated stream of the
+  **source** GPU, queued behind a gate kernel, CUDA events on that stream — nvbandwidth's
+  ``device_to_device_memcpy_write_ce``. Not ``copy_``: torch makes the two devices' streams
+  wait on each other around every cross-device copy (:class:`cudautil.PeerCopier`). Copies per
+  trial are sized from the pair's timed warm-up copy;
+* unidirectional, **disabled**: the same copy with peer access switched off — the driver stages
+  it through host memory (p2pBandwidthLatencyTest's "P2P=Disabled" matrix); for pairs that
+  cannot access each other that is the only path;
+* bidirectional: i→j measured on i's stream while j→i, with twice the copies, runs on j's
+  stream (the interferer outlasts the measured direction, as nvbandwidth's bidirectional tests
+  do); both released by one gate; per-direction bandwidth;
+* host-staged baseline: GPU i → pinned chunk → GPU j, double buffered on two streams with
+  event hand-off; the **steady state** is timed with events between the first and the last
+  chunk's arrival, so fill and drain (which depend on the chunk count, i.e. the mode) stay out;
+* latency: 16-byte copies behind a gate, time per copy, with peer access on and off
+  (p2pBandwidthLatencyTest's latency matrices: the clearest sign of real P2P vs staging);
+* verification: one pattern copy per ordered pair, compared byte for byte.
+
+Every pair's result is emitted as soon as it is measured (one matrix cell), so a probe killed
+at its deadline leaves what it measured; the parent folds the cells (:mod:`merge`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import time
+import math
+from collections.abc import Callable
 from typing import Any
 
 from pcidoc.probes import cudautil, stats
-from pcidoc.probes.child import Emitter, ProbeUnavailable, import_torch, require_cuda
+from pcidoc.probes.child import (
+    Emitter,
+    ProbeUnavailable,
+    import_torch,
+    require_cuda,
+    torch_versions,
+)
 from pcidoc.probes.params import P2P, P2PParams
 
 ENQUEUE_S = 30e-6
@@ -37,6 +52,25 @@ def p2p_params(params: dict[str, Any]) -> P2PParams:
     base = P2P[params.get("mode", "quick")]
     overrides = dict(params.get("overrides") or {})
     return P2PParams(**{**base.__dict__, **overrides}) if overrides else base
+
+
+def copies_for(per_copy_s: float, target_s: float, most: int) -> int:
+    """Copies per trial so a trial lasts about ``target_s`` (1 .. ``most``)."""
+    if per_copy_s <= 0 or not math.isfinite(per_copy_s):
+        return most
+    return max(1, min(most, math.ceil(target_s / per_copy_s)))
+
+
+def steady_state_gbps(chunk_bytes: int, arrivals_s: list[float]) -> float | None:
+    """Bandwidth of a pipeline from the times its chunks arrived: ``(k−1)`` chunks over the
+    span from the first arrival to the last, so pipeline fill (before the first arrival) and
+    the chunk count do not change the result. ``None`` with fewer than two arrivals."""
+    if len(arrivals_s) < 2:
+        return None
+    span = arrivals_s[-1] - arrivals_s[0]
+    if span <= 0:
+        return None
+    return stats.bandwidth_gbps(chunk_bytes * (len(arrivals_s) - 1), span)
 
 
 def _matrix(n: int) -> list[list[float | None]]:
@@ -55,6 +89,8 @@ class _P2PProbe:
         self.pairs = [(a, b) for a in range(self.n) for b in range(self.n) if a != b]
         self.phases = 5
         self.phase = 0
+        self.copier = cudautil.load_peer_copier(torch)
+        self.copies_by_pair: dict[str, int] = {}
 
     def report(self, done: float, message: str) -> None:
         self.emit.progress((self.phase + done) / self.phases, message)
@@ -62,11 +98,14 @@ class _P2PProbe:
     def label(self, a: int, b: int) -> str:
         return f"GPU{self.indices[a]}->GPU{self.indices[b]}"
 
+    def key(self, a: int, b: int) -> str:
+        return f"{self.indices[a]}->{self.indices[b]}"
+
     # --------------------------------------------------------------------------------- run
 
     def run(self) -> None:
         torch, p = self.torch, self.p
-        can = [
+        self.can = [
             [
                 None
                 if a == b
@@ -75,8 +114,12 @@ class _P2PProbe:
             ]
             for a in range(self.n)
         ]
-        self.can = can
-        self.emit.info({"can_access_peer": can, "gpus": self.indices})
+        self.emit.info({"can_access_peer": self.can, "gpus": self.indices})
+        self.emit.info(
+            {"plan": {"pairs": [[self.indices[a], self.indices[b]] for a, b in self.pairs]}}
+        )
+        if not self.copier.available:
+            self.emit.log("warning", f"P2P copies through torch copy_: {self.copier.reason}")
         free = min(torch.cuda.mem_get_info(d)[0] for d in self.devices)
         size = p.size_bytes
         if 2 * size > 0.4 * free:
@@ -90,17 +133,17 @@ class _P2PProbe:
         self.streams = [torch.cuda.Stream(device=d) for d in self.devices]
         self.stage_streams = [torch.cuda.Stream(device=d) for d in self.devices]
         self.gates = [cudautil.calibrate_gate(torch, s) for s in self.streams]
+        self._set_all_peer_access(True)
         try:
-            self._unidirectional()
-            self.phase = 1
-            self._bidirectional()
-            self.phase = 2
-            self._staged()
-            self.phase = 3
-            self._latency()
+            for phase, step in enumerate(
+                (self._unidirectional, self._bidirectional, self._staged, self._latency)
+            ):
+                self.phase = phase
+                step()
             self.phase = 4
             self._verify()
         finally:
+            self._set_all_peer_access(True)
             del self.src, self.dst
             for device in self.devices:
                 with contextlib.suppress(Exception):
@@ -108,9 +151,43 @@ class _P2PProbe:
             torch.cuda.empty_cache()
         self.emit.progress(1.0, "done")
 
-    def _emit_matrix(self, values: list[list[float | None]], mode: str, **fields: Any) -> None:
-        if all(v is None for row in values for v in row):
+    # ----------------------------------------------------------------------- peer access
+
+    def _set_all_peer_access(self, enabled: bool) -> None:
+        for a, b in self.pairs:
+            if self.can[a][b]:
+                self._peer_access(a, b, enabled)
+
+    def _peer_access(self, a: int, b: int, enabled: bool) -> bool:
+        current = int(self.torch.cuda.current_device())
+        return self.copier.set_peer_access(self.ordinals[a], self.ordinals[b], enabled, current)
+
+    @contextlib.contextmanager
+    def _peer_off(self, a: int, b: int) -> Any:
+        """Peer access between ``a`` and ``b`` switched off (both ways) while inside."""
+        off = self._peer_access(a, b, False) and self._peer_access(b, a, False)
+        try:
+            yield off
+        finally:
+            self._peer_access(a, b, True)
+            self._peer_access(b, a, True)
+
+    # -------------------------------------------------------------------------- helpers
+
+    def _conditions(self, **fields: Any) -> dict[str, Any]:
+        return {
+            "copy_method": self.copier.method,
+            "gated": all(g.available for g in self.gates),
+            **fields,
+        }
+
+    def _emit_cell(
+        self, a: int, b: int, value: float | None, mode: str, extra: dict[str, Any], **fields: Any
+    ) -> None:
+        if value is None:
             return
+        values = _matrix(self.n)
+        values[a][b] = value
         record = {
             "kind": fields.pop("kind", "bandwidth"),
             "p2p": mode,
@@ -120,137 +197,179 @@ class _P2PProbe:
             "source": "probe",
             **fields,
         }
-        self.emit.result("p2p", record)
+        self.emit.result("p2p", record, extra)
 
-    def _copy(self, a: int, b: int, size: int | None = None) -> Any:
-        src, dst = self.src[a], self.dst[b]
-        if size is not None:
-            src, dst = src[:size], dst[:size]
+    def _copy(self, a: int, b: int, src: Any | None = None, dst: Any | None = None) -> Callable:
+        """Enqueue one a -> b copy on the current stream (a's stream in every caller)."""
+        src = self.src[a] if src is None else src
+        dst = self.dst[b] if dst is None else dst
+        if self.copier.available:
+            stream = self.streams[a]
+            return lambda: self.copier.copy(dst, self.ordinals[b], src, self.ordinals[a], stream)
         return lambda: dst.copy_(src, non_blocking=True)
+
+    def _time_pair(self, a: int, b: int, copy: Callable, size: int) -> tuple[float, int]:
+        """Median GB/s of ``trials`` gated trials, copies per trial sized from a warm-up."""
+        torch, p = self.torch, self.p
+        stream = self.streams[a]
+        warm = cudautil.time_copies(torch, stream, copy, 1)  # also enables lazy state
+        copies = copies_for(warm, p.trial_target_s, p.copies)
+        gate_ms = copies * ENQUEUE_S * 1e3 + 0.5
+        values = [
+            stats.bandwidth_gbps(
+                size * copies,
+                cudautil.time_copies(torch, stream, copy, copies, self.gates[a], gate_ms),
+            )
+            for _ in range(p.trials)
+        ]
+        return round(stats.summarize(values, discard_first=1).median, 4), copies
 
     # ------------------------------------------------------------------ unidirectional
 
     def _unidirectional(self) -> None:
-        torch, p = self.torch, self.p
-        enabled, disabled = _matrix(self.n), _matrix(self.n)
-        for step, (a, b) in enumerate(self.pairs):
-            self.report(step / len(self.pairs), f"{self.label(a, b)} copy bandwidth")
-            copy = self._copy(a, b)
-            stream = self.streams[a]
-            with torch.cuda.stream(stream):
-                copy()  # warm-up; enables peer access lazily
-            stream.synchronize()
-            values = [
-                stats.bandwidth_gbps(
-                    self.size * p.copies, cudautil.time_copies(torch, stream, copy, p.copies)
-                )
-                for _ in range(p.trials)
-            ]
-            median = round(stats.summarize(values, discard_first=1).median, 4)
-            (enabled if self.can[a][b] else disabled)[a][b] = median
         common = {
             "bidirectional": False,
             "access": "write",
             "method": "ce",
             "size_bytes": self.size,
         }
-        self._emit_matrix(enabled, "enabled", **common)
-        self._emit_matrix(disabled, "disabled", **common)
+        for step, (a, b) in enumerate(self.pairs):
+            self.report(step / len(self.pairs), f"{self.label(a, b)} copy bandwidth")
+            copy = self._copy(a, b)
+            value, copies = self._time_pair(a, b, copy, self.size)
+            self.copies_by_pair[self.key(a, b)] = copies
+            extra = self._conditions(copies_by_pair={self.key(a, b): copies}, trials=self.p.trials)
+            self._emit_cell(
+                a, b, value, "enabled" if self.can[a][b] else "disabled", extra, **common
+            )
+            if self.can[a][b] and self.copier.available:
+                with self._peer_off(a, b) as off:
+                    if off:
+                        staged, copies = self._time_pair(a, b, copy, self.size)
+                        extra = self._conditions(
+                            copies_by_pair={self.key(a, b): copies},
+                            disabled="peer access switched off (driver-staged copy)",
+                        )
+                        self._emit_cell(a, b, staged, "disabled", extra, **common)
 
     # ------------------------------------------------------------------- bidirectional
 
+    def _bidir_trial(self, a: int, b: int, copies: int) -> float:
+        """One trial: ``copies`` a->b measured, ``2 × copies`` b->a interfering."""
+        torch = self.torch
+        s_a, s_b = self.streams[a], self.streams[b]
+        ab, ba = self._copy(a, b), self._copy(b, a)
+        release = torch.cuda.Event()
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        with torch.cuda.stream(s_a):
+            if self.gates[a].available:
+                self.gates[a].hold(1.0 + 3 * copies * ENQUEUE_S * 1e3)
+            release.record(s_a)
+            start.record(s_a)
+        s_b.wait_event(release)
+        for k in range(2 * copies):
+            if k < copies:
+                with torch.cuda.stream(s_a):
+                    ab()
+            with torch.cuda.stream(s_b):
+                ba()
+        with torch.cuda.stream(s_a):
+            end.record(s_a)
+        end.synchronize()
+        s_b.synchronize()
+        return stats.bandwidth_gbps(self.size * copies, start.elapsed_time(end) / 1e3)
+
     def _bidirectional(self) -> None:
-        torch, p = self.torch, self.p
-        enabled, disabled = _matrix(self.n), _matrix(self.n)
+        p = self.p
         unordered = list(itertools.combinations(range(self.n), 2))
-        for step, (a, b) in enumerate(unordered):
-            self.report(step / len(unordered), f"GPU{self.indices[a]}<->GPU{self.indices[b]}")
-            s_a, s_b = self.streams[a], self.streams[b]
-            ab, ba = self._copy(a, b), self._copy(b, a)
-            values_ab, values_ba = [], []
-            for _ in range(p.bidir_trials):
-                release = torch.cuda.Event()
-                start_a, end_a, start_b, end_b = (
-                    torch.cuda.Event(enable_timing=True) for _ in range(4)
-                )
-                with torch.cuda.stream(s_a):
-                    if self.gates[a].available:
-                        self.gates[a].hold(1.0 + 2 * p.bidir_copies * ENQUEUE_S * 1e3)
-                    release.record(s_a)
-                    start_a.record(s_a)
-                s_b.wait_event(release)
-                with torch.cuda.stream(s_b):
-                    start_b.record(s_b)
-                for _ in range(p.bidir_copies):
-                    with torch.cuda.stream(s_a):
-                        ab()
-                    with torch.cuda.stream(s_b):
-                        ba()
-                with torch.cuda.stream(s_a):
-                    end_a.record(s_a)
-                with torch.cuda.stream(s_b):
-                    end_b.record(s_b)
-                end_a.synchronize()
-                end_b.synchronize()
-                total = self.size * p.bidir_copies
-                values_ab.append(stats.bandwidth_gbps(total, start_a.elapsed_time(end_a) / 1e3))
-                values_ba.append(stats.bandwidth_gbps(total, start_b.elapsed_time(end_b) / 1e3))
-            both = bool(self.can[a][b] and self.can[b][a])
-            target = enabled if both else disabled
-            target[a][b] = round(stats.summarize(values_ab, discard_first=1).median, 4)
-            target[b][a] = round(stats.summarize(values_ba, discard_first=1).median, 4)
         common = {"bidirectional": True, "access": "write", "method": "ce", "size_bytes": self.size}
-        self._emit_matrix(enabled, "enabled", **common)
-        self._emit_matrix(disabled, "disabled", **common)
+        for step, (x, y) in enumerate(unordered):
+            self.report(step / len(unordered), f"GPU{self.indices[x]}<->GPU{self.indices[y]}")
+            both = bool(self.can[x][y] and self.can[y][x])
+            for a, b in ((x, y), (y, x)):
+                copies = self.copies_by_pair.get(self.key(a, b), p.bidir_copies)
+                copies = min(copies, p.bidir_copies)
+                values = [self._bidir_trial(a, b, copies) for _ in range(p.bidir_trials)]
+                value = round(stats.summarize(values, discard_first=1).median, 4)
+                extra = self._conditions(
+                    copies_by_pair={self.key(a, b): copies},
+                    interferer="the other direction with twice the copies, same gate",
+                )
+                self._emit_cell(a, b, value, "enabled" if both else "disabled", extra, **common)
 
     # -------------------------------------------------------------------------- staged
+
+    def _staged_pair(self, a: int, b: int, chunk: int, chunks: int) -> float | None:
+        """GB/s of the host-staged pipeline a -> pinned -> b in its steady state (events)."""
+        torch = self.torch
+        s_out, s_in = self.stage_streams[a], self.stage_streams[b]
+        src, dst, pinned = self.src[a], self.dst[b], self.pinned
+        per_buffer = max(1, self.size // chunk)
+        out_done = [torch.cuda.Event() for _ in range(2)]
+        in_done = [torch.cuda.Event() for _ in range(2)]
+        arrived = [torch.cuda.Event(enable_timing=True) for _ in range(chunks)]
+        for c in range(chunks):
+            k = c % 2
+            offset = (c % per_buffer) * chunk
+            piece = slice(offset, offset + chunk)
+            if c >= 2:
+                s_out.wait_event(in_done[k])  # the pinned chunk is free again
+            with torch.cuda.stream(s_out):
+                pinned[k].copy_(src[piece], non_blocking=True)
+                out_done[k].record(s_out)
+            s_in.wait_event(out_done[k])
+            with torch.cuda.stream(s_in):
+                dst[piece].copy_(pinned[k], non_blocking=True)
+                in_done[k].record(s_in)
+                arrived[c].record(s_in)
+        arrived[-1].synchronize()
+        first = arrived[0]
+        times = [first.elapsed_time(e) / 1e3 for e in arrived]
+        return steady_state_gbps(chunk, times)
 
     def _staged(self) -> None:
         torch, p = self.torch, self.p
         chunk = min(p.staged_chunk_bytes, self.size)
-        total = min(p.staged_bytes, self.size)
-        chunks = max(1, total // chunk)
-        total = chunks * chunk
-        pinned = [torch.empty(chunk, dtype=torch.uint8, pin_memory=True) for _ in range(2)]
-        values_matrix = _matrix(self.n)
-        for step, (a, b) in enumerate(self.pairs):
-            self.report(step / len(self.pairs), f"{self.label(a, b)} host-staged")
-            s_out, s_in = self.stage_streams[a], self.stage_streams[b]
-            src, dst = self.src[a], self.dst[b]
-
-            def once(src: Any = src, dst: Any = dst, s_out: Any = s_out, s_in: Any = s_in) -> None:
-                out_done = [torch.cuda.Event() for _ in range(2)]
-                in_done = [torch.cuda.Event() for _ in range(2)]
-                for c in range(chunks):
-                    k = c % 2
-                    piece = slice(c * chunk, (c + 1) * chunk)
-                    if c >= 2:
-                        s_out.wait_event(in_done[k])  # the pinned chunk is free again
-                    with torch.cuda.stream(s_out):
-                        pinned[k].copy_(src[piece], non_blocking=True)
-                        out_done[k].record(s_out)
-                    s_in.wait_event(out_done[k])
-                    with torch.cuda.stream(s_in):
-                        dst[piece].copy_(pinned[k], non_blocking=True)
-                        in_done[k].record(s_in)
-
-            def synchronize(a: int = a, b: int = b) -> None:
-                torch.cuda.synchronize(self.devices[a])
-                torch.cuda.synchronize(self.devices[b])
-
-            once()
-            synchronize()
-            values = []
-            for _ in range(p.staged_trials):
-                synchronize()
-                start = time.perf_counter()
-                once()
-                synchronize()
-                values.append(stats.bandwidth_gbps(total, time.perf_counter() - start))
-            values_matrix[a][b] = round(stats.summarize(values).median, 4)
-        self._emit_matrix(values_matrix, "staged", bidirectional=False, size_bytes=total)
+        chunks = max(3, p.staged_bytes // chunk)
+        self.pinned = [torch.empty(chunk, dtype=torch.uint8, pin_memory=True) for _ in range(2)]
+        try:
+            for step, (a, b) in enumerate(self.pairs):
+                self.report(step / len(self.pairs), f"{self.label(a, b)} host-staged")
+                self._staged_pair(a, b, chunk, 2)  # warm-up
+                values = [
+                    v
+                    for _ in range(p.staged_trials)
+                    if (v := self._staged_pair(a, b, chunk, chunks)) is not None
+                ]
+                if not values:
+                    continue
+                extra = {
+                    "chunk_bytes": chunk,
+                    "chunks": chunks,
+                    "trials": len(values),
+                    "timer": "CUDA events at each chunk's arrival; steady state from the "
+                    "first arrival to the last (fill and drain excluded)",
+                }
+                value = round(stats.summarize(values).median, 4)
+                self._emit_cell(
+                    a, b, value, "staged", extra, bidirectional=False, size_bytes=chunk * chunks
+                )
+        finally:
+            del self.pinned
 
     # ------------------------------------------------------------------------- latency
+
+    def _latency_pair(self, a: int, b: int, src: Any, dst: Any) -> float:
+        torch, p = self.torch, self.p
+        copy = self._copy(a, b, src, dst)
+        stream = self.streams[a]
+        cudautil.time_copies(torch, stream, copy, 1)
+        gate_ms = p.latency_copies * ENQUEUE_S * 1e3 + 0.5
+        times = [
+            cudautil.time_copies(torch, stream, copy, p.latency_copies, self.gates[a], gate_ms)
+            for _ in range(p.latency_trials)
+        ]
+        return round(stats.summarize(times).median / p.latency_copies * 1e6, 3)
 
     def _latency(self) -> None:
         torch, p = self.torch, self.p
@@ -260,25 +379,6 @@ class _P2PProbe:
         count = max(1, p.latency_bytes // 4)
         small_src = [torch.zeros(count, dtype=torch.int32, device=d) for d in self.devices]
         small_dst = [torch.zeros(count, dtype=torch.int32, device=d) for d in self.devices]
-        enabled, disabled = _matrix(self.n), _matrix(self.n)
-        for step, (a, b) in enumerate(self.pairs):
-            self.report(step / len(self.pairs), f"{self.label(a, b)} latency")
-            src, dst = small_src[a], small_dst[b]
-
-            def copy(src: Any = src, dst: Any = dst) -> None:
-                dst.copy_(src, non_blocking=True)
-
-            stream = self.streams[a]
-            with torch.cuda.stream(stream):
-                copy()
-            stream.synchronize()
-            gate_ms = p.latency_copies * ENQUEUE_S * 1e3 + 0.5
-            times = [
-                cudautil.time_copies(torch, stream, copy, p.latency_copies, self.gates[a], gate_ms)
-                for _ in range(p.latency_trials)
-            ]
-            value = round(stats.summarize(times).median / p.latency_copies * 1e6, 3)
-            (enabled if self.can[a][b] else disabled)[a][b] = value
         common = {
             "kind": "latency",
             "unit": "us",
@@ -286,8 +386,19 @@ class _P2PProbe:
             "method": "ce",
             "size_bytes": count * 4,
         }
-        self._emit_matrix(enabled, "enabled", **common)
-        self._emit_matrix(disabled, "disabled", **common)
+        extra = self._conditions(copies=p.latency_copies, trials=p.latency_trials)
+        for step, (a, b) in enumerate(self.pairs):
+            self.report(step / len(self.pairs), f"{self.label(a, b)} latency")
+            src, dst = small_src[a], small_dst[b]
+            value = self._latency_pair(a, b, src, dst)
+            self._emit_cell(
+                a, b, value, "enabled" if self.can[a][b] else "disabled", extra, **common
+            )
+            if self.can[a][b] and self.copier.available:
+                with self._peer_off(a, b) as off:
+                    if off:
+                        value = self._latency_pair(a, b, src, dst)
+                        self._emit_cell(a, b, value, "disabled", extra, **common)
 
     # -------------------------------------------------------------------------- verify
 
@@ -328,6 +439,7 @@ def run(params: dict[str, Any], emit: Emitter) -> None:
     """Measure every ordered pair of ``params["gpus"]``."""
     torch = import_torch()
     count = require_cuda(torch)
+    emit.info(torch_versions(torch))
     gpus: list[dict[str, Any]] = list(params.get("gpus") or [])
     if not gpus:
         gpus = [{"index": i, "ordinal": i} for i in range(count)]

@@ -5,8 +5,10 @@ A probe child writes one JSON object per line on its protocol stream (the child'
 * ``{"type": "progress", "probe": "transfer", "fraction": 0.4, "message": "GPU1 H2D sweep"}``
 * ``{"type": "result", "kind": "transfer", "measurement": {...}, "extra": {...}}`` — one per
   measurement; ``kind`` names the :class:`pcidoc.model.measurements.Measurements` list it goes
-  to (see :data:`RESULT_KINDS`), ``extra`` carries derived numbers that are not part of the
-  model (shown by ``pcidoc probe``, dropped from captures).
+  to (see :data:`RESULT_KINDS`), ``extra`` carries how it was taken (copies, sizes, gating,
+  threads...) and derived numbers; the parent folds it into the measurement's ``conditions``,
+  which captures and ``pcidoc probe`` keep. Results may come piece by piece (one P2P cell per
+  pair, the scaling ladder after each rank count): see :mod:`pcidoc.probes.merge`.
 * ``{"type": "error", "kind": "unavailable", "message": "..."}`` — ``kind`` is a
   :class:`pcidoc.model.measurements.ProbeError` kind.
 * ``{"type": "log", "level": "warning", "message": "..."}``

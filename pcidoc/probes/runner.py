@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from pcidoc.model.base import Model
 from pcidoc.model.measurements import ProbeError
-from pcidoc.probes import protocol
+from pcidoc.probes import merge, protocol
 
 LOG = logging.getLogger("pcidoc.probes")
 
@@ -250,9 +250,33 @@ class OutcomeBuilder:
         self.add_log("warning", f"ignored a line that is not a probe message ({why}): {shown!r}")
 
     def finish(self) -> ProbeOutcome:
-        """Close the outcome: a run without results and without errors becomes an error."""
+        """Close the outcome: fold partial results (per-pair P2P cells, per-N scaling ladders)
+        into whole records, stamp each with its conditions, say what a timeout cut off; a run
+        without results and without errors becomes an error."""
         outcome = self.outcome
         outcome.wall_s = self._clock() - self._start
+        with self._lock:
+            shared = merge.run_conditions(self.spec.params.get("mode"), outcome.info)
+            for result in outcome.results:
+                if "conditions" not in type(result.measurement).model_fields:
+                    continue
+                conditions = merge.merge_dicts(shared, result.extra)
+                result.measurement.conditions = merge.merge_dicts(  # type: ignore[attr-defined]
+                    conditions,
+                    result.measurement.conditions,  # type: ignore[attr-defined]
+                )
+            keep = merge.merge_results([(r.kind, r.measurement) for r in outcome.results])
+            outcome.results = [outcome.results[i] for i in keep]
+            cut = merge.not_measured(
+                outcome.info, [(r.kind, r.measurement) for r in outcome.results]
+            )
+            if cut:
+                outcome.errors = [
+                    e.model_copy(update={"message": f"{e.message}; {cut}"})
+                    if e.kind in ("timeout", "interrupted")
+                    else e
+                    for e in outcome.errors
+                ]
         if not outcome.results and not outcome.errors and not outcome.info:
             detail = (
                 f" ({outcome.garbage_lines} unreadable line(s) on its output)"
@@ -416,6 +440,61 @@ def terminate_group(
     return group_members(pgid)
 
 
+# ----------------------------------------------------------------------------- signals
+
+
+class ProbeSignalled(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived while a probe ran: handled like Ctrl-C (the probe's process
+    group is ended first), but the process exits with ``128 + signum`` (143, 129)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = int(signum)
+
+    @property
+    def exit_code(self) -> int:
+        """The conventional exit status for death by this signal."""
+        return 128 + self.signum
+
+    @property
+    def signal_name(self) -> str:
+        """``SIGTERM``, ``SIGHUP``..."""
+        return _signal_name(-self.signum)
+
+
+TERMINATING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Any:
+    """While inside, SIGTERM/SIGHUP raise :class:`ProbeSignalled` in the main thread.
+
+    Elsewhere than in the main thread (the TUI's worker) nothing changes: signal handlers can
+    only be installed there, and the TUI has its own shutdown path.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise ProbeSignalled(signum)
+
+    previous = {}
+    for signum in TERMINATING_SIGNALS:
+        try:
+            previous[signum] = signal.signal(signum, handler)
+        except (ValueError, OSError):  # pragma: no cover - not the main interpreter
+            continue
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(signum, old)
+
+
 # ----------------------------------------------------------------------------- runners
 
 
@@ -426,6 +505,8 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = package_root + (os.pathsep + path if path else "")
     env["PYTHONUNBUFFERED"] = "1"
+    # The child arms a parent-death signal and checks it was not orphaned before that.
+    env["PCIDOC_PARENT_PID"] = str(os.getpid())
     # NVML and CUDA agree on GPU numbering only in PCI bus order.
     env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     if extra:
@@ -502,9 +583,19 @@ class SubprocessProbeRunner:
             The outcome; ``errors`` holds timeouts, crashes and errors the child reported.
 
         Raises:
-            KeyboardInterrupt: Ctrl-C arrived while waiting; the child's process group has
-                been ended before it propagates.
+            KeyboardInterrupt: Ctrl-C (or :class:`ProbeSignalled`: SIGTERM/SIGHUP) arrived
+                while waiting; the child's process group has been ended before it propagates,
+                and the exception's ``outcome`` holds what the probe had reported by then.
         """
+        with signals_interrupt():
+            return self._run(spec, on_progress, cancel)
+
+    def _run(
+        self,
+        spec: ProbeSpec,
+        on_progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> ProbeOutcome:
         if self.reap_orphans:
             become_subreaper()
         builder = OutcomeBuilder(spec, on_progress)
@@ -554,15 +645,17 @@ class SubprocessProbeRunner:
                     cancel.wait(self.poll_s)
                 else:
                     time.sleep(self.poll_s)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             hard = False
-            while True:  # a second Ctrl-C must not leave the group running
+            while True:  # a second Ctrl-C (or signal) must not leave the group running
                 try:
                     self._cleanup(proc, readers, builder, stopping=True, hard=hard)
                     break
                 except KeyboardInterrupt:
                     hard = True
-            builder.add_error("interrupted", "interrupted by Ctrl-C")
+            how = exc.signal_name if isinstance(exc, ProbeSignalled) else "Ctrl-C"
+            builder.add_error("interrupted", f"interrupted by {how}")
+            exc.outcome = builder.finish()  # type: ignore[attr-defined]
             raise
         survivors = self._cleanup(proc, readers, builder, stopping=stop is not None)
         outcome = builder.outcome

@@ -108,8 +108,48 @@ def _gradient_busbw(ctx: WorkerContext, group: Any, n: int, p: ScalingParams) ->
     return stats.busbw_gbps("all_reduce", 4 * p.model_params, float(elapsed.item()) / n, n)
 
 
+def _ladder(
+    ctx: WorkerContext, p: ScalingParams, points: list[dict[str, Any]], busbw: float | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ScalingMeasurement dump (and its extra) of the rank counts measured so far."""
+    efficiency = stats.scaling_efficiency(
+        {pt["ranks"]: pt["throughput_samples_per_s"] for pt in points}
+    )
+    out_points = [
+        {
+            **pt,
+            "efficiency": efficiency.get(pt["ranks"]),
+            "throughput_samples_per_s": stats.round_sig(pt["throughput_samples_per_s"]),
+        }
+        for pt in points
+    ]
+    measurement = {
+        "backend": ctx.backend,
+        "model_params": p.model_params,
+        "gradient_bytes": 4 * p.model_params,
+        "per_rank_batch": p.batch,
+        "points": out_points,
+        "allreduce_busbw_gbps": stats.round_sig(busbw),
+        "source": "probe",
+    }
+    extra = {
+        "model": f"MLP {p.depth} x Linear({p.width}, {p.width}), fp32, SGD, DDP (25 MB buckets)",
+        "model_width": p.width,
+        "model_depth": p.depth,
+        "warmup_steps": p.warmup_steps,
+        "timed_steps": p.steps,
+        "busbw_iterations": p.busbw_iters,
+        "threads_per_rank": ctx.params.get("threads_per_rank"),
+        "timer": "host perf_counter around forward+backward+step and a device sync; the "
+        "slowest rank's median",
+        "efficiency": {str(k): v for k, v in efficiency.items()},
+    }
+    return measurement, extra
+
+
 def worker(ctx: WorkerContext) -> None:
-    """Per-rank body: each rank count in turn; rank 0 reports one ScalingMeasurement."""
+    """Per-rank body: each rank count in turn; rank 0 reports the ladder after every rank
+    count (the latest report holds all counts so far, so a deadline keeps what was measured)."""
     p = scaling_params(ctx.params)
     counts = sorted(ctx.members)
     gpu_sets = {int(k): v for k, v in ctx.params.get("gpus_by_count", {}).items()}
@@ -133,10 +173,11 @@ def worker(ctx: WorkerContext) -> None:
             )
             ctx.dist.all_reduce(local, op=ctx.dist.ReduceOp.MAX, group=group)
             summary = {"median_s": float(local[0].item()), "p90_s": float(local[1].item())}
-            if count == counts[-1] and count > 1:
+            if count > 1:
                 summary["busbw_gbps"] = _gradient_busbw(ctx, group, count, p)
         summary = ctx.collect(count, summary)
         if ctx.rank == 0 and summary is not None:
+            point_busbw = summary.get("busbw_gbps")
             points.append(
                 {
                     "ranks": count,
@@ -144,33 +185,11 @@ def worker(ctx: WorkerContext) -> None:
                     "throughput_samples_per_s": count * p.batch / summary["median_s"],
                     "step_time_ms": stats.round_sig(summary["median_s"] * 1e3),
                     "step_time_p90_ms": stats.round_sig(summary["p90_s"] * 1e3),
+                    "allreduce_busbw_gbps": stats.round_sig(point_busbw),
                 }
             )
-            if summary.get("busbw_gbps") is not None:
-                busbw = summary["busbw_gbps"]
-    if ctx.rank == 0:
-        efficiency = stats.scaling_efficiency(
-            {pt["ranks"]: pt["throughput_samples_per_s"] for pt in points}
-        )
-        for pt in points:
-            pt["efficiency"] = efficiency.get(pt["ranks"])
-            pt["throughput_samples_per_s"] = stats.round_sig(pt["throughput_samples_per_s"])
-        measurement = {
-            "backend": ctx.backend,
-            "model_params": p.model_params,
-            "gradient_bytes": 4 * p.model_params,
-            "per_rank_batch": p.batch,
-            "points": points,
-            "allreduce_busbw_gbps": stats.round_sig(busbw),
-            "source": "probe",
-        }
-        extra = {
-            "model": f"MLP {p.depth} x Linear({p.width}, {p.width}), fp32, SGD, DDP "
-            "(25 MB buckets)",
-            "warmup_steps": p.warmup_steps,
-            "timed_steps": p.steps,
-            "threads_per_rank": ctx.params.get("threads_per_rank"),
-            "efficiency": {str(k): v for k, v in efficiency.items()},
-        }
-        ctx.send(protocol.result("scaling", measurement, extra))
+            if point_busbw is not None:
+                busbw = point_busbw
+            measurement, extra = _ladder(ctx, p, points, busbw)
+            ctx.send(protocol.result("scaling", measurement, extra))
     ctx.progress(1.0, "done")

@@ -1,10 +1,16 @@
-"""The parent-side probe API the CLI and the TUI call (no torch here).
+"""The parent-side probe API the CLI and the TUI share (no torch here).
 
-* :func:`measure` runs the probes that make sense for a capture and appends their measurements
-  (and the reasons for the ones that could not run) to ``capture.measurements``;
-* :func:`probe_command` implements ``pcidoc probe NAME``;
-* :func:`plan_probes` is the pure planning step both use (which probes, which GPUs, parameters,
-  deadlines), so it can be tested without running anything.
+* :class:`ProbeSession` is the one orchestrator: it checks torch, plans, runs each probe in a
+  child process, appends the measurements (and the reasons for the ones that could not run) to
+  ``capture.measurements`` and reports planned / started / progress / finished / ended events
+  to a :class:`SessionListener`. The CLI listens with :mod:`pcidoc.probes.console` (stderr
+  lines), the TUI with messages to its panes;
+* :func:`plan_probes` is the pure planning step (which probes, which GPUs, parameters,
+  deadlines), so it can be tested without running anything;
+* :func:`probe_json` builds the ``pcidoc.probe/1`` document of ``pcidoc probe``.
+
+:func:`measure` and :func:`probe_command` (the CLI entry points) live in
+:mod:`pcidoc.probes.console`; the names here forward to them.
 
 Every probe runs in a child process through a :class:`pcidoc.probes.runner.ProbeRunner`;
 Ctrl-C ends the child's process group and then propagates as ``KeyboardInterrupt``.
@@ -12,16 +18,12 @@ Ctrl-C ends the child's process group and then propagates as ``KeyboardInterrupt
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcidoc.errors import ExitCode
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.measurements import (
@@ -32,9 +34,8 @@ from pcidoc.model.measurements import (
     ScalingMeasurement,
     TransferMeasurement,
 )
-from pcidoc.model.units import format_bytes, link_label
+from pcidoc.model.units import link_label
 from pcidoc.probes import gpusets, params, preflight, stats
-from pcidoc.probes.protocol import INSTALL_HINT
 from pcidoc.probes.runner import (
     ProbeOutcome,
     ProbeProgress,
@@ -47,77 +48,6 @@ GPU_PROBES = ("transfer", "p2p", "allreduce", "scaling")
 PROBE_SCHEMA = "pcidoc.probe/1"
 
 Progress = Callable[[str], None]
-
-
-# ----------------------------------------------------------------------------- progress
-
-
-class ProgressDisplay:
-    """Turns probe progress into rate-limited stderr lines (``pcidoc: p2p  40% GPU0->GPU3``).
-
-    Args:
-        write: Where lines go (the CLI passes a stderr writer).
-        min_interval_s: At most one line per probe per interval (start and end always show).
-        clock: Monotonic clock (tests).
-    """
-
-    def __init__(
-        self,
-        write: Progress,
-        min_interval_s: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.write = write
-        self.min_interval_s = min_interval_s
-        self.clock = clock
-        self._last: dict[str, float] = {}
-        self._done: set[str] = set()
-        self._lock = threading.Lock()
-
-    def start(self, spec: ProbeSpec, estimate_s: float | None = None) -> None:
-        """Announce a probe."""
-        eta = f" (about {estimate_s:.0f} s)" if estimate_s else ""
-        self.write(f"pcidoc: probe {spec.label or spec.name}: starting{eta}")
-        with self._lock:
-            self._last[spec.name] = self.clock()
-            self._done.discard(spec.name)
-
-    def callback(self, spec: ProbeSpec) -> Callable[[ProbeProgress], None]:
-        """The ``on_progress`` callback for one probe (called from the reading thread)."""
-
-        def on_progress(event: ProbeProgress) -> None:
-            now = self.clock()
-            with self._lock:
-                last = self._last.get(spec.name, 0.0)
-                done = event.fraction >= 1.0
-                if done and spec.name in self._done:
-                    return
-                if now - last < self.min_interval_s and not done:
-                    return
-                self._last[spec.name] = now
-                if done:
-                    self._done.add(spec.name)
-            self.write(
-                f"pcidoc: probe {spec.label or spec.name}: {event.fraction * 100:3.0f}% "
-                f"{event.message}".rstrip()
-            )
-
-        return on_progress
-
-    def finish(self, spec: ProbeSpec, outcome: ProbeOutcome) -> None:
-        """Summarise a finished probe (its warnings, then ok / the error)."""
-        name = spec.label or spec.name
-        for level, message in outcome.logs:
-            if level == "warning":
-                self.write(f"pcidoc: probe {name}: warning: {message}")
-        if outcome.ok:
-            self.write(
-                f"pcidoc: probe {name}: done in {outcome.wall_s:.1f} s "
-                f"({len(outcome.results)} measurement(s))"
-            )
-        else:
-            for error in outcome.errors:
-                self.write(f"pcidoc: probe {name}: {error.kind}: {error.message}")
 
 
 # ---------------------------------------------------------------------------- planning
@@ -435,17 +365,23 @@ def apply_outcome(capture: Capture, spec: ProbeSpec, outcome: ProbeOutcome) -> N
         elif isinstance(measurement, CollectiveMeasurement):
             m.collectives.append(measurement)
         elif isinstance(measurement, ScalingMeasurement):
-            if measurement.slowest_edge is None and measurement.backend == "nccl":
-                sets = spec.params.get("gpus_by_count") or {}
-                if sets:
-                    largest = max(sets, key=lambda k: int(k))
-                    measurement.slowest_edge = gpusets.slowest_edge(capture, sets[largest])
+            fill_slowest_edge(capture, spec, measurement)
             m.scaling.append(measurement)
     m.probe_errors.extend(_attributed_errors(spec, outcome))
     access = outcome.info.get("can_access_peer")
     probed = outcome.info.get("gpus")
     if spec.name == "p2p" and isinstance(access, list) and isinstance(probed, list):
         _record_peer_access(capture, probed, access)
+
+
+def fill_slowest_edge(capture: Capture, spec: ProbeSpec | None, m: ScalingMeasurement) -> None:
+    """The weakest link among the GPUs of the largest rank count, from the topology."""
+    if m.slowest_edge is not None or m.backend != "nccl" or spec is None:
+        return
+    sets = spec.params.get("gpus_by_count") or {}
+    if sets:
+        largest = max(sets, key=lambda k: int(k))
+        m.slowest_edge = gpusets.slowest_edge(capture, sets[largest])
 
 
 def probe_names(spec: ProbeSpec) -> list[str]:
@@ -486,147 +422,214 @@ def _record_peer_access(capture: Capture, probed: list[int], access: list[list[A
     status.can_access_peer = matrix
 
 
-# ------------------------------------------------------------------------------ measure
+# -------------------------------------------------------------------------- orchestrator
 
 
-def run_env(
-    runner: ProbeRunner,
-    display: ProgressDisplay | None = None,
-    cancel: threading.Event | None = None,
-    capture: Capture | None = None,
-) -> ProbeOutcome:
-    """Run the ``env`` probe (what torch sees)."""
-    spec = env_spec(capture)
-    on_progress = display.callback(spec) if display else None
-    outcome = runner.run(spec, on_progress, cancel)
-    no_gpu = capture.unavailable.get("gpus") if capture is not None and not capture.gpus else None
-    if not outcome.info and no_gpu and outcome.errors:
-        # Installing torch would not help on a machine without a GPU: say that first.
-        outcome.errors = [
-            e.model_copy(update={"message": f"no CUDA GPU on this machine ({no_gpu}); {e.message}"})
-            for e in outcome.errors
-        ]
-    return outcome
+class SessionListener:
+    """What a :class:`ProbeSession` reports, one method per event; every method is a no-op
+    here. The CLI's console listener prints lines; the TUI's posts messages. Methods are
+    called from the thread that runs the session (the reading thread for ``progress``)."""
+
+    def env_started(self) -> None:
+        """The ``env`` probe (what torch sees) is about to run."""
+
+    def env_finished(self, outcome: ProbeOutcome, errors: list[ProbeError]) -> None:
+        """The ``env`` probe ended; ``errors`` is non-empty when no probe can run."""
+
+    def planned(self, plan: Plan) -> None:
+        """The probes that will run (``plan.specs``) and those that will not (``errors``)."""
+
+    def started(self, spec: ProbeSpec) -> None:
+        """One probe starts."""
+
+    def progress(self, spec: ProbeSpec, event: ProbeProgress) -> None:
+        """A running probe reported progress."""
+
+    def finished(self, spec: ProbeSpec, outcome: ProbeOutcome) -> None:
+        """One probe ended; its measurements are already in the capture."""
+
+    def skipped(self, spec: ProbeSpec, errors: list[ProbeError]) -> None:
+        """A planned probe did not start (cancelled before its turn)."""
+
+    def ended(self, cancelled: bool) -> None:
+        """The session is over (normally, cancelled, or interrupted)."""
 
 
-def measure(
-    capture: Capture,
-    mode: str,
-    force: bool,
-    progress: Progress,
-    *,
-    runner: ProbeRunner | None = None,
-    cancel: threading.Event | None = None,
-    gpus: Sequence[int] | None = None,
-    live_processes: bool = True,
-) -> None:
-    """Run the probes that make sense for ``capture``; append to ``capture.measurements``.
+BusyCheck = Callable[[Capture, list[int]], list[preflight.BusyProcess]]
 
-    Transfer per GPU; P2P, all-reduce and scaling when there are two or more GPUs; on a machine
-    without CUDA the scaling probe still runs with gloo on CPU, and the CUDA probes are recorded
-    as ``unavailable`` with the reason (the doctor's checks then skip with it).
+
+def live_busy_check(capture: Capture, indices: list[int]) -> list[preflight.BusyProcess]:
+    """Other processes on ``indices``: the capture's, plus what NVML lists right now."""
+    return preflight.busy_processes(capture, indices, preflight.live_gpu_processes(indices))
+
+
+def capture_busy_check(capture: Capture, indices: list[int]) -> list[preflight.BusyProcess]:
+    """Other processes on ``indices`` as the capture recorded them (no live NVML query)."""
+    return preflight.busy_processes(capture, indices, None)
+
+
+def no_gpu_message(capture: Capture, torch_error: ProbeError | None) -> str | None:
+    """ "no CUDA GPU" first when the machine has none and torch is missing too (both hold)."""
+    if capture.gpus or torch_error is None or torch_error.kind != "unavailable":
+        return None
+    if "not installed" not in torch_error.message and "could not be imported" not in (
+        torch_error.message
+    ):
+        return None
+    return f"no CUDA GPU on this machine (NVML found none); also {torch_error.message}"
+
+
+class ProbeSession:
+    """One probe run over a capture: the orchestrator the CLI and the TUI share.
+
+    ``run()`` checks what torch sees (the ``env`` probe, with the same ``CUDA_VISIBLE_DEVICES``
+    the probes get), plans (:func:`plan_probes`), runs each probe in a child process through the
+    runner, appends measurements and the reasons for the missing ones to
+    ``capture.measurements``, and reports every step to the listener.
 
     Args:
         capture: The machine; its ``measurements`` are extended in place.
         mode: ``quick`` or ``full``.
+        listener: Receives planned / started / progress / finished / ended events.
+        runner: The probe runner (default: child processes; tests pass a fake).
         force: Measure even when other processes use the GPUs.
-        progress: Writes one line of progress (the CLI: stderr).
-        runner: The probe runner (default: subprocesses; the TUI and tests pass a fake).
-        cancel: Stops the running probe and skips the rest when set.
         gpus: Restrict the GPU probes to these indices.
-        live_processes: Also ask NVML, right now, which processes use the GPUs.
-
-    Raises:
-        KeyboardInterrupt: Ctrl-C; the running probe's processes have been ended.
-        ValueError: unknown ``mode``.
+        busy_check: Which other processes use the GPUs (``None``: do not look).
+        cancel: Stops the running probe and skips the rest when set.
     """
-    if mode not in params.MODES:
-        raise ValueError(f"unknown probe mode {mode!r}")
-    runner = runner or SubprocessProbeRunner()
-    display = ProgressDisplay(progress)
-    indices, _notes = probe_gpus(capture, gpus)
-    busy: list[preflight.BusyProcess] = []
-    if indices and not force:
-        live = preflight.live_gpu_processes(indices) if live_processes else None
-        busy = preflight.busy_processes(capture, indices, live)
-    progress(f"pcidoc: probes ({mode}): checking torch and CUDA...")
-    env = run_env(runner, None, cancel, capture)
-    if not env.info:
+
+    def __init__(
+        self,
+        capture: Capture,
+        mode: str,
+        listener: SessionListener | None = None,
+        *,
+        runner: ProbeRunner | None = None,
+        force: bool = False,
+        gpus: Sequence[int] | None = None,
+        busy_check: BusyCheck | None = live_busy_check,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        if mode not in params.MODES:
+            raise ValueError(f"unknown probe mode {mode!r}")
+        self.capture = capture
+        self.mode = mode
+        self.listener = listener or SessionListener()
+        self.runner = runner or SubprocessProbeRunner()
+        self.force = force
+        self.gpus = gpus
+        self.busy_check = busy_check
+        self.cancel = cancel
+        self.plan: Plan | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the caller asked to stop."""
+        return self.cancel is not None and self.cancel.is_set()
+
+    def run(self) -> None:
+        """Run the session (see the class docstring).
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C or SIGTERM/SIGHUP; the running probe's processes have
+                been ended, and what it had measured is in the capture.
+        """
+        try:
+            self._run()
+        finally:
+            self.listener.ended(self.cancelled)
+
+    def _run(self) -> None:
+        capture = self.capture
+        indices, _notes = probe_gpus(capture, self.gpus)
+        busy: list[preflight.BusyProcess] = []
+        if indices and not self.force and self.busy_check is not None:
+            busy = self.busy_check(capture, indices)
+        self.listener.env_started()
+        env = run_env(self.runner, None, self.cancel, capture)
+        if not env.info:
+            errors = self._env_errors(env)
+            capture.measurements.probe_errors.extend(errors)
+            self.listener.env_finished(env, errors)
+            return
+        self.listener.env_finished(env, [])
+        plan = plan_probes(capture, self.mode, self.force, env.info, self.gpus, busy)
+        self.plan = plan
+        capture.measurements.probe_errors.extend(plan.errors)
+        self.listener.planned(plan)
+        for position, spec in enumerate(plan.specs):
+            if self.cancelled:
+                for rest in plan.specs[position:]:
+                    errors = unavailable_errors(
+                        probe_names(rest), "cancelled before it started", "interrupted"
+                    )
+                    capture.measurements.probe_errors.extend(errors)
+                    self.listener.skipped(rest, errors)
+                return
+            self._run_one(spec, plan.specs[position + 1 :])
+
+    def _env_errors(self, env: ProbeOutcome) -> list[ProbeError]:
         error = env.error
         kind = error.kind if error else "error"
         message = error.message if error else "the torch environment probe failed"
-        if kind in ("crash", "timeout", "error"):
+        first = no_gpu_message(self.capture, error)
+        if first is not None:
+            message = first
+        elif kind in ("crash", "timeout", "error"):
             message = f"torch could not start: {message}"
-        capture.measurements.probe_errors.extend(unavailable_errors(GPU_PROBES, message, kind))
-        progress(f"pcidoc: probes unavailable: {message}")
-        return
-    plan = plan_probes(capture, mode, force, env.info, gpus, busy)
-    for note in plan.notes:
-        progress(f"pcidoc: {note}")
-    for error in plan.errors:
-        if error.kind == "refused":
-            progress(f"pcidoc: probe {error.probe}: refused: {error.message}")
-    capture.measurements.probe_errors.extend(plan.errors)
-    if not plan.specs:
-        return
-    names = ", ".join(spec.label or spec.name for spec in plan.specs)
-    progress(f"pcidoc: probes ({mode}): {names}; about {plan.estimate_s:.0f} s")
-    for position, spec in enumerate(plan.specs):
-        if cancel is not None and cancel.is_set():
-            capture.measurements.probe_errors.extend(
-                unavailable_errors(
-                    [n for s in plan.specs[position:] for n in probe_names(s)],
-                    "cancelled before it started",
-                    kind="interrupted",
-                )
-            )
-            return
-        display.start(spec, spec.expected_s + params.TYPICAL_STARTUP_S.get(spec.name, 3.0))
+        return unavailable_errors(GPU_PROBES, message, kind)
+
+    def _run_one(self, spec: ProbeSpec, later: list[ProbeSpec]) -> None:
+        self.listener.started(spec)
+
+        def on_progress(event: ProbeProgress) -> None:
+            self.listener.progress(spec, event)
+
         try:
-            outcome = runner.run(spec, display.callback(spec), cancel)
-        except KeyboardInterrupt:
-            capture.measurements.probe_errors.extend(
+            outcome = self.runner.run(spec, on_progress, self.cancel)
+        except KeyboardInterrupt as exc:
+            partial = getattr(exc, "outcome", None)
+            if isinstance(partial, ProbeOutcome):
+                apply_outcome(self.capture, spec, partial)
+            else:
+                self.capture.measurements.probe_errors.extend(
+                    unavailable_errors(probe_names(spec), "interrupted", "interrupted")
+                )
+            how = "interrupted by Ctrl-C"
+            if partial is not None and partial.error is not None:
+                how = partial.error.message.split(";")[0]
+            self.capture.measurements.probe_errors.extend(
                 unavailable_errors(
-                    [n for s in plan.specs[position:] for n in probe_names(s)],
-                    "interrupted by Ctrl-C",
-                    kind="interrupted",
+                    [n for s in later for n in probe_names(s)], how, kind="interrupted"
                 )
             )
             raise
-        apply_outcome(capture, spec, outcome)
-        display.finish(spec, outcome)
+        apply_outcome(self.capture, spec, outcome)
+        self.listener.finished(spec, outcome)
 
 
-# -------------------------------------------------------------------------- pcidoc probe
+def run_env(
+    runner: ProbeRunner,
+    on_progress: Callable[[ProbeProgress], None] | None = None,
+    cancel: threading.Event | None = None,
+    capture: Capture | None = None,
+) -> ProbeOutcome:
+    """Run the ``env`` probe (what torch sees), restricted like the probes of ``capture``."""
+    return runner.run(env_spec(capture), on_progress, cancel)
 
 
-def _parse_int_list(text: str | None, option: str) -> list[int] | None:
-    if text is None:
-        return None
-    values: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if not part.isdigit():
-            raise ValueError(f"{option}: {part!r} is not a non-negative integer")
-        values.append(int(part))
-    if not values:
-        raise ValueError(f"{option}: empty list")
-    return sorted(set(values))
+def measure(*args: Any, **kwargs: Any) -> None:
+    """:func:`pcidoc.probes.console.measure` (the CLI's probe run, progress on stderr)."""
+    from pcidoc.probes import console
+
+    console.measure(*args, **kwargs)
 
 
-def _collect(progress: Progress) -> Capture:
-    try:
-        from pcidoc.collect.live import collect_live
+def probe_command(*args: Any, **kwargs: Any) -> int:
+    """:func:`pcidoc.probes.console.probe_command` (``pcidoc probe NAME``)."""
+    from pcidoc.probes import console
 
-        return collect_live()
-    except Exception as exc:
-        progress(
-            f"pcidoc: could not collect this machine's facts ({type(exc).__name__}: {exc}); "
-            "measuring without them"
-        )
-        return Capture.empty("live")
+    return console.probe_command(*args, **kwargs)
 
 
 def transfer_annotations(capture: Capture, t: TransferMeasurement) -> dict[str, Any]:
@@ -672,17 +675,17 @@ def probe_json(
 ) -> dict[str, Any]:
     """The ``pcidoc.probe/1`` document printed by ``pcidoc probe``.
 
-    Each measurement is its model dump, plus ``extra`` (numbers the model does not hold) and,
-    for transfers, the % of the link ceiling (:func:`transfer_annotations`).
+    Each measurement is its model dump (``conditions`` says how it was taken) plus, for
+    transfers, the % of the link ceiling (:func:`transfer_annotations`).
     """
     measurements: dict[str, list[dict[str, Any]]] = {}
     if outcome is not None:
         for result in outcome.results:
+            if isinstance(result.measurement, ScalingMeasurement):
+                fill_slowest_edge(capture, spec, result.measurement)
             record = result.measurement.model_dump(mode="json")
             if isinstance(result.measurement, TransferMeasurement):
                 record.update(transfer_annotations(capture, result.measurement))
-            if result.extra:
-                record["extra"] = result.extra
             measurements.setdefault(_KIND_KEYS[result.kind], []).append(record)
     all_errors = list(errors) + (list(outcome.errors) if outcome else [])
     return {
@@ -701,249 +704,11 @@ def probe_json(
     }
 
 
-def render_table(document: dict[str, Any]) -> list[str]:
-    """A few human lines summarising a ``pcidoc.probe/1`` document."""
-    lines: list[str] = []
-    m = document.get("measurements", {})
-    for t in m.get("transfers", []):
-        kind = "bidir " if t.get("bidirectional") else ""
-        where = f" {t['placement']}" if t.get("placement") in ("local", "remote") else ""
-        pct = t.get("percent_of_ceiling")
-        ceiling = f"  {pct:.0f}% of {t['ceiling_link']}" if pct is not None else ""
-        cov = t.get("cov")
-        noise = f"  CoV {cov * 100:.1f}%" if cov is not None else ""
-        lines.append(
-            f"GPU{t['gpu']} {t['direction']} {t['memory']}{where} {kind}".rstrip()
-            + f": {t['bandwidth_gbps']:.2f} GB/s{ceiling}{noise}"
-        )
-    for matrix in m.get("p2p", []):
-        title = (
-            f"{matrix['kind']} {matrix['p2p']}"
-            f"{' bidirectional' if matrix.get('bidirectional') else ''} ({matrix['unit']})"
-        )
-        lines.append(title)
-        gpus = matrix["gpus"]
-        lines.append("      " + "".join(f"{'GPU' + str(g):>9}" for g in gpus))
-        for g, row in zip(gpus, matrix["values"], strict=False):
-            cells = "".join(f"{'-' if v is None else f'{v:.2f}':>9}" for v in row)
-            lines.append(f"GPU{g:<3}" + cells)
-    bad = [v for v in m.get("p2p_verification", []) if not v.get("ok")]
-    if m.get("p2p_verification"):
-        lines.append(
-            f"verified copies: {len(m['p2p_verification']) - len(bad)} ok, {len(bad)} wrong"
-        )
-    for c in m.get("collectives", []):
-        gpus = ",".join(map(str, c.get("gpus") or [])) or "CPU"
-        lines.append(
-            f"all_reduce {c['backend']} ranks={c['ranks']} ({gpus}) correct={c.get('correct')}"
-        )
-        for row in c.get("rows", []):
-            busbw = row.get("busbw_gbps")
-            lines.append(
-                f"  {format_bytes(row['size_bytes']):>10}  {row['time_us']:>10.1f} us  "
-                f"algbw {row['algbw_gbps']:.3f} GB/s  busbw "
-                + ("n/a (one rank)" if busbw is None else f"{busbw:.3f} GB/s")
-            )
-    for s in m.get("scaling", []):
-        lines.append(
-            f"scaling {s['backend']} model {s.get('model_params')} params, batch "
-            f"{s.get('per_rank_batch')}/rank, slowest edge {s.get('slowest_edge')}"
-        )
-        for pt in s.get("points", []):
-            eff = pt.get("efficiency")
-            lines.append(
-                f"  ranks {pt['ranks']:>2}: {pt['throughput_samples_per_s']:.1f} samples/s, "
-                f"step {pt.get('step_time_ms')} ms, efficiency "
-                + ("n/a" if eff is None else f"{eff:.2f}")
-            )
-        if s.get("allreduce_busbw_gbps") is not None:
-            lines.append(
-                f"  all_reduce busbw at gradient size: {s['allreduce_busbw_gbps']:.3f} GB/s"
-            )
-    return lines
-
-
-def probe_command(
-    args: Any,
-    progress: Progress,
-    *,
-    runner: ProbeRunner | None = None,
-    capture: Capture | None = None,
-    stdout: Any = None,
-) -> int:
-    """``pcidoc probe NAME``: run one probe, print its ``pcidoc.probe/1`` JSON on stdout.
-
-    Without ``--json`` a short human summary goes to stderr as well (stdout stays pure JSON, so
-    scripts can parse it either way).
-
-    Returns:
-        0 on success, 3 on a probe error / unavailable / refused / bad option, 130 on Ctrl-C.
-    """
-    out = stdout or sys.stdout
-    name: str = args.name
-    mode: str = getattr(args, "mode", "quick") or "quick"
-    try:
-        gpus = _parse_int_list(getattr(args, "gpus", None), "--gpus")
-        ranks = _parse_int_list(getattr(args, "ranks", None), "--ranks")
-    except ValueError as exc:
-        progress(f"pcidoc: {exc}")
-        return int(ExitCode.BAD_INPUT)
-    if ranks is not None and 0 in ranks:
-        progress("pcidoc: --ranks: rank counts start at 1")
-        return int(ExitCode.BAD_INPUT)
-    if name in ("transfer", "p2p") and getattr(args, "backend", None):
-        progress(f"pcidoc: note: --backend does not apply to the {name} probe")
-    if name in ("transfer", "p2p") and ranks is not None:
-        progress(f"pcidoc: note: --ranks does not apply to the {name} probe")
-    runner = runner or SubprocessProbeRunner()
-    display = ProgressDisplay(progress)
-    try:
-        return _probe_command(
-            args, name, mode, gpus, ranks, progress, runner, display, capture, out
-        )
-    except KeyboardInterrupt:
-        progress("pcidoc: interrupted; the probe's processes were stopped")
-        return int(ExitCode.INTERRUPTED)
-
-
-def _fail(progress: Progress, message: str, document: dict[str, Any], out: Any) -> int:
-    out.write(json.dumps(document, indent=2) + "\n")
-    progress(f"pcidoc: {message}")
-    return int(ExitCode.BAD_INPUT)
-
-
-def _probe_command(
-    args: Any,
-    name: str,
-    mode: str,
-    gpus: list[int] | None,
-    ranks: list[int] | None,
-    progress: Progress,
-    runner: ProbeRunner,
-    display: ProgressDisplay,
-    capture: Capture | None,
-    out: Any,
-) -> int:
-    backend: str | None = getattr(args, "backend", None)
-    force = bool(getattr(args, "force", False))
-    timeout = getattr(args, "timeout", None)
-    machine = capture if capture is not None else _collect(progress)
-    known = {g.index for g in machine.gpus}
-    if gpus is not None and known and not set(gpus) <= known:
-        missing = ", ".join(str(g) for g in sorted(set(gpus) - known))
-        progress(
-            f"pcidoc: --gpus: no GPU {missing} on this machine (GPUs: "
-            f"{format_cpulist(sorted(known))})"
-        )
-        return int(ExitCode.BAD_INPUT)
-
-    def error_document(kind: str, message: str) -> dict[str, Any]:
-        error = ProbeError(probe=name, message=message, kind=kind)  # type: ignore[arg-type]
-        return probe_json(name, mode, machine, None, None, [error])
-
-    needs_cuda = name in ("transfer", "p2p") or backend == "nccl"
-    env_info: dict[str, Any] = {}
-    if backend != "gloo":
-        env = run_env(runner, None, None, machine)
-        if not env.info:
-            error = env.error
-            message = error.message if error else "the torch environment probe failed"
-            kind = error.kind if error else "error"
-            return _fail(
-                progress, f"probe {name}: {kind}: {message}", error_document(kind, message), out
-            )
-        env_info = env.info
-        cuda = bool(env_info.get("cuda_available")) and int(env_info.get("device_count") or 0) > 0
-        if not cuda:
-            reason = env_info.get("no_cuda_reason") or "no CUDA device visible to torch"
-            if needs_cuda:
-                return _fail(
-                    progress,
-                    f"probe {name}: unavailable: {reason}",
-                    error_document("unavailable", reason),
-                    out,
-                )
-            backend = "gloo"
-            progress(f"pcidoc: {reason}; running {name} with gloo on CPU")
-        elif backend is None:
-            backend = "nccl" if env_info.get("nccl_available", True) else "gloo"
-    indices: list[int] = []
-    if name in ("transfer", "p2p") or backend == "nccl":
-        indices, notes = probe_gpus(machine, gpus)
-        for note in notes:
-            progress(f"pcidoc: {note}")
-        if not machine.gpus:
-            count = int(env_info.get("device_count") or 0)
-            indices = [i for i in range(count) if gpus is None or i in gpus]
-        if not indices:
-            return _fail(
-                progress,
-                f"probe {name}: no usable GPU",
-                error_document("unavailable", "no usable GPU"),
-                out,
-            )
-        if name == "p2p" and len(indices) < 2:
-            return _fail(
-                progress,
-                "probe p2p: needs at least 2 GPUs",
-                error_document("unavailable", "needs at least 2 GPUs"),
-                out,
-            )
-        if ranks is not None and backend == "nccl" and max(ranks) > len(indices):
-            progress(f"pcidoc: --ranks: only {len(indices)} GPU(s); larger counts dropped")
-        if not force:
-            busy = preflight.busy_processes(machine, indices, preflight.live_gpu_processes(indices))
-            if busy:
-                message = preflight.refusal_message(busy)
-                return _fail(
-                    progress,
-                    f"probe {name}: refused: {message}",
-                    error_document("refused", message),
-                    out,
-                )
-    if name == "transfer":
-        spec = transfer_spec(machine, indices, mode, env_info)
-    elif name == "p2p":
-        spec = p2p_spec(machine, indices, mode, env_info)
-    else:
-        assert backend is not None
-        spec = collective_spec(
-            name,
-            machine,
-            backend,
-            mode,
-            ranks=ranks,
-            indices=indices if backend == "nccl" else None,
-        )
-        if not spec.params["members"]:
-            return _fail(
-                progress,
-                f"probe {name}: no rank count fits",
-                error_document("unavailable", "no rank count fits"),
-                out,
-            )
-    if timeout is not None:
-        spec.deadline_s = float(timeout)
-    display.start(spec, spec.expected_s + params.TYPICAL_STARTUP_S.get(spec.name, 3.0))
-    outcome = runner.run(spec, display.callback(spec))
-    display.finish(spec, outcome)
-    document = probe_json(name, mode, machine, spec, outcome)
-    if not getattr(args, "json", False):
-        for line in render_table(document):
-            progress(line)
-    out.write(json.dumps(document, indent=2) + "\n")
-    if outcome.errors:
-        return int(ExitCode.BAD_INPUT)
-    if not outcome.results:
-        progress(f"pcidoc: probe {name}: no measurement")
-        return int(ExitCode.BAD_INPUT)
-    return int(ExitCode.OK)
-
-
 __all__ = [
-    "INSTALL_HINT",
+    "GPU_PROBES",
     "Plan",
-    "ProgressDisplay",
+    "ProbeSession",
+    "SessionListener",
     "apply_outcome",
     "collective_spec",
     "measure",
@@ -951,6 +716,5 @@ __all__ = [
     "plan_probes",
     "probe_command",
     "probe_json",
-    "render_table",
     "transfer_spec",
 ]

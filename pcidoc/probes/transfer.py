@@ -29,7 +29,7 @@ from typing import Any
 
 from pcidoc.model.cpulist import format_cpulist, parse_cpulist
 from pcidoc.probes import cudautil, stats
-from pcidoc.probes.child import Emitter, import_torch, require_cuda
+from pcidoc.probes.child import Emitter, import_torch, require_cuda, torch_versions
 from pcidoc.probes.linkstate import LinkReading, LinkSampler
 from pcidoc.probes.params import TRANSFER, TransferParams
 
@@ -90,6 +90,7 @@ class _GpuProbe:
         self.link = LinkReading()
         self.context_parts: list[str] = []
         self.placement: str | None = None
+        self.cpus: dict[str, str | None] = {}
 
     # ------------------------------------------------------------------------- helpers
 
@@ -157,9 +158,20 @@ class _GpuProbe:
         torch.cuda.set_device(self.device)
         cpus = parse_cpulist(self.gpu.get("cpus"))
         applied = cudautil.set_process_affinity(cpus) if cpus else None
+        self.cpus = {
+            "requested_cpus": format_cpulist(cpus) if cpus else None,
+            "allowed_cpus": format_cpulist(applied) if applied else None,
+        }
         if applied:
             self.placement = "local"
-            self.context_parts.append(f"threads on CPUs {format_cpulist(applied)} (GPU-local)")
+            narrowed = (
+                f"; the container allowed only these of {format_cpulist(cpus)}"
+                if cpus and set(applied) != set(cpus)
+                else ""
+            )
+            self.context_parts.append(
+                f"threads on CPUs {format_cpulist(applied)} (GPU-local{narrowed})"
+            )
         else:
             self.context_parts.append("CPU affinity not set (GPU-local CPUs unknown)")
         free, _total = torch.cuda.mem_get_info(self.device)
@@ -283,10 +295,16 @@ class _GpuProbe:
                 "transfer",
                 record,
                 {
+                    "step": "plateau",
                     "link_source": self.link.source,
                     "link_samples": self.link.samples,
                     "gated_sweep": gate.available,
                     "copies_per_trial": p.plateau_copies,
+                    "trials_including_discarded": p.plateau_trials,
+                    "warmup_copies": p.warmup_copies,
+                    "sweep_target_s": p.sweep_target_s,
+                    "timer": "CUDA events on the copy stream",
+                    **self.cpus,
                 },
             )
 
@@ -372,8 +390,13 @@ class _GpuProbe:
                 **self._link_fields(),
             )
             extra: dict[str, Any] = {
+                "step": "bidirectional",
                 "interferer_gbps": round(stats.summarize(others, discard_first=1).median, 4),
                 "interferer_bytes_factor": 2,
+                "copies_per_trial": p.bidir_copies,
+                "trials_including_discarded": p.bidir_trials,
+                "gated": gate.available,
+                **self.cpus,
             }
             if direction == "d2h":
                 extra["sum_of_directions_gbps"] = round(results["h2d"] + results["d2h"], 4)
@@ -412,6 +435,12 @@ class _GpuProbe:
                     context=context,
                     **self._stats_fields(st),
                 ),
+                {
+                    "step": "pageable",
+                    "copies_per_trial": p.pageable_copies,
+                    "timer": "host perf_counter around the copies and a device sync",
+                    **self.cpus,
+                },
             )
 
     # -------------------------------------------------------------------------- verify
@@ -476,6 +505,7 @@ class _GpuProbe:
             node_id = int(node["id"])
             cpus = parse_cpulist(node["cpus"])
             applied = cudautil.set_process_affinity(cpus) if cpus else None
+            allowed = format_cpulist(applied) if applied else None
             bound = cudautil.set_memory_policy(node_id)
             buffer = torch.empty(size, dtype=torch.uint8)
             buffer.fill_(1)  # first touch: under the policy, from a CPU of the node
@@ -502,7 +532,9 @@ class _GpuProbe:
                     values = self._trials(stream, copy, size, p.numa_copies, p.numa_trials)
                     st = stats.summarize(values, discard_first=1)
                     parts = [
-                        f"threads on node {node_id} CPUs" if applied else "thread binding failed",
+                        f"threads on node {node_id} CPUs {allowed}"
+                        if applied
+                        else "thread binding failed",
                         f"memory bound to node {node_id}" if bound else "first touch only",
                     ]
                     if share is not None:
@@ -520,7 +552,17 @@ class _GpuProbe:
                             context="; ".join(parts),
                             **self._stats_fields(st),
                         ),
-                        {"gpu_numa_node": self.numa_node, "page_share_on_node": share},
+                        {
+                            # Local and remote of this step share allocator, registration and
+                            # copy count: transfer.remote-numa compares these two only.
+                            "step": "numa",
+                            "gpu_numa_node": self.numa_node,
+                            "page_share_on_node": share,
+                            "copies_per_trial": p.numa_copies,
+                            "trials_including_discarded": p.numa_trials,
+                            "requested_cpus": node["cpus"],
+                            "allowed_cpus": allowed,
+                        },
                     )
             finally:
                 with contextlib.suppress(Exception):
@@ -532,6 +574,7 @@ def run(params: dict[str, Any], emit: Emitter) -> None:
     """Measure every GPU in ``params["gpus"]`` in turn (one child for all of them)."""
     torch = import_torch()
     require_cuda(torch)
+    emit.info(torch_versions(torch))
     torch.set_num_threads(1)  # fills run on the bound thread: first touch lands where intended
     p = transfer_params(params)
     gpus: list[dict[str, Any]] = list(params.get("gpus") or [])
@@ -539,6 +582,7 @@ def run(params: dict[str, Any], emit: Emitter) -> None:
         gpus = [{"index": i, "ordinal": i} for i in range(torch.cuda.device_count())]
     numa_nodes: list[dict[str, Any]] = list(params.get("numa_nodes") or [])
     numa_gpus = set(params.get("numa_gpus") or [])
+    emit.info({"plan": {"gpus": [int(g["index"]) for g in gpus]}})
     for position, gpu in enumerate(gpus):
 
         def report(

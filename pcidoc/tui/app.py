@@ -394,93 +394,23 @@ class PcidocApp(App[int]):
         description="probe run",
     )
     def run_probes(self, mode: str, base: Capture, source: ReportSource, live: bool) -> None:
-        """Run the probes one by one; after each, re-run the doctor and post the report."""
-        from pcidoc.probes.runner import SubprocessProbeRunner
-        from pcidoc.probes.session import (
-            GPU_PROBES,
-            apply_outcome,
-            plan_probes,
-            probe_gpus,
-            probe_names,
-            run_env,
-            unavailable_errors,
-        )
+        """Run the probes through the shared orchestrator (:class:`ProbeSession`, the same the
+        CLI uses); its events become messages, and after each probe the doctor re-runs."""
+        from pcidoc.probes.session import ProbeSession
+        from pcidoc.tui.probe_events import ProbeMessenger
 
         worker = get_current_worker()
         cancel = worker.cancelled_event
-        runner = self._probe_runner or SubprocessProbeRunner()
-        capture = base
-
-        def report() -> None:
-            self.post_message(
-                ReportUpdated(
-                    self._diagnose(capture.model_copy(deep=True), source, True, self._stamp())
-                )
-            )
-
-        def progress(name: str) -> Callable[[Any], None]:
-            def on_progress(event: Any) -> None:
-                text = event.message if event.probe == name else f"{event.probe}: {event.message}"
-                self.post_message(ProbeProgressed(name, float(event.fraction), text))
-
-            return on_progress
-
-        try:
-            self.post_message(ProbeProgressed("env", 0.0, "checking torch and CUDA…"))
-            env = run_env(runner, None, cancel)
-            if not env.info:
-                error = env.error
-                kind = error.kind if error else "error"
-                message = error.message if error else "the torch environment probe failed"
-                if kind in ("crash", "timeout", "error"):
-                    message = f"torch could not start: {message}"
-                errors = unavailable_errors(GPU_PROBES, message, kind)
-                capture.measurements.probe_errors.extend(errors)
-                self.post_message(ProbeFinished("env", "torch environment", 0, errors[:1]))
-                self.post_message(ProbesPlanned(mode, [], errors))
-                report()
-                return
-            self.post_message(ProbeFinished("env", "torch environment", 0, [], env.wall_s))
-            indices, _ = probe_gpus(capture)
-            busy = self._busy_check(capture, indices) if live and indices else []
-            plan = plan_probes(capture, mode, False, env.info, None, busy)
-            capture.measurements.probe_errors.extend(plan.errors)
-            self.post_message(
-                ProbesPlanned(
-                    mode,
-                    [(s.name, s.label or s.name) for s in plan.specs],
-                    list(plan.errors),
-                    list(plan.notes),
-                )
-            )
-            if plan.errors and not plan.specs:
-                report()
-            for position, spec in enumerate(plan.specs):
-                if cancel.is_set():
-                    for rest in plan.specs[position:]:
-                        errors = unavailable_errors(
-                            probe_names(rest), "cancelled before it started", "interrupted"
-                        )
-                        capture.measurements.probe_errors.extend(errors)
-                        self.post_message(
-                            ProbeFinished(rest.name, rest.label or rest.name, 0, errors)
-                        )
-                    report()
-                    break
-                outcome = runner.run(spec, progress(spec.name), cancel)
-                apply_outcome(capture, spec, outcome)
-                self.post_message(
-                    ProbeFinished(
-                        spec.name,
-                        spec.label or spec.name,
-                        len(outcome.results),
-                        list(outcome.errors),
-                        outcome.wall_s,
-                    )
-                )
-                report()
-        finally:
-            self.post_message(ProbesEnded(cancelled=cancel.is_set()))
+        listener = ProbeMessenger(self, mode, base, source)
+        session = ProbeSession(
+            base,
+            mode,
+            listener,
+            runner=self._probe_runner,
+            busy_check=self._busy_check if live else None,
+            cancel=cancel,
+        )
+        session.run()
 
     @work(
         thread=True,

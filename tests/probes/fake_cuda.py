@@ -9,6 +9,7 @@ choreography, statistics, verification, result records) on any machine.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import time
 from typing import Any
 
@@ -38,8 +39,12 @@ class FakeEvent:
 
 
 class FakeStream:
+    _handles = 0
+
     def __init__(self, device: Any = None) -> None:
         self.device = device
+        FakeStream._handles += 1
+        self.cuda_stream = 0x1000 + FakeStream._handles
 
     def synchronize(self) -> None:
         pass
@@ -61,6 +66,45 @@ class FakeCudart:
 
     def cudaHostUnregister(self, ptr: int) -> int:
         self.registered.discard(ptr)
+        return 0
+
+
+class FakeLibcudart:
+    """The CUDA runtime entry points the P2P probe calls through ctypes; "device" memory is
+    host memory here, so a peer copy is a ``memmove``. Records what it was asked to do."""
+
+    def __init__(self) -> None:
+        self.peer_copies = 0
+        self.peer_access: set[tuple[int, int]] = set()
+        self.disabled_calls = 0
+        self.current = 0
+
+    def cudaSetDevice(self, device: int) -> int:
+        self.current = device
+        return 0
+
+    def cudaGetLastError(self) -> int:
+        return 0
+
+    def cudaDeviceEnablePeerAccess(self, peer: int, flags: int) -> int:
+        if (self.current, peer) in self.peer_access:
+            return 704
+        self.peer_access.add((self.current, peer))
+        return 0
+
+    def cudaDeviceDisablePeerAccess(self, peer: int) -> int:
+        self.disabled_calls += 1
+        if (self.current, peer) not in self.peer_access:
+            return 705
+        self.peer_access.discard((self.current, peer))
+        return 0
+
+    def cudaMemcpyPeerAsync(
+        self, dst: int, dst_device: int, src: int, src_device: int, size: int, stream: int
+    ) -> int:
+        assert stream, "peer copies go on an explicit stream"
+        ctypes.memmove(dst, src, size)
+        self.peer_copies += 1
         return 0
 
 
@@ -88,6 +132,9 @@ class FakeCuda:
 
     def set_device(self, device: Any) -> None:
         pass
+
+    def current_device(self) -> int:
+        return 0
 
     def synchronize(self, device: Any = None) -> None:
         pass

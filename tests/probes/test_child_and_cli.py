@@ -48,7 +48,8 @@ def test_parent_modules_do_not_import_torch() -> None:
         "import sys\n"
         "import pcidoc.probes.session, pcidoc.probes.runner, tests.fakes.fake_probes\n"
         "import pcidoc.probes.preflight, pcidoc.probes.gpusets, pcidoc.probes.stats\n"
-        "import pcidoc.probes.params, pcidoc.probes.protocol\n"
+        "import pcidoc.probes.params, pcidoc.probes.protocol, pcidoc.probes.console\n"
+        "import pcidoc.probes.merge\n"
         # The child-side modules import torch only when a probe runs.
         "import pcidoc.probes.transfer, pcidoc.probes.p2p, pcidoc.probes.allreduce\n"
         "import pcidoc.probes.scaling, pcidoc.probes.collectives, pcidoc.probes.envprobe\n"

@@ -13,17 +13,25 @@ import pytest
 
 pytest.importorskip("torch")
 
-from pcidoc.probes import p2p, transfer
+from pcidoc.probes import cudautil, p2p, transfer
 from pcidoc.probes.child import Emitter
 from pcidoc.probes.runner import OutcomeBuilder, ProbeOutcome, ProbeSpec
-from tests.probes.fake_cuda import FakeTorch
+from tests.probes.fake_cuda import FakeLibcudart, FakeTorch
 
 KiB = 1024
 MiB = 1024 * KiB
 
 
-def _run(module, params: dict, fake: FakeTorch, tmp_path, monkeypatch) -> ProbeOutcome:
+def _run(
+    module, params: dict, fake: FakeTorch, tmp_path, monkeypatch, cudart: object = "fake"
+) -> ProbeOutcome:
     monkeypatch.setattr(module, "import_torch", lambda: fake)
+    # The CUDA runtime the P2P probe loads with ctypes: a stand-in (or none: the copy_ path).
+    lib = FakeLibcudart() if cudart == "fake" else cudart
+    fake.cudart_lib = lib
+    monkeypatch.setattr(
+        cudautil, "find_cudart", lambda torch: (lib, "fake" if lib else "libcudart not found")
+    )
     path = tmp_path / "stream.jsonl"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     affinity = os.sched_getaffinity(0)
@@ -150,7 +158,8 @@ def test_p2p_probe_records(tmp_path, monkeypatch, peer: bool) -> None:
             {"index": 6, "ordinal": 2},
         ],
     }
-    outcome = _run(p2p, params, FakeTorch(3, peer=peer), tmp_path, monkeypatch)
+    fake = FakeTorch(3, peer=peer)
+    outcome = _run(p2p, params, fake, tmp_path, monkeypatch)
     assert outcome.ok, outcome.errors
     mode = "enabled" if peer else "disabled"
     matrices = {
@@ -158,12 +167,23 @@ def test_p2p_probe_records(tmp_path, monkeypatch, peer: bool) -> None:
         for m in outcome.results
         if m.kind == "p2p"
     }
-    assert matrices == {
+    expected = {
         ("bandwidth", mode, False),
         ("bandwidth", mode, True),
         ("bandwidth", "staged", False),
         ("latency", mode, False),
     }
+    if peer:  # capable pairs are also timed with peer access off (p2pBandwidthLatencyTest)
+        expected |= {("bandwidth", "disabled", False), ("latency", "disabled", False)}
+    assert matrices == expected
+    lib = fake.cudart_lib
+    assert lib.peer_copies > 0  # raw cudaMemcpyPeerAsync, not copy_
+    if peer:
+        assert lib.disabled_calls > 0
+        assert len(lib.peer_access) == 6  # every capable pair is enabled again afterwards
+    conditions = next(m.measurement.conditions for m in outcome.results if m.kind == "p2p")
+    assert "cudaMemcpyPeerAsync" in conditions["copy_method"]
+    assert len(conditions["copies_by_pair"]) == 6
     uni = next(
         m.measurement
         for m in outcome.results
@@ -213,3 +233,28 @@ def test_wrong_bytes_are_reported(tmp_path, monkeypatch) -> None:
     assert verifications
     assert not any(v.ok for v in verifications)
     assert "7 bytes differ" in (verifications[0].detail or "")
+
+
+def test_p2p_without_libcudart_falls_back_to_copy_and_says_so(tmp_path, monkeypatch) -> None:
+    params = {
+        "mode": "quick",
+        "overrides": P2P_OVERRIDES,
+        "gpus": [{"index": 0, "ordinal": 0}, {"index": 1, "ordinal": 1}],
+    }
+    outcome = _run(p2p, params, FakeTorch(2), tmp_path, monkeypatch, cudart=None)
+    assert outcome.ok, outcome.errors
+    uni = [
+        r.measurement
+        for r in outcome.results
+        if r.kind == "p2p" and r.measurement.kind == "bandwidth" and not r.measurement.bidirectional
+    ]
+    assert {m.p2p for m in uni} == {"enabled", "staged"}  # peer access cannot be switched off
+    method = uni[0].conditions["copy_method"]
+    assert method.startswith("torch copy_") and "libcudart not found" in method
+    assert any("libcudart not found" in message for _level, message in outcome.logs)
+
+
+def test_copies_per_trial_follow_the_warm_up() -> None:
+    assert p2p.copies_for(0.5, 0.05, 8) == 1  # a crawling pair: one copy per trial
+    assert p2p.copies_for(0.001, 0.05, 8) == 8  # a fast one: the mode's cap
+    assert p2p.copies_for(0.01, 0.05, 8) == 5

@@ -101,3 +101,23 @@ def test_nccl_allreduce_two_ranks() -> None:
     assert by_ranks[2].correct is True
     assert by_ranks[1].rows[0].busbw_gbps is None
     assert all(row.busbw_gbps and row.busbw_gbps > 0 for row in by_ranks[2].rows)
+
+
+@pytest.mark.skipif(CUDA_COUNT < 2, reason="needs 2 GPUs")
+def test_p2p_raw_peer_copies_and_peer_access_off() -> None:
+    """On a GPU box: peer copies go through cudaMemcpyPeerAsync, and a capable pair is also
+    timed with peer access off (the driver's staging)."""
+    capture = _capture()
+    spec = session.p2p_spec(capture, [0, 1], "quick", _env(capture))
+    outcome = SubprocessProbeRunner().run(spec)
+    assert outcome.ok, (outcome.errors, outcome.stderr_tail)
+    uni = [
+        r.measurement
+        for r in outcome.results
+        if r.kind == "p2p" and r.measurement.kind == "bandwidth" and not r.measurement.bidirectional
+    ]
+    assert all(
+        "cudaMemcpyPeerAsync" in m.conditions["copy_method"] for m in uni if m.p2p != "staged"
+    )
+    if outcome.info["can_access_peer"][0][1]:
+        assert any(m.p2p == "disabled" and m.value(0, 1) for m in uni)

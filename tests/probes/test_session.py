@@ -14,7 +14,7 @@ from argparse import Namespace
 import pytest
 
 from pcidoc.model.facts import GpuProcess
-from pcidoc.probes import params, preflight, session
+from pcidoc.probes import console, params, preflight, session
 from pcidoc.probes.runner import ProbeOutcome, ProbeSpec
 from tests.builders import machine
 from tests.fakes import fake_probes as fake
@@ -44,7 +44,9 @@ def test_plan_on_an_8_gpu_nvswitch_machine_fits_the_quick_budget() -> None:
     plan = session.plan_probes(cap, "quick", False, ENV_8, cpu_count=64)
     assert [s.name for s in plan.specs] == ["transfer", "p2p", "collectives"]
     assert plan.errors == []
-    assert plan.estimate_s < 60
+    # About a minute at the conservative Gen4-class rates the estimates assume (docs/probes.md);
+    # the P2P probe also times capable pairs with peer access off since issue 9.
+    assert plan.estimate_s < 65
     transfer = plan.specs[0]
     # quick: local-vs-remote NUMA on one GPU per node (GPUs 0-3 node 0, 4-7 node 1).
     assert transfer.params["numa_gpus"] == [0, 4]
@@ -267,7 +269,7 @@ def test_combined_collectives_errors_are_named_after_the_checks_probes() -> None
 def test_progress_display_is_rate_limited() -> None:
     now = [0.0]
     lines: list[str] = []
-    display = session.ProgressDisplay(lines.append, min_interval_s=1.0, clock=lambda: now[0])
+    display = console.ProgressDisplay(lines.append, min_interval_s=1.0, clock=lambda: now[0])
     spec = ProbeSpec(name="p2p", label="p2p (GPUs 0-1)")
     display.start(spec, 12.0)
     callback = display.callback(spec)
@@ -348,9 +350,16 @@ def test_probe_allreduce_and_scaling_show_busbw_and_efficiency() -> None:
     assert rows[1][0]["busbw_gbps"] is None
     assert rows[4][-1]["busbw_gbps"] == pytest.approx(18.0, rel=0.05)
     assert doc["params"]["backend"] == "nccl"
-    assert any("busbw n/a" in line for line in lines)
+    # A 1-rank run prints its times but no (meaningless) algbw or busbw.
+    one = lines.index(next(line for line in lines if "ranks=1 " in line))
+    two = lines.index(next(line for line in lines if "ranks=2 " in line))
+    assert any("one rank" in line for line in lines[one:two])
+    assert not any("algbw" in line or "busbw" in line for line in lines[one:two])
+    assert any("algbw" in line for line in lines[two:])
     code, doc, lines = _probe(_args("scaling"), cap, FakeProbeRunner())
     assert code == 0
+    assert not any("None" in line for line in lines)
+    assert any("slowest link between the GPUs used is NV4" in line for line in lines)
     points = doc["measurements"]["scaling"][0]["points"]
     assert [p["ranks"] for p in points] == [1, 2, 4]
     assert points[0]["efficiency"] == 1.0

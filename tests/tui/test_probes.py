@@ -296,3 +296,30 @@ async def test_ui_stays_responsive_while_a_probe_streams_1000_progress_messages(
     assert steps == sorted(steps, key=lambda m: int(m.split()[1]))  # never out of order
     assert posted_from and threading.main_thread().name not in posted_from
     assert beats > 0, "the UI's timers did not run while the probe streamed"
+
+
+async def test_tui_runs_probes_through_the_shared_session(monkeypatch) -> None:
+    """The TUI and the CLI share one orchestrator: the TUI's run goes through ProbeSession,
+    and its env probe is restricted to the capture's GPUs like the probes (the TUI used to
+    run it without the capture, losing CUDA_VISIBLE_DEVICES)."""
+    from pcidoc.probes import session
+
+    sessions: list[session.ProbeSession] = []
+    original = session.ProbeSession.run
+
+    def spy(self: session.ProbeSession) -> None:
+        sessions.append(self)
+        original(self)
+
+    monkeypatch.setattr(session.ProbeSession, "run", spy)
+    runner = FakeProbeRunner(gpu_count=8, speed=math.inf)
+    app = _probe_app(runner)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+    assert len(sessions) == 1 and sessions[0].mode == "quick"
+    env = next(spec for spec in runner.calls if spec.name == "env")
+    transfer = next(spec for spec in runner.calls if spec.name == "transfer")
+    assert env.env.get("CUDA_VISIBLE_DEVICES")
+    assert env.env.get("CUDA_VISIBLE_DEVICES") == transfer.env.get("CUDA_VISIBLE_DEVICES")

@@ -599,7 +599,10 @@ def _limit_link(gpu: Gpu) -> tuple[int | None, int | None]:
 def _per_minute(count: int, uptime_s: float | None) -> float | None:
     if not uptime_s or uptime_s <= 0:
         return None
-    return count / (uptime_s / 60.0)
+    minutes = uptime_s / 60.0
+    if minutes <= 0:  # a denormal uptime underflows to 0 (hypothesis found 5e-324)
+        return None
+    return count / minutes
 
 
 def _replay_findings(ctx: Context, gpu: Gpu) -> list[Finding]:

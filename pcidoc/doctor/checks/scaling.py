@@ -11,6 +11,7 @@ from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks.numa import gpu_set, locality_groups, pcie_model_of
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.model import linkmodel
 from pcidoc.model.links import is_nvlink, nvlink_count, rank
 from pcidoc.model.measurements import (
     CollectiveMeasurement,
@@ -108,40 +109,84 @@ def _measured_pcie(ctx: Context, indices: list[int]) -> float | None:
     values = [
         t.bandwidth_gbps
         for t in ctx.transfers(direction="h2d", memory="pinned")
-        if t.gpu in indices and t.placement != "remote"
+        if t.gpu in indices and t.placement != "remote" and t.bandwidth_gbps > 0
     ]
     return min(values) if values else None
 
 
+def _pcie_model(ctx: Context, index: int) -> tuple[float | None, bool]:
+    """NCCL's PCIe model of one GPU: from its link facts, else from its GPU model in the link
+    model (``inferred`` = True), else ``None``."""
+    gpu = ctx.gpu_by_index.get(index)
+    if gpu is None:
+        return None, False
+    value = pcie_model_of(gpu)
+    if value:
+        return value, False
+    model = linkmodel.gpu_model_of(gpu)
+    if model is None or not model.pcie_gen or not model.pcie_width:
+        return None, False
+    return linkmodel.pcie_nccl_model_gbps(model.pcie_gen, model.pcie_width), True
+
+
+def _pcie_part(ctx: Context, indices: list[int]) -> tuple[float | None, str, Confidence]:
+    """The PCIe term of the bottleneck: ``(GB/s or None, basis, confidence)``."""
+    known = [_pcie_model(ctx, i) for i in indices]
+    models = [(value, inferred) for value, inferred in known if value]
+    complete = len(models) == len(indices)
+    if complete and not any(inferred for _, inferred in models):
+        pcie = min(value for value, _ in models)
+        return pcie, f"NCCL's PCIe model {pcie:.0f} GB/s (slowest GPU link)", "high"
+    # The slot may hold the card below its own generation: a measurement of this machine
+    # beats what the GPU model could do.
+    measured = _measured_pcie(ctx, indices)
+    if measured is not None:
+        basis = f"measured pinned H2D {measured:.1f} GB/s (link generation unknown)"
+        return measured, basis, "medium"
+    if complete:
+        pcie = min(value for value, _ in models)
+        basis = (
+            f"NCCL's PCIe model {pcie:.0f} GB/s (inferred from the GPU model; the slot may be "
+            "slower)"
+        )
+        return pcie, basis, "medium"
+    return None, "PCIe link of the GPUs unknown", "low"
+
+
+def _nvlink_part(ctx: Context, indices: list[int]) -> LinkModel:
+    links = nvlink_links_per_gpu(ctx, indices)
+    version, speed = None, None
+    for i in indices:
+        version, speed = ctx.nvlink_rate(i)
+        if version or speed:
+            break
+    model = config.nccl_nvlink_model_gbps(version, links, speed)
+    if model is None:
+        return LinkModel(
+            None,
+            "nvlink",
+            f"{links or '?'} NVLinks per GPU at an unknown "
+            "per-link rate (no NVLink version or speed in the capture)",
+            "low",
+            "NV",
+        )
+    per_link = model / links if links else 0
+    basis = f"{links} NVLinks × {per_link:.1f} GB/s (NCCL's effective rate" + (
+        f", NVLink {version})" if version else ")"
+    )
+    return LinkModel(model, "nvlink", basis, "high", "NV")
+
+
 def allreduce_model(ctx: Context, indices: list[int]) -> LinkModel:
-    """NCCL's model of the all-reduce bottleneck for a set of GPUs on one node."""
+    """NCCL's model of the all-reduce bottleneck for a set of GPUs on one node (facts of the
+    capture first; what the GPU model implies where the capture lacks them)."""
     if len(indices) < 2:
         return LinkModel(None, "unknown", "fewer than two GPUs", "low")
     worst = _bottleneck_rank(ctx, indices)
     if worst is None:
         return LinkModel(None, "unknown", "the topology between these GPUs is not known", "low")
     if worst == 1:
-        links = nvlink_links_per_gpu(ctx, indices)
-        version, speed = None, None
-        for i in indices:
-            version, speed = ctx.nvlink_rate(i)
-            if version or speed:
-                break
-        model = config.nccl_nvlink_model_gbps(version, links, speed)
-        if model is None:
-            return LinkModel(
-                None,
-                "nvlink",
-                f"{links or '?'} NVLinks per GPU at an unknown "
-                "per-link rate (no NVLink version or speed in the capture)",
-                "low",
-                "NV",
-            )
-        per_link = model / links if links else 0
-        basis = f"{links} NVLinks × {per_link:.1f} GB/s (NCCL's effective rate" + (
-            f", NVLink {version})" if version else ")"
-        )
-        return LinkModel(model, "nvlink", basis, "high", "NV")
+        return _nvlink_part(ctx, indices)
     edge = _RANK_CLASS.get(worst, "SYS")
     no_p2p = [
         f"GPU{a}-GPU{b}"
@@ -149,45 +194,29 @@ def allreduce_model(ctx: Context, indices: list[int]) -> LinkModel:
         for b in indices[pos + 1 :]
         if not is_nvlink(ctx.gpu_link(a, b)) and ctx.p2p_available(a, b) is False
     ]
-    models = [
-        m
-        for i in indices
-        if i in ctx.gpu_by_index and (m := pcie_model_of(ctx.gpu_by_index[i])) is not None
-    ]
-    confidence: Confidence = "high"
-    if len(models) == len(indices):
-        pcie = min(models)
-        basis = f"NCCL's PCIe model {pcie:.0f} GB/s (slowest GPU link)"
-    elif (measured := _measured_pcie(ctx, indices)) is not None:
-        pcie = measured
-        basis = f"measured pinned H2D {pcie:.1f} GB/s (link generation unknown)"
-        confidence = "medium"
-    else:
-        pcie = None
-        basis = "PCIe link of the GPUs unknown"
-        confidence = "low"
-    if edge == "SYS":
-        socket = config.socket_interconnect_gbps(ctx.host.cpu_vendor, ctx.host.cpu_model)
-        if socket is not None and (pcie is None or socket < pcie):
-            return LinkModel(
-                socket,
-                "sys",
-                f"socket interconnect {socket:.0f} GB/s (NCCL "
-                f"model of {ctx.host.cpu_model or ctx.host.cpu_vendor}) on the SYS "
-                "hop",
-                "medium" if pcie is None else confidence,
-                edge,
-                no_p2p,
-            )
+    pcie, basis, confidence = _pcie_part(ctx, indices)
+    if edge != "SYS":
+        return LinkModel(pcie, "pcie", basis + f"; slowest hop {edge}", confidence, edge, no_p2p)
+    socket = config.socket_interconnect_gbps(ctx.host.cpu_vendor, ctx.host.cpu_model)
+    if socket is not None and (pcie is None or socket < pcie):
         return LinkModel(
-            pcie,
+            socket,
             "sys",
-            basis + "; SYS hop, CPU model unknown",
-            "low" if pcie is None else "medium",
+            f"socket interconnect {socket:.0f} GB/s (NCCL "
+            f"model of {ctx.host.cpu_model or ctx.host.cpu_vendor}) on the SYS "
+            "hop",
+            "medium" if pcie is None else confidence,
             edge,
             no_p2p,
         )
-    return LinkModel(pcie, "pcie", basis + f"; slowest hop {edge}", confidence, edge, no_p2p)
+    return LinkModel(
+        pcie,
+        "sys",
+        basis + "; SYS hop, CPU model unknown",
+        "low" if pcie is None else "medium",
+        edge,
+        no_p2p,
+    )
 
 
 # ------------------------------------------------------------------------ scaling.allreduce
@@ -240,6 +269,7 @@ def scaling_allreduce(ctx: Context) -> Finding | list[Finding]:
         for m in ctx.measurements.collectives
         if m.op.replace("_", "").lower() in ("allreduce", "all-reduce") and m.rows
     ]
+    runs += [run for m in ctx.measurements.scaling if (run := _ladder_allreduce(m)) is not None]
     if not runs:
         return ctx.unmeasured("allreduce", "no all-reduce was measured")
     findings: list[Finding] = []
@@ -248,54 +278,133 @@ def scaling_allreduce(ctx: Context) -> Finding | list[Finding]:
     return findings
 
 
+def _ladder_allreduce(m: ScalingMeasurement) -> CollectiveMeasurement | None:
+    """The gradient-size all-reduce a scaling ladder timed on its largest rank count, as a
+    one-row collective, so its busbw is judged against the link model like any other."""
+    if not m.points or not m.gradient_bytes or (m.backend or "").lower() == "gloo":
+        return None
+    top = max(m.points, key=lambda p: p.ranks)
+    busbw = top.allreduce_busbw_gbps if top.allreduce_busbw_gbps is not None else None
+    busbw = busbw if busbw is not None else m.allreduce_busbw_gbps
+    if busbw is None or top.ranks < 2:
+        return None
+    return CollectiveMeasurement(
+        op="all_reduce",
+        backend=m.backend,
+        ranks=top.ranks,
+        nodes=1,
+        gpus=list(top.gpus),
+        rows=[CollectiveRow(size_bytes=m.gradient_bytes, busbw_gbps=busbw)],
+        tool="pcidoc scaling ladder (all-reduce at the gradient size)",
+        source=m.source,
+    )
+
+
+def _wrong_results(m: CollectiveMeasurement) -> Finding | None:
+    """A failure when the all-reduce returned wrong sums."""
+    wrong = [r for r in m.rows if r.wrong]
+    if wrong or m.correct is False:
+        return Finding(
+            "fail",
+            f"all-reduce returned wrong results ({sum(r.wrong or 0 for r in wrong)} wrong "
+            f"elements at {len(wrong)} size(s))",
+            evidence=[
+                _ev("#wrong", r.wrong, subject=format_bytes(r.size_bytes)) for r in wrong[:6]
+            ],
+            remediation=[
+                "Wrong sums mean data is corrupted in flight: check p2p.fallback (byte "
+                "verification), p2p.acs-iommu and nvlink.errors; run with `NCCL_P2P_DISABLE=1` "
+                "to see whether the peer path is the culprit.",
+            ],
+        )
+    return None
+
+
+def _cliff_finding(rows: list[CollectiveRow]) -> Finding | None:
+    """A busbw cliff at large sizes (see :func:`find_cliff`) as a finding."""
+    cliff = find_cliff(rows)
+    if cliff:
+        row, before, persistent = cliff
+        return Finding(
+            "fail" if persistent else "warn",
+            f"busbw collapses from {_gbps(before)} to {_gbps(row.busbw_gbps or 0)} GB/s at "
+            f"{format_bytes(row.size_bytes)}"
+            + (" and stays there" if persistent else "")
+            + ": a large-message path problem (protocol switch, NIC/GDR selection or network)",
+            evidence=[
+                _ev("busbw", r.busbw_gbps, "GB/s", subject=format_bytes(r.size_bytes))
+                for r in rows
+                if r.size_bytes >= row.size_bytes // 4
+            ][:6],
+            remediation=[
+                "Rerun with `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH` and compare the "
+                "transport and protocol chosen below and above the cliff; A/B with "
+                "`NCCL_PROTO=Simple`, `NCCL_NET_GDR_LEVEL=0` and `NCCL_ALGO=Ring`.",
+                "For multi-node runs check the NICs NCCL picked (numa.nic-affinity) and the "
+                "switch/network counters for congestion or PFC pauses.",
+            ],
+            confidence="medium",
+        )
+    return None
+
+
+def _not_judged(
+    ctx: Context,
+    m: CollectiveMeasurement,
+    bw: float,
+    top: CollectiveRow,
+    ranks: int,
+    large: bool,
+    evidence: list[Evidence],
+) -> Finding | None:
+    """Runs reported without a verdict: gloo, multi-node, or sizes too small to reach peak."""
+    if (m.backend or "").lower() == "gloo":
+        return Finding(
+            "info",
+            f"gloo all-reduce {_gbps(bw)} GB/s busbw on {ranks} rank(s): CPU path, "
+            "functional check only",
+            evidence=evidence,
+            confidence="high",
+        )
+    if _multi_node(ctx, m):
+        nodes = m.nodes or "several"
+        return Finding(
+            "info",
+            f"{ranks}-rank all-reduce over {nodes} nodes: {_gbps(bw)} GB/s busbw at "
+            f"{format_bytes(top.size_bytes)}, bounded by the NICs and the network (no network "
+            "model to judge it against)",
+            evidence=evidence,
+            remediation=[
+                "Compare with the NICs' line rate (busbw ≈ per-GPU NIC bandwidth on a "
+                "rail-optimised fabric) and with a single-node run of the same GPUs."
+            ],
+            confidence="low",
+        )
+    if not large:
+        return Finding(
+            "info",
+            f"largest all-reduce was {format_bytes(top.size_bytes)} (< "
+            f"{format_bytes(config.BUSBW_MIN_SIZE_BYTES)}): too small to reach peak, busbw "
+            f"{_gbps(bw)} GB/s not judged",
+            evidence=evidence,
+            remediation=["Sweep to large sizes: `all_reduce_perf -b 8 -e 8G -f 2 -g <n>`."],
+            confidence="low",
+        )
+    return None
+
+
 def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
     findings: list[Finding] = []
     rows = _rows(m)
     ranks = m.ranks or len(m.gpus) or 0
-    wrong = [r for r in m.rows if r.wrong]
-    if wrong or m.correct is False:
-        findings.append(
-            Finding(
-                "fail",
-                f"all-reduce returned wrong results ({sum(r.wrong or 0 for r in wrong)} wrong "
-                f"elements at {len(wrong)} size(s))",
-                evidence=[
-                    _ev("#wrong", r.wrong, subject=format_bytes(r.size_bytes)) for r in wrong[:6]
-                ],
-                remediation=[
-                    "Wrong sums mean data is corrupted in flight: check p2p.fallback (byte "
-                    "verification), p2p.acs-iommu and nvlink.errors; run with `NCCL_P2P_DISABLE=1` "
-                    "to see whether the peer path is the culprit.",
-                ],
-            )
-        )
+    wrong = _wrong_results(m)
+    if wrong is not None:
+        findings.append(wrong)
     if not rows:
         return findings
-    cliff = find_cliff(rows)
-    if cliff:
-        row, before, persistent = cliff
-        findings.append(
-            Finding(
-                "fail" if persistent else "warn",
-                f"busbw collapses from {_gbps(before)} to {_gbps(row.busbw_gbps or 0)} GB/s at "
-                f"{format_bytes(row.size_bytes)}"
-                + (" and stays there" if persistent else "")
-                + ": a large-message path problem (protocol switch, NIC/GDR selection or network)",
-                evidence=[
-                    _ev("busbw", r.busbw_gbps, "GB/s", subject=format_bytes(r.size_bytes))
-                    for r in rows
-                    if r.size_bytes >= row.size_bytes // 4
-                ][:6],
-                remediation=[
-                    "Rerun with `NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH` and compare the "
-                    "transport and protocol chosen below and above the cliff; A/B with "
-                    "`NCCL_PROTO=Simple`, `NCCL_NET_GDR_LEVEL=0` and `NCCL_ALGO=Ring`.",
-                    "For multi-node runs check the NICs NCCL picked (numa.nic-affinity) and the "
-                    "switch/network counters for congestion or PFC pauses.",
-                ],
-                confidence="medium",
-            )
-        )
+    cliff = _cliff_finding(rows)
+    if cliff is not None:
+        findings.append(cliff)
     large = [r for r in rows if r.size_bytes >= config.BUSBW_MIN_SIZE_BYTES]
     top = large[-1] if large else rows[-1]
     bw = top.busbw_gbps or 0.0
@@ -305,46 +414,9 @@ def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
     ]
     if m.avg_busbw_gbps is not None:
         evidence.append(_ev("nccl-tests average busbw (all sizes)", m.avg_busbw_gbps, "GB/s"))
-    if (m.backend or "").lower() == "gloo":
-        findings.append(
-            Finding(
-                "info",
-                f"gloo all-reduce {_gbps(bw)} GB/s busbw on {ranks} rank(s): CPU path, "
-                "functional check only",
-                evidence=evidence,
-                confidence="high",
-            )
-        )
-        return findings
-    if _multi_node(ctx, m):
-        nodes = m.nodes or "several"
-        findings.append(
-            Finding(
-                "info",
-                f"{ranks}-rank all-reduce over {nodes} nodes: {_gbps(bw)} GB/s busbw at "
-                f"{format_bytes(top.size_bytes)}, bounded by the NICs and the network (no network "
-                "model to judge it against)",
-                evidence=evidence,
-                remediation=[
-                    "Compare with the NICs' line rate (busbw ≈ per-GPU NIC bandwidth on a "
-                    "rail-optimised fabric) and with a single-node run of the same GPUs."
-                ],
-                confidence="low",
-            )
-        )
-        return findings
-    if not large:
-        findings.append(
-            Finding(
-                "info",
-                f"largest all-reduce was {format_bytes(top.size_bytes)} (< "
-                f"{format_bytes(config.BUSBW_MIN_SIZE_BYTES)}): too small to reach peak, busbw "
-                f"{_gbps(bw)} GB/s not judged",
-                evidence=evidence,
-                remediation=["Sweep to large sizes: `all_reduce_perf -b 8 -e 8G -f 2 -g <n>`."],
-                confidence="low",
-            )
-        )
+    unjudged = _not_judged(ctx, m, bw, top, ranks, bool(large), evidence)
+    if unjudged is not None:
+        findings.append(unjudged)
         return findings
     indices, gpus_confidence = _gpus_used(ctx, m)
     model = (
@@ -354,6 +426,37 @@ def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
     )
     findings.append(_judge_busbw(ctx, m, bw, top, indices, model, gpus_confidence, evidence))
     return findings
+
+
+def _shortfall(ctx: Context, model: LinkModel, head: str) -> tuple[str, list[str]]:
+    """What a busbw short of the link model adds to the summary, and the remedies."""
+    remediation: list[str] = []
+    if model.no_p2p:
+        codes = sorted(
+            {c for p in model.no_p2p if (c := ctx.p2p_code(*_pair(p))) and c not in ("OK", "U")}
+        )
+        head += (
+            f"; P2P is unavailable on {', '.join(model.no_p2p[:3])}"
+            + (f" ({'/'.join(codes)})" if codes else "")
+            + ", so NCCL stages through shared memory: this is the cost of no P2P"
+        )
+        remediation.append(
+            "See p2p.capability: without P2P the shared-memory path is the "
+            "ceiling; only GPUs with peer access (or NVLink) lift it."
+        )
+    else:
+        remediation += [
+            "Check what the GPUs should get: P2P and ACS (p2p.capability, p2p.acs-iommu, "
+            "p2p.fallback), NVLink state (nvlink.state), link speed (pcie.link-speed) and "
+            "NCCL variables that defeat the topology (env.nccl, e.g. `NCCL_P2P_LEVEL=LOC`).",
+            "Measure at large sizes (≥ 1 GiB; `all_reduce_perf -b 1G -e 8G -f 2`) with the "
+            "GPUs otherwise idle.",
+        ]
+    if model.slowest_edge == "SYS":
+        remediation.append(
+            "The ring crosses sockets: keep the job on one socket's GPUs (see numa.cross-socket)."
+        )
+    return head, remediation
 
 
 def _judge_busbw(
@@ -401,33 +504,9 @@ def _judge_busbw(
     if ratio >= config.BUSBW_WARN_FRACTION:
         return Finding("pass", head, evidence=evidence, confidence=confidence)
     severity: Severity = "fail" if ratio < config.BUSBW_FAIL_FRACTION else "warn"
-    remediation = []
     if model.no_p2p:
         severity = "warn"
-        codes = sorted(
-            {c for p in model.no_p2p if (c := ctx.p2p_code(*_pair(p))) and c not in ("OK", "U")}
-        )
-        head += (
-            f"; P2P is unavailable on {', '.join(model.no_p2p[:3])}"
-            + (f" ({'/'.join(codes)})" if codes else "")
-            + ", so NCCL stages through shared memory: this is the cost of no P2P"
-        )
-        remediation.append(
-            "See p2p.capability: without P2P the shared-memory path is the "
-            "ceiling; only GPUs with peer access (or NVLink) lift it."
-        )
-    else:
-        remediation += [
-            "Check what the GPUs should get: P2P and ACS (p2p.capability, p2p.acs-iommu, "
-            "p2p.fallback), NVLink state (nvlink.state), link speed (pcie.link-speed) and "
-            "NCCL variables that defeat the topology (env.nccl, e.g. `NCCL_P2P_LEVEL=LOC`).",
-            "Measure at large sizes (≥ 1 GiB; `all_reduce_perf -b 1G -e 8G -f 2`) with the "
-            "GPUs otherwise idle.",
-        ]
-    if model.slowest_edge == "SYS":
-        remediation.append(
-            "The ring crosses sockets: keep the job on one socket's GPUs (see numa.cross-socket)."
-        )
+    head, remediation = _shortfall(ctx, model, head)
     return Finding(
         severity,
         head,
@@ -608,6 +687,75 @@ def scaling_efficiency(ctx: Context) -> Finding | list[Finding]:
     return findings
 
 
+@dataclass
+class _Rung:
+    """One rank count of a ladder with what the α–β model predicts for it."""
+
+    ranks: int
+    eff: float
+    gpus: list[int]
+    busbw: float | None
+    """All-reduce busbw measured at the gradient size on these ranks."""
+    link: LinkModel
+    predicted_links: float | None
+    """E(N) the α–β model predicts with the links' busbw (the link model)."""
+    predicted_measured: float | None
+    """E(N) the α–β model predicts with the measured busbw."""
+
+    @property
+    def transport(self) -> str:
+        return "nvlink" if self.link.kind == "nvlink" else "pcie"
+
+    @property
+    def busbw_ratio(self) -> float | None:
+        """Measured busbw / link model (``None`` when either is unknown)."""
+        if self.busbw is None or not self.link.gbps:
+            return None
+        return self.busbw / self.link.gbps
+
+
+def _rungs(ctx: Context, m: ScalingMeasurement, t_compute: float) -> list[_Rung]:
+    largest = max(p.ranks for p in m.points)
+    by_ranks = {p.ranks: p for p in m.points}
+    rungs = []
+    for n, eff, gpus in _efficiencies(m):
+        if not gpus and n == len(ctx.gpus):
+            gpus = [g.index for g in ctx.gpus]
+        busbw = by_ranks[n].allreduce_busbw_gbps
+        if busbw is None and n == largest:
+            busbw = m.allreduce_busbw_gbps
+        link = (
+            allreduce_model(ctx, gpus)
+            if len(gpus) >= 2
+            else LinkModel(None, "unknown", "which GPUs ran is not known", "low")
+        )
+        transport = "nvlink" if link.kind == "nvlink" else "pcie"
+        grads = float(m.gradient_bytes or 0)
+
+        def predict(
+            bw: float | None, n: int = n, transport: str = transport, grads: float = grads
+        ) -> float | None:
+            if not bw or bw <= 0 or not grads:
+                return None
+            return alpha_beta.comm_model(n, grads, bw, t_compute, transport).efficiency
+
+        rungs.append(_Rung(n, eff, gpus, busbw, link, predict(link.gbps), predict(busbw)))
+    return rungs
+
+
+def _rung_evidence(rungs: list[_Rung]) -> list[Evidence]:
+    """E(N) for every rank count, with the predictions next to it."""
+    evidence = []
+    for r in rungs:
+        parts = []
+        if r.predicted_links is not None:
+            parts.append(f"links predict {r.predicted_links:.0%}")
+        if r.busbw is not None:
+            parts.append(f"busbw {_gbps(r.busbw)} GB/s")
+        evidence.append(_ev(f"E({r.ranks})", round(r.eff, 3), subject="; ".join(parts) or None))
+    return evidence
+
+
 def _judge_scaling(ctx: Context, m: ScalingMeasurement) -> list[Finding]:
     effs = _efficiencies(m)
     if not effs:
@@ -618,124 +766,186 @@ def _judge_scaling(ctx: Context, m: ScalingMeasurement) -> list[Finding]:
                 confidence="low",
             )
         ]
+    if (m.backend or "").lower() == "gloo":
+        ranks, eff, _ = max(effs, key=lambda e: e[0])
+        return [
+            Finding(
+                "info",
+                f"gloo (CPU) scaling ladder: E({ranks}) = {eff:.0%}; functional check only",
+                evidence=[_ev(f"E({n})", round(e, 3)) for n, e, _ in effs],
+            )
+        ]
+    t_compute = _compute_time_s(m)
+    if not (m.gradient_bytes and t_compute):
+        return [_judge_by_thresholds(ctx, m, effs)]
+    rungs = _rungs(ctx, m, t_compute)
+    top = rungs[-1]
+    if top.link.gbps is None and top.busbw is None:
+        return [_judge_by_thresholds(ctx, m, effs)]
+    return _judge_rungs(ctx, m, rungs, t_compute)
+
+
+def _threshold_severity(eff: float, nvlink: bool) -> Severity:
+    """E(N) alone (nothing to predict it from): NVLink pass/warn/fail, PCIe pass/info/fail."""
+    if eff >= config.SCALING_PASS_NVLINK:
+        return "pass"
+    if nvlink:
+        return "warn" if eff >= config.SCALING_FAIL_NVLINK else "fail"
+    return "info" if eff >= config.SCALING_FAIL_PCIE else "fail"
+
+
+def _judge_by_thresholds(
+    ctx: Context, m: ScalingMeasurement, effs: list[tuple[int, float, list[int]]]
+) -> Finding:
+    """No gradient size or compute time, or no link and no busbw: E(N) against thresholds."""
     ranks, eff, gpus = max(effs, key=lambda e: e[0])
     if not gpus and ranks == len(ctx.gpus):
         gpus = [g.index for g in ctx.gpus]
     edge = _slowest_edge(ctx, m, gpus)
     nvlink = edge is not None and (edge == "NV" or is_nvlink(edge))
+    severity = _threshold_severity(eff, nvlink)
     evidence = [_ev(f"E({n})", round(e, 3)) for n, e, _ in effs]
-    if edge:
-        evidence.append(
-            _ev("slowest edge among the GPUs used", edge, subject=gpu_set(gpus) if gpus else None)
-        )
-    gloo = (m.backend or "").lower() == "gloo"
-    if gloo:
-        return [
-            Finding(
-                "info",
-                f"gloo (CPU) scaling ladder: E({ranks}) = {eff:.0%}; functional check only",
-                evidence=evidence,
-            )
-        ]
-    if nvlink:
-        severity: Severity = (
-            "pass"
-            if eff >= config.SCALING_PASS_NVLINK
-            else "warn"
-            if eff >= config.SCALING_FAIL_NVLINK
-            else "fail"
-        )
-    else:
-        severity = (
-            "pass"
-            if eff >= config.SCALING_PASS_NVLINK
-            else "info"
-            if eff >= config.SCALING_FAIL_PCIE
-            else "fail"
-        )
-    confidence: Confidence = "high" if edge else "medium"
     summary = f"E({ranks}) = {eff:.0%} on {gpu_set(gpus) if gpus else f'{ranks} ranks'}"
     if edge:
         summary += f" (slowest edge {edge})"
-    remediation: list[str] = []
-    t_compute = _compute_time_s(m)
-    findings: list[Finding] = []
-    if m.allreduce_busbw_gbps and m.gradient_bytes and t_compute:
-        transport = "nvlink" if nvlink else "pcie"
-        model = alpha_beta.CommModel(
-            ranks=ranks,
-            gradient_bytes=m.gradient_bytes,
-            busbw_gbps=m.allreduce_busbw_gbps,
-            alpha_us=alpha_beta.ring_allreduce_alpha_us(ranks, transport),
-            t_compute_s=t_compute,
-        )
-        predicted = model.efficiency
-        evidence += [
-            _ev("gradient bytes per step", format_bytes(m.gradient_bytes)),
-            _ev("measured all-reduce busbw (W)", m.allreduce_busbw_gbps, "GB/s"),
-            _ev(
-                "α per all-reduce",
-                round(model.alpha_us, 1),
-                "us",
-                subject=f"{model.buckets} bucket(s)",
-            ),
-            _ev("1-rank step (compute)", round(t_compute * 1000, 2), "ms"),
-            _ev("modelled communication per step", round(model.t_comm_s * 1000, 2), "ms"),
-            _ev("predicted E (no overlap)", f"{predicted:.0%}"),
-        ]
-        summary += (
-            f"; the α–β model predicts {predicted:.0%} with no overlap "
-            f"(communication {model.t_comm_s * 1000:.1f} ms per step at "
-            f"{_gbps(m.allreduce_busbw_gbps)} GB/s vs {t_compute * 1000:.1f} ms of compute)"
-        )
-        if eff < config.SCALING_GAP_FRACTION * predicted:
-            findings.append(
-                Finding(
-                    "warn",
-                    f"E({ranks}) = {eff:.0%} is below {config.SCALING_GAP_FRACTION:.0%} of the "
-                    f"{predicted:.0%} the interconnect explains: the loss is not the interconnect",
-                    evidence=[
-                        _ev(f"measured E({ranks})", f"{eff:.0%}"),
-                        _ev("gap threshold", f"{config.SCALING_GAP_FRACTION:.0%} of predicted"),
-                    ],
-                    remediation=[
-                        "Look at the input pipeline (DataLoader workers, pageable copies: "
-                        "transfer.pageable), stragglers (one slow GPU or rank: p2p.fallback "
-                        "outliers, thermal throttling) and CPU binding (numa.process-affinity).",
-                    ],
-                    confidence="medium",
-                )
-            )
-            if severity == "pass":
-                return [*findings, Finding("pass", summary, evidence=evidence)]
-        elif severity != "pass":
-            lines, extra = _what_ifs(ctx, m, model, gpus, config.SCALING_PASS_NVLINK)
-            evidence += extra
-            remediation.append(
-                f"Communication takes {model.comm_share:.0%} of the step in the model; what "
-                "would change it: " + "; ".join(lines) + "."
-            )
-    elif severity != "pass":
-        remediation.append(
-            "Measure the all-reduce bus bandwidth at the gradient size to explain the loss "
-            "(`pcidoc check --probes full`)."
-        )
+        evidence.append(_ev("slowest edge among the GPUs used", edge, subject=gpu_set(gpus)))
+    remediation = []
     if severity != "pass":
-        remediation.append(
+        remediation = [
+            "Measure the all-reduce bus bandwidth at the gradient size to explain the loss "
+            "(`pcidoc check --probes full`).",
             "Check the slowest edge: P2P (p2p.*), NVLink (nvlink.state) and "
-            "cross-socket placement (numa.cross-socket)."
-        )
-    findings.append(
+            "cross-socket placement (numa.cross-socket).",
+        ]
+    return Finding(
+        severity,
+        summary,
+        subjects=[f"GPU{i}" for i in gpus],
+        evidence=evidence,
+        remediation=remediation,
+        confidence="high" if edge else "medium",
+    )
+
+
+def _model_evidence(
+    m: ScalingMeasurement, top: _Rung, model: alpha_beta.CommModel, t_compute: float
+) -> list[Evidence]:
+    evidence = [
+        _ev("gradient bytes per step", format_bytes(m.gradient_bytes or 0)),
+        _ev("link model (what the links should give)", top.link.gbps, "GB/s", top.link.basis),
+    ]
+    if top.busbw is not None:
+        evidence.append(_ev("measured all-reduce busbw (W)", top.busbw, "GB/s"))
+    if top.busbw_ratio is not None:
+        evidence.append(_ev("busbw / link model", f"{top.busbw_ratio:.0%}"))
+    evidence += [
+        _ev("α per all-reduce", round(model.alpha_us, 1), "us", f"{model.buckets} bucket(s)"),
+        _ev("1-rank step (compute)", round(t_compute * 1000, 2), "ms"),
+        _ev("modelled communication per step", round(model.t_comm_s * 1000, 2), "ms"),
+        _ev("predicted E (no overlap)", f"{model.efficiency:.0%}"),
+    ]
+    if top.predicted_links is not None and top.busbw is not None:
+        evidence.append(_ev("predicted E with the links' busbw", f"{top.predicted_links:.0%}"))
+    return evidence
+
+
+def _judge_rungs(
+    ctx: Context, m: ScalingMeasurement, rungs: list[_Rung], t_compute: float
+) -> list[Finding]:
+    """The verdict of the largest rank count against the α–β model of this machine's links."""
+    top = rungs[-1]
+    busbw = top.busbw if top.busbw is not None else top.link.gbps
+    assert busbw is not None  # _judge_scaling checked one of them is known
+    model = alpha_beta.comm_model(
+        top.ranks, float(m.gradient_bytes or 0), busbw, t_compute, top.transport
+    )
+    edge = _slowest_edge(ctx, m, top.gpus)
+    evidence = _rung_evidence(rungs) + _model_evidence(m, top, model, t_compute)
+    if edge:
+        evidence.append(_ev("slowest edge among the GPUs used", edge, gpu_set(top.gpus)))
+    where = gpu_set(top.gpus) if top.gpus else f"{top.ranks} ranks"
+    summary = f"E({top.ranks}) = {top.eff:.0%} on {where}" + (
+        f" (slowest edge {edge})" if edge else ""
+    )
+    summary += (
+        f"; the α–β model predicts {model.efficiency:.0%} with no overlap (communication "
+        f"{model.t_comm_s * 1000:.1f} ms per step at {_gbps(busbw)} GB/s vs "
+        f"{t_compute * 1000:.1f} ms of compute)"
+    )
+    severity, summary, remediation = _verdict(ctx, m, top, model, summary, edge)
+    confidence: Confidence = top.link.confidence if top.busbw is None else "high"
+    return [
         Finding(
             severity,
             summary,
-            subjects=[f"GPU{i}" for i in gpus],
+            subjects=[f"GPU{i}" for i in top.gpus],
             evidence=evidence,
             remediation=remediation,
-            confidence=confidence,
+            confidence=confidence if severity in ("warn", "fail") else "high",
         )
+    ]
+
+
+_CHECK_EDGE = (
+    "Check the slowest edge: P2P (p2p.*), NVLink (nvlink.state) and cross-socket placement "
+    "(numa.cross-socket); `pcidoc probe allreduce` measures the bus bandwidth alone."
+)
+_NOT_INTERCONNECT = (
+    "Look at the input pipeline (DataLoader workers, pageable copies: transfer.pageable), "
+    "stragglers (one slow GPU or rank: p2p.fallback outliers, thermal throttling) and CPU "
+    "binding (numa.process-affinity)."
+)
+
+
+def _verdict(
+    ctx: Context,
+    m: ScalingMeasurement,
+    top: _Rung,
+    model: alpha_beta.CommModel,
+    summary: str,
+    edge: str | None,
+) -> tuple[Severity, str, list[str]]:
+    """Severity, summary and remedies: links short of their model (warn/fail), E(N) short of
+    the prediction (warn), otherwise pass or — a communication-heavy workload on healthy
+    links — info with what would change it."""
+    ratio = top.busbw_ratio
+    severity: Severity | None = None
+    remediation: list[str] = []
+    predicted = top.predicted_measured or top.predicted_links
+    if predicted is not None and top.eff < config.SCALING_GAP_FRACTION * predicted:
+        severity = "warn"
+        summary += (
+            f"; E({top.ranks}) is below {config.SCALING_GAP_FRACTION:.0%} of the "
+            f"{predicted:.0%} the interconnect explains: the loss is not the interconnect"
+        )
+        remediation.append(_NOT_INTERCONNECT)
+    if ratio is not None and ratio < config.BUSBW_WARN_FRACTION:
+        severity = "fail" if ratio < config.BUSBW_FAIL_FRACTION else "warn"
+        summary += (
+            f"; the all-reduce reached {_gbps(top.busbw or 0)} GB/s busbw, {ratio:.0%} of the "
+            f"{_KIND_NAME.get(top.link.kind, top.link.kind)} model ({_gbps(top.link.gbps or 0)} "
+            "GB/s): the interconnect delivers less than the links should"
+        )
+        remediation.append(_CHECK_EDGE)
+    if severity is not None:
+        return severity, summary, remediation
+    if top.eff >= config.SCALING_PASS_NVLINK:
+        return "pass", summary, []
+    lines, _extra = _what_ifs(ctx, m, model, top.gpus, config.SCALING_PASS_NVLINK)
+    summary += (
+        "; the links deliver what their model says, so this workload is "
+        "communication-heavy for them"
+        if ratio is not None
+        else "; as the links' model predicts for this workload"
     )
-    return findings
+    return (
+        "info",
+        summary,
+        [
+            f"Communication takes {model.comm_share:.0%} of the step in the model; what would "
+            "change it: " + "; ".join(lines) + ".",
+        ],
+    )
 
 
 def _judge_workload(w: WorkloadEvidence) -> Finding | None:

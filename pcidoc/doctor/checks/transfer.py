@@ -507,6 +507,14 @@ def transfer_remote_numa(ctx: Context) -> Finding | list[Finding]:
     pinned = [
         t for t in ctx.transfers(memory="pinned", bidirectional=False) if t.direction in _DIRECTION
     ]
+    # pcidoc's probe measures local and remote in one NUMA step (same allocator and copy
+    # count): compare those two, not the remote run with the plateau (issue 9).
+    numa_step = {(t.gpu, t.direction) for t in pinned if t.conditions.get("step") == "numa"}
+    pinned = [
+        t
+        for t in pinned
+        if (t.gpu, t.direction) not in numa_step or t.conditions.get("step") == "numa"
+    ]
     placed: dict[tuple[int, str], dict[str, list[TransferMeasurement]]] = {}
     for t in pinned:
         where = _placement(ctx, t)

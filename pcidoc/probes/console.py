@@ -1,0 +1,532 @@
+"""The CLI side of the probes: progress lines on stderr, ``measure`` for ``check``/``capture
+--probes``, and ``pcidoc probe NAME`` with its human summary.
+
+The orchestration itself is :class:`pcidoc.probes.session.ProbeSession`, shared with the TUI;
+this module only renders its events for a terminal (no torch, no textual).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pcidoc.errors import ExitCode
+from pcidoc.model.capture import Capture
+from pcidoc.model.cpulist import format_cpulist
+from pcidoc.model.measurements import ProbeError
+from pcidoc.model.units import format_bytes
+from pcidoc.probes import params, preflight
+from pcidoc.probes.runner import (
+    ProbeOutcome,
+    ProbeProgress,
+    ProbeRunner,
+    ProbeSignalled,
+    ProbeSpec,
+    SubprocessProbeRunner,
+    signals_interrupt,
+)
+from pcidoc.probes.session import (
+    Plan,
+    ProbeSession,
+    SessionListener,
+    capture_busy_check,
+    collective_spec,
+    live_busy_check,
+    no_gpu_message,
+    p2p_spec,
+    probe_gpus,
+    probe_json,
+    run_env,
+    transfer_spec,
+)
+
+Progress = Callable[[str], None]
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+class ProgressDisplay:
+    """Turns probe progress into rate-limited stderr lines (``pcidoc: p2p  40% GPU0->GPU3``).
+
+    Args:
+        write: Where lines go (the CLI passes a stderr writer).
+        min_interval_s: At most one line per probe per interval (start and end always show).
+        clock: Monotonic clock (tests).
+    """
+
+    def __init__(
+        self,
+        write: Progress,
+        min_interval_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.write = write
+        self.min_interval_s = min_interval_s
+        self.clock = clock
+        self._last: dict[str, float] = {}
+        self._done: set[str] = set()
+        self._lock = threading.Lock()
+
+    def start(self, spec: ProbeSpec, estimate_s: float | None = None) -> None:
+        """Announce a probe."""
+        eta = f" (about {estimate_s:.0f} s)" if estimate_s else ""
+        self.write(f"pcidoc: probe {spec.label or spec.name}: starting{eta}")
+        with self._lock:
+            self._last[spec.name] = self.clock()
+            self._done.discard(spec.name)
+
+    def callback(self, spec: ProbeSpec) -> Callable[[ProbeProgress], None]:
+        """The ``on_progress`` callback for one probe (called from the reading thread)."""
+
+        def on_progress(event: ProbeProgress) -> None:
+            now = self.clock()
+            with self._lock:
+                last = self._last.get(spec.name, 0.0)
+                done = event.fraction >= 1.0
+                if done and spec.name in self._done:
+                    return
+                if now - last < self.min_interval_s and not done:
+                    return
+                self._last[spec.name] = now
+                if done:
+                    self._done.add(spec.name)
+            self.write(
+                f"pcidoc: probe {spec.label or spec.name}: {event.fraction * 100:3.0f}% "
+                f"{event.message}".rstrip()
+            )
+
+        return on_progress
+
+    def finish(self, spec: ProbeSpec, outcome: ProbeOutcome) -> None:
+        """Summarise a finished probe (its warnings, then ok / the error)."""
+        name = spec.label or spec.name
+        for level, message in outcome.logs:
+            if level == "warning":
+                self.write(f"pcidoc: probe {name}: warning: {message}")
+        if outcome.ok:
+            self.write(
+                f"pcidoc: probe {name}: done in {outcome.wall_s:.1f} s "
+                f"({len(outcome.results)} measurement(s))"
+            )
+        else:
+            for error in outcome.errors:
+                self.write(f"pcidoc: probe {name}: {error.kind}: {error.message}")
+
+
+class ConsoleListener(SessionListener):
+    """Prints a :class:`ProbeSession`'s events as ``pcidoc: ...`` lines (stderr in the CLI)."""
+
+    def __init__(self, mode: str, progress: Progress, display: ProgressDisplay | None = None):
+        self.mode = mode
+        self.write = progress
+        self.display = display or ProgressDisplay(progress)
+
+    def env_started(self) -> None:
+        self.write(f"pcidoc: probes ({self.mode}): checking torch and CUDA...")
+
+    def env_finished(self, outcome: ProbeOutcome, errors: list[ProbeError]) -> None:
+        if errors:
+            self.write(f"pcidoc: probes unavailable: {errors[0].message}")
+
+    def planned(self, plan: Plan) -> None:
+        for note in plan.notes:
+            self.write(f"pcidoc: {note}")
+        for error in plan.errors:
+            if error.kind == "refused":
+                self.write(f"pcidoc: probe {error.probe}: refused: {error.message}")
+        if plan.specs:
+            names = ", ".join(spec.label or spec.name for spec in plan.specs)
+            self.write(f"pcidoc: probes ({self.mode}): {names}; about {plan.estimate_s:.0f} s")
+
+    def started(self, spec: ProbeSpec) -> None:
+        self.display.start(spec, spec.expected_s + params.TYPICAL_STARTUP_S.get(spec.name, 3.0))
+
+    def progress(self, spec: ProbeSpec, event: ProbeProgress) -> None:
+        self.display.callback(spec)(event)
+
+    def finished(self, spec: ProbeSpec, outcome: ProbeOutcome) -> None:
+        self.display.finish(spec, outcome)
+
+
+def measure(
+    capture: Capture,
+    mode: str,
+    force: bool,
+    progress: Progress,
+    *,
+    runner: ProbeRunner | None = None,
+    cancel: threading.Event | None = None,
+    gpus: Sequence[int] | None = None,
+    live_processes: bool = True,
+) -> None:
+    """Run the probes that make sense for ``capture``; append to ``capture.measurements``.
+
+    Transfer per GPU; P2P, all-reduce and scaling when there are two or more GPUs; on a machine
+    without CUDA the scaling probe still runs with gloo on CPU, and the CUDA probes are recorded
+    as ``unavailable`` with the reason (the doctor's checks then skip with it). A
+    :class:`ProbeSession` with a :class:`ConsoleListener`.
+
+    Args:
+        capture: The machine; its ``measurements`` are extended in place.
+        mode: ``quick`` or ``full``.
+        force: Measure even when other processes use the GPUs.
+        progress: Writes one line of progress (the CLI: stderr).
+        runner: The probe runner (default: subprocesses; tests pass a fake).
+        cancel: Stops the running probe and skips the rest when set.
+        gpus: Restrict the GPU probes to these indices.
+        live_processes: Also ask NVML, right now, which processes use the GPUs.
+
+    Raises:
+        KeyboardInterrupt: Ctrl-C (or SIGTERM/SIGHUP: ``ProbeSignalled``); the running probe's
+            processes have been ended.
+        ValueError: unknown ``mode``.
+    """
+    session = ProbeSession(
+        capture,
+        mode,
+        ConsoleListener(mode, progress),
+        runner=runner,
+        force=force,
+        gpus=gpus,
+        busy_check=live_busy_check if live_processes else capture_busy_check,
+        cancel=cancel,
+    )
+    with signals_interrupt():
+        session.run()
+
+
+# -------------------------------------------------------------------------- pcidoc probe
+
+
+def _parse_int_list(text: str | None, option: str) -> list[int] | None:
+    if text is None:
+        return None
+    values: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if not part.isdigit():
+            raise ValueError(f"{option}: {part!r} is not a non-negative integer")
+        values.append(int(part))
+    if not values:
+        raise ValueError(f"{option}: empty list")
+    return sorted(set(values))
+
+
+def _collect(progress: Progress) -> Capture:
+    try:
+        from pcidoc.collect.live import collect_live
+
+        return collect_live()
+    except Exception as exc:
+        progress(
+            f"pcidoc: could not collect this machine's facts ({type(exc).__name__}: {exc}); "
+            "measuring without them"
+        )
+        return Capture.empty("live")
+
+
+def render_table(document: dict[str, Any]) -> list[str]:
+    """A few human lines summarising a ``pcidoc.probe/1`` document."""
+    lines: list[str] = []
+    m = document.get("measurements", {})
+    for t in m.get("transfers", []):
+        kind = "bidir " if t.get("bidirectional") else ""
+        where = f" {t['placement']}" if t.get("placement") in ("local", "remote") else ""
+        pct = t.get("percent_of_ceiling")
+        ceiling = f"  {pct:.0f}% of {t['ceiling_link']}" if pct is not None else ""
+        cov = t.get("cov")
+        noise = f"  CoV {cov * 100:.1f}%" if cov is not None else ""
+        lines.append(
+            f"GPU{t['gpu']} {t['direction']} {t['memory']}{where} {kind}".rstrip()
+            + f": {t['bandwidth_gbps']:.2f} GB/s{ceiling}{noise}"
+        )
+    for matrix in m.get("p2p", []):
+        title = (
+            f"{matrix['kind']} {matrix['p2p']}"
+            f"{' bidirectional' if matrix.get('bidirectional') else ''} ({matrix['unit']})"
+        )
+        lines.append(title)
+        gpus = matrix["gpus"]
+        lines.append("      " + "".join(f"{'GPU' + str(g):>9}" for g in gpus))
+        for g, row in zip(gpus, matrix["values"], strict=False):
+            cells = "".join(f"{'-' if v is None else f'{v:.2f}':>9}" for v in row)
+            lines.append(f"GPU{g:<3}" + cells)
+    bad = [v for v in m.get("p2p_verification", []) if not v.get("ok")]
+    if m.get("p2p_verification"):
+        lines.append(
+            f"verified copies: {len(m['p2p_verification']) - len(bad)} ok, {len(bad)} wrong"
+        )
+    for c in m.get("collectives", []):
+        gpus = ",".join(map(str, c.get("gpus") or [])) or "CPU"
+        lines.append(
+            f"all_reduce {c['backend']} ranks={c['ranks']} ({gpus}) correct={c.get('correct')}"
+        )
+        if (c.get("ranks") or 0) <= 1:
+            lines.append("  one rank: nothing crosses a link, so no bandwidth applies")
+        for row in c.get("rows", []):
+            busbw = row.get("busbw_gbps")
+            time_text = f"  {format_bytes(row['size_bytes']):>10}  {row['time_us']:>10.1f} us"
+            if (c.get("ranks") or 0) <= 1 or busbw is None:
+                lines.append(time_text)
+                continue
+            lines.append(
+                time_text + f"  algbw {row['algbw_gbps']:.3f} GB/s  busbw {busbw:.3f} GB/s"
+            )
+    for s in m.get("scaling", []):
+        edge = s.get("slowest_edge")
+        where = (
+            f"the slowest link between the GPUs used is {edge}"
+            if edge
+            else "on CPU (no GPU link)"
+            if s.get("backend") == "gloo"
+            else "the link between the GPUs used is not known"
+        )
+        lines.append(
+            f"scaling {s['backend']}: model of {s.get('model_params')} parameters, batch "
+            f"{s.get('per_rank_batch')} per rank; {where}"
+        )
+        for pt in s.get("points", []):
+            eff = pt.get("efficiency")
+            lines.append(
+                f"  ranks {pt['ranks']:>2}: {pt['throughput_samples_per_s']:.1f} samples/s, "
+                f"step {pt.get('step_time_ms')} ms, efficiency "
+                + ("n/a" if eff is None else f"{eff:.2f}")
+            )
+        if s.get("allreduce_busbw_gbps") is not None:
+            lines.append(
+                f"  all_reduce busbw at gradient size: {s['allreduce_busbw_gbps']:.3f} GB/s"
+            )
+    return lines
+
+
+def probe_command(
+    args: Any,
+    progress: Progress,
+    *,
+    runner: ProbeRunner | None = None,
+    capture: Capture | None = None,
+    stdout: Any = None,
+) -> int:
+    """``pcidoc probe NAME``: run one probe, print its ``pcidoc.probe/1`` JSON on stdout.
+
+    Without ``--json`` a short human summary goes to stderr as well (stdout stays pure JSON, so
+    scripts can parse it either way).
+
+    Returns:
+        0 on success, 3 on a probe error / unavailable / refused / bad option, 130 on Ctrl-C,
+        143 / 129 on SIGTERM / SIGHUP. An interrupted run still prints one JSON document: what
+        was measured before the interruption, and an ``interrupted`` error.
+    """
+    out = stdout or sys.stdout
+    name: str = args.name
+    mode: str = getattr(args, "mode", "quick") or "quick"
+    try:
+        gpus = _parse_int_list(getattr(args, "gpus", None), "--gpus")
+        ranks = _parse_int_list(getattr(args, "ranks", None), "--ranks")
+        _check_timeout(getattr(args, "timeout", None))
+    except ValueError as exc:
+        progress(f"pcidoc: {exc}")
+        return int(ExitCode.BAD_INPUT)
+    if ranks is not None and 0 in ranks:
+        progress("pcidoc: --ranks: rank counts start at 1")
+        return int(ExitCode.BAD_INPUT)
+    if name in ("transfer", "p2p") and getattr(args, "backend", None):
+        progress(f"pcidoc: note: --backend does not apply to the {name} probe")
+    if name in ("transfer", "p2p") and ranks is not None:
+        progress(f"pcidoc: note: --ranks does not apply to the {name} probe")
+    runner = runner or SubprocessProbeRunner()
+    display = ProgressDisplay(progress)
+    state: dict[str, Any] = {"machine": capture}
+    try:
+        with signals_interrupt():
+            return _probe_command(
+                args, name, mode, gpus, ranks, progress, runner, display, state, out
+            )
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc, name, mode, state, progress, out)
+
+
+def _check_timeout(value: Any) -> None:
+    """``--timeout`` must be a finite number of seconds above zero."""
+    if value is None:
+        return
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"--timeout: {value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"--timeout: must be a positive number of seconds, got {value!r}")
+
+
+def _interrupted(
+    exc: KeyboardInterrupt,
+    name: str,
+    mode: str,
+    state: dict[str, Any],
+    progress: Progress,
+    out: Any,
+) -> int:
+    """One JSON document saying what was interrupted (and what was measured before)."""
+    signalled = isinstance(exc, ProbeSignalled)
+    how = exc.signal_name if isinstance(exc, ProbeSignalled) else "Ctrl-C"
+    outcome = getattr(exc, "outcome", None)
+    outcome = outcome if isinstance(outcome, ProbeOutcome) else None
+    errors: list[ProbeError] = []
+    if outcome is None:
+        errors.append(ProbeError(probe=name, message=f"interrupted by {how}", kind="interrupted"))
+    machine = state.get("machine") or Capture.empty("live")
+    document = probe_json(name, mode, machine, state.get("spec"), outcome, errors)
+    document["interrupted"] = how
+    try:
+        out.write(json.dumps(document, indent=2) + "\n")
+        out.flush()
+    except (OSError, ValueError):
+        pass
+    progress(f"pcidoc: interrupted by {how}; the probe's processes were stopped")
+    return exc.exit_code if signalled else int(ExitCode.INTERRUPTED)  # type: ignore[union-attr]
+
+
+def _fail(progress: Progress, message: str, document: dict[str, Any], out: Any) -> int:
+    out.write(json.dumps(document, indent=2) + "\n")
+    progress(f"pcidoc: {message}")
+    return int(ExitCode.BAD_INPUT)
+
+
+def _probe_command(
+    args: Any,
+    name: str,
+    mode: str,
+    gpus: list[int] | None,
+    ranks: list[int] | None,
+    progress: Progress,
+    runner: ProbeRunner,
+    display: ProgressDisplay,
+    state: dict[str, Any],
+    out: Any,
+) -> int:
+    backend: str | None = getattr(args, "backend", None)
+    force = bool(getattr(args, "force", False))
+    timeout = getattr(args, "timeout", None)
+    capture = state.get("machine")
+    machine = capture if capture is not None else _collect(progress)
+    state["machine"] = machine
+    known = {g.index for g in machine.gpus}
+    if gpus is not None and known and not set(gpus) <= known:
+        missing = ", ".join(str(g) for g in sorted(set(gpus) - known))
+        progress(
+            f"pcidoc: --gpus: no GPU {missing} on this machine (GPUs: "
+            f"{format_cpulist(sorted(known))})"
+        )
+        return int(ExitCode.BAD_INPUT)
+
+    def error_document(kind: str, message: str) -> dict[str, Any]:
+        error = ProbeError(probe=name, message=message, kind=kind)  # type: ignore[arg-type]
+        return probe_json(name, mode, machine, None, None, [error])
+
+    needs_cuda = name in ("transfer", "p2p") or backend == "nccl"
+    env_info: dict[str, Any] = {}
+    if backend != "gloo":
+        env = run_env(runner, None, None, machine)
+        if not env.info:
+            error = env.error
+            message = error.message if error else "the torch environment probe failed"
+            kind = error.kind if error else "error"
+            message = no_gpu_message(machine, error) or message
+            return _fail(
+                progress, f"probe {name}: {kind}: {message}", error_document(kind, message), out
+            )
+        env_info = env.info
+        cuda = bool(env_info.get("cuda_available")) and int(env_info.get("device_count") or 0) > 0
+        if not cuda:
+            reason = env_info.get("no_cuda_reason") or "no CUDA device visible to torch"
+            if needs_cuda:
+                return _fail(
+                    progress,
+                    f"probe {name}: unavailable: {reason}",
+                    error_document("unavailable", reason),
+                    out,
+                )
+            backend = "gloo"
+            progress(f"pcidoc: {reason}; running {name} with gloo on CPU")
+        elif backend is None:
+            backend = "nccl" if env_info.get("nccl_available", True) else "gloo"
+    indices: list[int] = []
+    if name in ("transfer", "p2p") or backend == "nccl":
+        indices, notes = probe_gpus(machine, gpus)
+        for note in notes:
+            progress(f"pcidoc: {note}")
+        if not machine.gpus:
+            count = int(env_info.get("device_count") or 0)
+            indices = [i for i in range(count) if gpus is None or i in gpus]
+        if not indices:
+            return _fail(
+                progress,
+                f"probe {name}: no usable GPU",
+                error_document("unavailable", "no usable GPU"),
+                out,
+            )
+        if name == "p2p" and len(indices) < 2:
+            return _fail(
+                progress,
+                "probe p2p: needs at least 2 GPUs",
+                error_document("unavailable", "needs at least 2 GPUs"),
+                out,
+            )
+        if ranks is not None and backend == "nccl" and max(ranks) > len(indices):
+            progress(f"pcidoc: --ranks: only {len(indices)} GPU(s); larger counts dropped")
+        if not force:
+            busy = preflight.busy_processes(machine, indices, preflight.live_gpu_processes(indices))
+            if busy:
+                message = preflight.refusal_message(busy)
+                return _fail(
+                    progress,
+                    f"probe {name}: refused: {message}",
+                    error_document("refused", message),
+                    out,
+                )
+    if name == "transfer":
+        spec = transfer_spec(machine, indices, mode, env_info)
+    elif name == "p2p":
+        spec = p2p_spec(machine, indices, mode, env_info)
+    else:
+        assert backend is not None
+        spec = collective_spec(
+            name,
+            machine,
+            backend,
+            mode,
+            ranks=ranks,
+            indices=indices if backend == "nccl" else None,
+        )
+        if not spec.params["members"]:
+            return _fail(
+                progress,
+                f"probe {name}: no rank count fits",
+                error_document("unavailable", "no rank count fits"),
+                out,
+            )
+    if timeout is not None:
+        spec.deadline_s = float(timeout)
+    state["spec"] = spec
+    display.start(spec, spec.expected_s + params.TYPICAL_STARTUP_S.get(spec.name, 3.0))
+    outcome = runner.run(spec, display.callback(spec))
+    display.finish(spec, outcome)
+    document = probe_json(name, mode, machine, spec, outcome)
+    if not getattr(args, "json", False):
+        for line in render_table(document):
+            progress(line)
+    out.write(json.dumps(document, indent=2) + "\n")
+    if outcome.errors:
+        return int(ExitCode.BAD_INPUT)
+    if not outcome.results:
+        progress(f"pcidoc: probe {name}: no measurement")
+        return int(ExitCode.BAD_INPUT)
+    return int(ExitCode.OK)
