@@ -109,7 +109,7 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
 h1 { font-size: 1.5rem; margin: 0 0 .25rem; } h2 { font-size: 1.2rem; margin-top: 1.8rem;
   border-bottom: 1px solid #d0d7de; padding-bottom: .2rem; } h3 { font-size: 1rem; }
 code, .mono, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-  font-size: 12.5px; }
+  font-size: .9em; }
 code { background: #f0f2f4; padding: 0 .25em; border-radius: 3px; overflow-wrap: anywhere; }
 a { color: #0b57d0; }
 table { border-collapse: collapse; margin: .5rem 0; }
@@ -186,7 +186,7 @@ ul.notes li, ul.evidence li { margin: .1rem 0; }
     min-width: 0; width: calc(560px / var(--cols, 60)); }
   .matrix.full td, .matrix.full th { font-size: min(11px, calc(700px / var(--cols, 10)));
     padding: 0 .15em; }
-  .print-only { display: block; }
+  .print-only { display: block; } .hint { display: none; }
   a { color: inherit; text-decoration: none; }
   a.docs::after { content: " (" attr(href) ")"; color: #57606a; font-size: 9px; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
@@ -324,7 +324,7 @@ def _findings(report: Report) -> list[str]:
     if folded:
         out.append(
             f'<details class="group" id="passed"><summary>{_folded_line(folded)} '
-            '<span class="muted">(show)</span></summary>'
+            '<span class="muted hint">(show)</span></summary>'
             + _table(header, _finding_rows(folded), css="findings")
             + "</details>"
         )
@@ -368,7 +368,7 @@ def _all_details(report: Report) -> list[str]:
     if folded:
         out.append(
             f'<details class="group"><summary>Details of {_folded_line(folded)} '
-            '<span class="muted">(show)</span></summary>'
+            '<span class="muted hint">(show)</span></summary>'
         )
         out += [_details(c) for c in folded]
         out.append("</details>")
@@ -556,7 +556,7 @@ def _topology(report: Report) -> list[str]:
         out.append(f"<p>NICs: {names}</p>")
     notes = topology_notes(capture)
     if notes:
-        items = "".join(f"<li>{_inline(note)}</li>" for note in notes)
+        items = "".join(f"<li>{esc(note)}</li>" for note in notes)
         out.append(f'<p>Notable:</p><ul class="notes">{items}</ul>')
     return out
 

@@ -373,7 +373,7 @@ def _topology(report: Report) -> list[str]:
     notes = topology_notes(capture)
     if notes:
         lines += ["", "Notable:", ""]
-        lines += [f"- {inline(note)}" for note in notes]
+        lines += [f"- {escape_text(note)}" for note in notes]
     return lines
 
 

@@ -47,7 +47,7 @@ BADGE_STYLES: dict[str, str] = {
     "live": "bold black on green",
     "capture": "bold black on cyan",
     "import": "bold black on cyan",
-    "demo": "bold black on yellow",
+    "demo": "#e6e8ec on #4a5263",
     "synthetic": "bold black on magenta",
 }
 """Style of the source badge in the header, by source kind."""
