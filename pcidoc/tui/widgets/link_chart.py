@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 from textual_plotext import PlotextPlot
 
+from pcidoc.tui.chart_scale import WINDOW_S, in_window, time_axis, value_axis
+
 SERIES_COLOURS: dict[str, str] = {
     "PCIe TX": "cyan",
     "PCIe RX": "magenta",
@@ -18,27 +20,41 @@ SERIES_COLOURS: dict[str, str] = {
 
 
 class LinkChart(PlotextPlot):
-    """Throughput over the last samples, GB/s against seconds before now."""
+    """Throughput over the last :data:`WINDOW_S` seconds, in GB/s.
+
+    The axes are fixed from the first sample on: time from ``-60s`` to ``now`` with round ticks,
+    throughput from 0 to a round top with round ticks, so a few samples sit at the right edge
+    instead of stretching over an axis from -1 to 1.
+    """
 
     def plot(self, title: str, series: dict[str, tuple[Sequence[float], Sequence[float]]]) -> None:
         """Replace the plot with ``series``: name -> (seconds before now, GB/s)."""
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(title)
-        plt.xlabel("seconds ago")
+        plt.xlabel("seconds before now")
         plt.ylabel("GB/s")
-        drawn = False
-        for name, (xs, ys) in series.items():
-            if len(xs) >= 1:
-                plt.plot(
-                    list(xs),
-                    list(ys),
-                    label=name,
-                    color=SERIES_COLOURS.get(name, "white"),
-                    marker="braille",
-                )
-                drawn = True
-        if not drawn:
-            plt.title(title + " (waiting for a second sample)")
+        kept = {name: in_window(list(xs), list(ys)) for name, (xs, ys) in series.items()}
+        peak = max((max(ys) for _, ys in kept.values() if ys), default=None)
+        top, y_ticks, y_labels = value_axis(peak)
+        x_ticks, x_labels = time_axis(WINDOW_S)
+        plt.xlim(-WINDOW_S, 0)
+        plt.ylim(0, top)
+        plt.xticks(x_ticks, x_labels)
+        plt.yticks(y_ticks, y_labels)
+        most = 0
+        for name, (xs, ys) in kept.items():
+            if not xs:
+                continue
+            most = max(most, len(xs))
+            plt.plot(
+                xs,
+                ys,
+                label=f"{name} GB/s",
+                color=SERIES_COLOURS.get(name, "white"),
+                marker="braille",
+            )
+        if most < 2:
+            title += " (one reading so far: a line needs two)"
+        plt.title(title)
         self.refresh()
