@@ -17,7 +17,7 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.measurements import Measurements, P2PMatrixMeasurement, WorkloadEvidence
 from pcidoc.model.report import Report
 from pcidoc.model.units import format_bytes, format_gbps
-from pcidoc.present._common import gpu_models, numa_text, source_text, versions
+from pcidoc.present._common import gpu_models, numa_text, plural, source_text, versions
 
 _NUMBER = re.compile(r"^[-+]?\d[\d.,]*( ?(%|[kMGT]?i?B(/s)?|GB/s|ms|us|µs))?$")
 
@@ -127,7 +127,10 @@ def header_facts(report: Report) -> Facts:
     """
     capture = report.machine
     items = [
-        ("Machine", gpu_models(capture) + (f", {len(capture.nics)} NICs" if capture.nics else "")),
+        (
+            "Machine",
+            gpu_models(capture) + (f", {plural(len(capture.nics), 'NIC')}" if capture.nics else ""),
+        ),
         ("Source", source_text(report.source, capture)),
         ("pcidoc", f"{report.pcidoc_version}, report generated {report.generated_at}"),
     ]

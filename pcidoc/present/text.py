@@ -28,6 +28,7 @@ from pcidoc.present._common import (
     EXIT_MEANINGS,
     MARKS,
     attention,
+    evidence_text,
     exit_code,
     gpu_models,
     machine_title,
@@ -420,7 +421,8 @@ def _check_detail(check: CheckResult, marks: dict[str, str], ticks: bool) -> Gro
     if check.evidence:
         body.append(Text("Evidence", style="bold"))
         for item in check.evidence:
-            body.append(Text(f"  • {item.text()}" if marks is MARKS else f"  * {item.text()}"))
+            shown = evidence_text(item)
+            body.append(Text(f"  • {shown}" if marks is MARKS else f"  * {shown}"))
     if check.remediation:
         body.append(Text("What to do", style="bold"))
         for number, step in enumerate(check.remediation, 1):

@@ -434,3 +434,14 @@ def test_fence_capture_from_shared_bad_inputs() -> None:
     assert "http://evil" not in plain
     page = render_html(report)
     assert "<img" not in page and 'href="http://evil' not in page
+
+
+def test_reports_doc_shows_each_format_with_small_images() -> None:
+    doc = (ROOT / "docs" / "reports.md").read_text(encoding="utf-8")
+    images = re.findall(r"!\[[^\]]*\]\((img/[^)]+)\)", doc)
+    for name in ("terminal", "markdown", "html", "html-phone", "print"):
+        assert f"img/report-{name}.png" in images, name
+    for image in images:
+        path = ROOT / "docs" / image
+        assert path.is_file(), image
+        assert path.stat().st_size < 200_000, image
