@@ -17,7 +17,14 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.measurements import Measurements, P2PMatrixMeasurement, WorkloadEvidence
 from pcidoc.model.report import Report
 from pcidoc.model.units import format_bytes, format_gbps
-from pcidoc.present._common import gpu_models, numa_text, plural, source_text, versions
+from pcidoc.present._common import (
+    gpu_models,
+    numa_text,
+    plural,
+    source_text,
+    split_code,
+    versions,
+)
 
 _NUMBER = re.compile(r"^[-+]?\d[\d.,]*( ?(%|[kMGT]?i?B(/s)?|GB/s|ms|us|µs))?$")
 
@@ -106,6 +113,11 @@ class Facts:
 
 Block = Heading | Paragraph | Bullets | Table | Facts
 """Anything a section is made of."""
+
+
+def _coded(text: str) -> tuple[Span, ...]:
+    """``text`` with its `backtick` spans as :class:`Code` (inert in every format)."""
+    return tuple(Code(piece) if is_code else piece for piece, is_code in split_code(text))
 
 
 def num(value: float | None, digits: int = 1) -> str:
@@ -358,7 +370,7 @@ def origin_blocks(capture: Capture) -> list[Block]:
         items.append(Item(f"Sample: {origin.sample.name}: {origin.sample.title}"))
     items += [Item(f"{name}: {value}") for name, value in origin.tool_versions.items()]
     if origin.note:
-        items.append(Item(f"Note: {origin.note}"))
+        items.append(Item(("Note: ", *_coded(origin.note))))
     for source in origin.sources:
         sub = [Item(f"read: {read}") for read in source.read]
         sub += [Item(f"warning: {warning}") for warning in source.warnings]

@@ -140,7 +140,7 @@ table.findings { width: 100%; }
 table.findings td:first-child { width: 5.5em; }
 .matrix td, .matrix th { text-align: center; font-family: ui-monospace, SFMono-Regular, Menlo,
   Consolas, monospace; font-size: 12px; padding: .1rem .35rem; }
-.matrix th.row { text-align: left; }
+.matrix th.row { text-align: left; white-space: nowrap; position: sticky; left: 0; z-index: 1; }
 .c-self { color: #8c959f; } .c-unknown { color: #6e7781; background: #fff;
   background-image: repeating-linear-gradient(45deg, #fff 0 3px, #eef0f3 3px 6px); }
 /*LINKS*/
@@ -174,6 +174,7 @@ ul.notes li, ul.evidence li { margin: .1rem 0; }
   table.findings td:nth-child(2) { display: inline; margin-left: .5rem; }
   table.facts th, table.facts td { display: block; border: 0; padding: 0 .2rem; }
   table.facts th { background: none; margin-top: .3rem; }
+  .matrix td, .matrix th { padding: .1rem .2rem; font-size: 11px; }
 }
 @media print {
   body { margin: 0; max-width: none; font-size: 10.5px; }
@@ -181,7 +182,7 @@ ul.notes li, ul.evidence li { margin: .1rem 0; }
   details.finding, .first li, tr { break-inside: avoid; }
   .tablewrap { overflow: visible; }
   .gridwrap { overflow: visible; max-height: none; border: 0; }
-  .grid thead th, .grid th.row { position: static; }
+  .grid thead th, .grid th.row, .matrix th.row { position: static; }
   .grid td, .grid th { font-size: min(9px, calc(540px / var(--cols, 60)));
     min-width: 0; width: calc(560px / var(--cols, 60)); }
   .matrix.full td, .matrix.full th { font-size: min(11px, calc(700px / var(--cols, 10)));
