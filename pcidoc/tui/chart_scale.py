@@ -70,3 +70,19 @@ def in_window(
     """The points no older than the window (``xs`` are seconds before now, ≤ 0)."""
     kept = [(x, y) for x, y in zip(xs, ys, strict=False) if -window <= x <= 0]
     return [x for x, _ in kept], [y for _, y in kept]
+
+
+def thin_ticks(
+    positions: list[float], labels: list[str], rows: int
+) -> tuple[list[float], list[str]]:
+    """Every k-th tick so that two ticks are at least two rows apart on a ``rows``-high axis.
+
+    Keeps 0 and the top; a tick per row or closer would make the plot round two ticks onto one
+    row and show either one.
+    """
+    intervals = len(positions) - 1
+    allowed = max(1, rows // 2)
+    for k in range(1, intervals + 1):
+        if intervals % k == 0 and intervals // k <= allowed:
+            return positions[::k], labels[::k]
+    return [positions[0], positions[-1]], [labels[0], labels[-1]]

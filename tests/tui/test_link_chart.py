@@ -6,7 +6,14 @@ import re
 
 import pytest
 
-from pcidoc.tui.chart_scale import WINDOW_S, in_window, nice_step, time_axis, value_axis
+from pcidoc.tui.chart_scale import (
+    WINDOW_S,
+    in_window,
+    nice_step,
+    thin_ticks,
+    time_axis,
+    value_axis,
+)
 from tests.tui.conftest import make_app, settle
 from tests.tui.machines import hgx_live
 
@@ -67,3 +74,13 @@ async def test_chart_keeps_its_axes_from_the_first_samples() -> None:
         assert "0.51" not in canvas and "0.93" not in canvas
         assert "GB/s" in canvas and "seconds before now" in canvas
         assert WINDOW_S == 60
+
+
+def test_ticks_thin_out_on_a_short_axis() -> None:
+    _, positions, labels = value_axis(3.0)
+    assert labels == ["0", "1", "2", "3"]
+    # three rows cannot hold four ticks: a plot would round two onto one row
+    assert thin_ticks(positions, labels, 3)[1] == ["0", "3"]
+    assert thin_ticks(positions, labels, 6)[1] == ["0", "1", "2", "3"]
+    _, positions, labels = value_axis(175.1)
+    assert thin_ticks(positions, labels, 4)[1] == ["0", "100", "200"]

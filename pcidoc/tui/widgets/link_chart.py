@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from pcidoc.tui.chart_scale import WINDOW_S, in_window, time_axis, value_axis
+from pcidoc.tui.chart_scale import WINDOW_S, in_window, thin_ticks, time_axis, value_axis
+
+PLOT_CHROME_ROWS = 5
+"""Rows of the chart that are not the plot area: title, frame top, x axis, tick labels, label."""
 
 SERIES_COLOURS: dict[str, str] = {
     "PCIe TX": "cyan",
@@ -35,13 +39,11 @@ class LinkChart(PlotextPlot):
         plt.xlabel("seconds before now")
         plt.ylabel("GB/s")
         kept = {name: in_window(list(xs), list(ys)) for name, (xs, ys) in series.items()}
-        peak = max((max(ys) for _, ys in kept.values() if ys), default=None)
-        top, y_ticks, y_labels = value_axis(peak)
+        self._peak = max((max(ys) for _, ys in kept.values() if ys), default=None)
         x_ticks, x_labels = time_axis(WINDOW_S)
         plt.xlim(-WINDOW_S, 0)
-        plt.ylim(0, top)
         plt.xticks(x_ticks, x_labels)
-        plt.yticks(y_ticks, y_labels)
+        self._set_value_axis()
         most = 0
         for name, (xs, ys) in kept.items():
             if not xs:
@@ -58,3 +60,18 @@ class LinkChart(PlotextPlot):
             title += " (one reading so far: a line needs two)"
         plt.title(title)
         self.refresh()
+
+    _peak: float | None = None
+
+    def _set_value_axis(self) -> None:
+        """Round ticks from 0 to a round top, thinned to the rows the plot has now."""
+        top, ticks, labels = value_axis(self._peak)
+        rows = self.size.height - PLOT_CHROME_ROWS if self.size.height else len(ticks) * 2
+        ticks, labels = thin_ticks(ticks, labels, rows)
+        self.plt.ylim(0, top)
+        self.plt.yticks(ticks, labels)
+
+    def render(self) -> RenderResult:
+        """Fit the value axis's ticks to the current height, then draw."""
+        self._set_value_axis()
+        return super().render()
