@@ -127,7 +127,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-sp
 details { border: 1px solid #d0d7de; border-radius: 6px; padding: .35rem .7rem; margin: .4rem 0; }
 details > summary { cursor: pointer; }
 details[open] > summary { margin-bottom: .4rem; }
-details.group { border-style: dashed; }
+details.group { border-style: dashed; } details[open] > summary .hint { display: none; }
 .muted { color: #57606a; }
 .first { border: 1px solid #d0d7de; border-left: 4px solid #57606a; border-radius: 6px;
   padding: .2rem 1rem .6rem; margin: 1rem 0; }

@@ -23,7 +23,14 @@ from pcidoc.model.links import meaning
 from pcidoc.model.measurements import P2PMatrixMeasurement
 from pcidoc.model.report import CheckResult, Report, ReportSource
 from pcidoc.model.units import format_bytes, format_gbps, link_label
-from pcidoc.present._common import MARKS, gpu_models, hostname, severity_counts, split_code
+from pcidoc.present._common import (
+    MARKS,
+    evidence_text,
+    gpu_models,
+    hostname,
+    severity_counts,
+    split_code,
+)
 from pcidoc.present.text import CELL_STYLES, CODE_STYLE, SEVERITY_STYLES
 
 __all__ = [
@@ -292,7 +299,9 @@ def check_detail(check: CheckResult) -> Group:
         parts.append(needs)
     if check.evidence:
         parts.append(Text("\nEvidence", style="bold"))
-        parts.append(_hanging([(Text(" •"), inline(item.text())) for item in check.evidence]))
+        parts.append(
+            _hanging([(Text(" •"), inline(evidence_text(item))) for item in check.evidence])
+        )
     if check.remediation:
         parts.append(Text("\nWhat to do", style="bold"))
         parts.append(
