@@ -208,7 +208,7 @@ def _pairs_line(matrix: P2PMatrixMeasurement, digits: int) -> Paragraph | None:
         return f"GPU{entry[1]}{arrow}GPU{entry[2]} {num(entry[0], digits)} {unit}"
 
     low, high = pairs[0], pairs[-1]
-    if low[0] == high[0]:
+    if num(low[0], digits) == num(high[0], digits):
         return Paragraph(f"All {len(pairs)} pairs measured {num(low[0], digits)} {unit}.")
     if matrix.kind == "latency":
         worst, best = high, low
