@@ -185,8 +185,8 @@ ul.notes li, ul.evidence li { margin: .1rem 0; }
   .grid thead th, .grid th.row, .matrix th.row { position: static; }
   .grid td, .grid th { font-size: min(9px, calc(540px / var(--cols, 60)));
     min-width: 0; width: calc(560px / var(--cols, 60)); }
-  .matrix.full td, .matrix.full th { font-size: min(11px, calc(700px / var(--cols, 10)));
-    padding: 0 .15em; }
+  .matrix.full td, .matrix.full th { font-size: min(10px, calc(600px / var(--cols, 10)));
+    padding: 0 .15em; white-space: nowrap; }
   .print-only { display: block; } .hint { display: none; }
   a { color: inherit; text-decoration: none; }
   a.docs::after { content: " (" attr(href) ")"; color: #57606a; font-size: 9px; }
