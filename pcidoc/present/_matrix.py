@@ -341,15 +341,17 @@ def finding_marks(report: Report | None, labels: list[str]) -> FindingMarks:
     return marks
 
 
-def printable(text: str) -> str:
+def printable(text: str, keep: str = "") -> str:
     """``text`` with control and line-breaking characters written as visible escapes.
 
-    For labels that land in places where a newline would change the structure (a row of a
-    fenced code block, a table cell, a terminal line).
+    For text from a capture that lands in a file someone may ``cat`` or paste: an ``ESC`` (an
+    OSC title or clipboard write), a bidi override or a newline inside a fenced block must show
+    as ``\\x1b``/``\\u202e``/``\\x0a``, never act. ``keep`` lists characters left as they are
+    (``"\\n\\t"`` where a renderer treats them as plain whitespace).
     """
     out = []
     for ch in text:
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+        if ch not in keep and unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
             code = ord(ch)
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
         else:

@@ -41,7 +41,7 @@ from pcidoc.present._common import (
     split_code,
     summary_line,
 )
-from pcidoc.present._matrix import FindingMarks, MatrixView, finding_marks, gpu_set
+from pcidoc.present._matrix import FindingMarks, MatrixView, finding_marks, gpu_set, printable
 from pcidoc.present._sections import (
     Block,
     Code,
@@ -205,8 +205,9 @@ _SCRIPT = (
 
 
 def esc(text: object) -> str:
-    """Escape any value for HTML text or attribute content."""
-    return html.escape("" if text is None else str(text), quote=True)
+    """Escape any value for HTML text or attribute content; control characters become visible
+    escapes (``\\x1b``), so that the file stays inert even when printed to a terminal."""
+    return html.escape(printable("" if text is None else str(text), keep="\n\t"), quote=True)
 
 
 def _inline(text: str) -> str:

@@ -83,16 +83,15 @@ def escape_text(text: str, table: bool = False) -> str:
         table: Also escape ``|`` for a table cell (line breaks are always flattened: a text
             from a capture never starts a new block).
     """
-    out = html.escape(text, quote=False)
+    out = html.escape(printable(_WHITESPACE.sub(" ", text)), quote=False)
     out = _MD_SPECIAL.sub(r"\\\1", out)
-    out = _WHITESPACE.sub(" ", out)
     return _defang(out)
 
 
 def _code_span(code: str, table: bool) -> str:
     # A code span shows its content literally; a backtick inside would end the span, a line
     # break could start a new block (a fence) before the span is even parsed.
-    code = _WHITESPACE.sub(" ", code.replace("`", "'"))
+    code = printable(_WHITESPACE.sub(" ", code.replace("`", "'")))
     if table:
         code = code.replace("|", "\\|")
     if code.startswith(" ") or code.endswith(" "):
@@ -123,7 +122,7 @@ def _html_inline(text: str) -> str:
     """Text for inside an HTML element (``<summary>``): entities, backtick spans as <code>."""
     return "".join(
         f"<code>{html.escape(piece)}</code>" if is_code else html.escape(piece)
-        for piece, is_code in split_code(_WHITESPACE.sub(" ", text))
+        for piece, is_code in split_code(printable(_WHITESPACE.sub(" ", text)))
     )
 
 

@@ -445,3 +445,19 @@ def test_reports_doc_shows_each_format_with_small_images() -> None:
         path = ROOT / "docs" / image
         assert path.is_file(), image
         assert path.stat().st_size < 200_000, image
+
+
+@pytest.mark.parametrize("render", [render_markdown, render_html])
+def test_control_characters_are_written_as_visible_escapes(render) -> None:  # type: ignore[no-untyped-def]
+    # as in shared/bad-inputs/esc-query.txt: an OSC title, an OSC 52 clipboard write, a DCS
+    hostile = "H800 \x1b]0;pwned\x1b\\ \x1b]52;c;cHduZWQ=\x07 \x1bP+q\x1b\\ \u202egnp.exe"
+    report = small_report(machine(24, link="NV18"))
+    report.machine.gpus[0].name = hostile
+    report.machine.topology.labels[3] = "GPU3\x1b[2J"
+    report.checks[0].summary = f"name `{hostile}` here"
+    report.checks[0].evidence = [Evidence(label="name", value=hostile, subject="GPU0")]
+    text = render(report)
+    controls = [ch for ch in text if ch not in "\n" and (ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0)]
+    assert controls == []
+    assert "\u202e" not in text
+    assert "x1b" in text and "u202e" in text  # shown, not dropped
