@@ -461,3 +461,16 @@ def test_control_characters_are_written_as_visible_escapes(render) -> None:  # t
     assert controls == []
     assert "\u202e" not in text
     assert "x1b" in text and "u202e" in text  # shown, not dropped
+
+
+@pytest.mark.parametrize("render", [render_markdown, render_html])
+def test_what_to_do_first_stays_short(render) -> None:  # type: ignore[no-untyped-def]
+    report = small_report()
+    report.checks += [
+        CheckResult(id=f"pcie.errors-{n}", title="t", severity="warn", summary=f"warning {n}")
+        for n in range(8)
+    ]
+    text = render(report)
+    section = text[text.index("What to do first") : text.index("Machine")]
+    assert "… and 5 more findings below." in section  # 3 + 8 = 11 findings, 6 listed
+    assert "warning 3" in section and "warning 4" not in section  # worst first, then by id
