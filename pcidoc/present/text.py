@@ -28,6 +28,7 @@ from pcidoc.present._common import (
     EXIT_MEANINGS,
     MARKS,
     attention,
+    docs_link,
     evidence_text,
     exit_code,
     gpu_models,
@@ -436,7 +437,7 @@ def _check_detail(check: CheckResult, marks: dict[str, str], ticks: bool) -> Gro
     if check.subjects:
         body.append(Text(f"Subjects: {', '.join(check.subjects)}", style="dim"))
     if check.docs_url:
-        body.append(Text(f"Docs: {check.docs_url}", style="dim"))
+        body.append(Text(f"Docs: {docs_link(check.docs_url)}", style="dim"))
     return Group(head, Padding(Group(*body), (0, 0, 0, 4)))
 
 

@@ -25,6 +25,7 @@ from pcidoc.model.report import CheckResult, Report, ReportSource
 from pcidoc.model.units import format_bytes, format_gbps, link_label
 from pcidoc.present._common import (
     MARKS,
+    docs_link,
     evidence_text,
     gpu_models,
     hostname,
@@ -314,7 +315,7 @@ def check_detail(check: CheckResult) -> Group:
         )
     if check.docs_url:
         docs = Text("\nDocs  ", style="bold")
-        docs.append(check.docs_url, style="underline")
+        docs.append(docs_link(check.docs_url) or "", style="underline")
         parts.append(docs)
     return Group(*parts)
 
