@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import format_cpulist
@@ -327,7 +327,7 @@ def finding_marks(report: Report | None, labels: list[str]) -> FindingMarks:
             a, sep, b = subject.partition("-")
             if subject in known:
                 key: object = subject
-                store: dict = marks.devices  # type: ignore[type-arg]
+                store: dict[Any, str] = marks.devices
             elif sep and a in known and b in known and a != b:
                 key, store = frozenset((a, b)), marks.pairs
             else:
