@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from pcidoc.model.capture import Capture
-from pcidoc.model.report import SEVERITIES, CheckResult, Report, ReportSource
+from pcidoc.model.report import SEVERITIES, CheckResult, Evidence, Report, ReportSource
 
 MARKS: dict[str, str] = {
     "fail": "✗",
@@ -167,3 +167,52 @@ def split_code(text: str) -> list[tuple[str, bool]]:
     if len(parts) % 2 == 0:  # odd number of backticks: keep the last one literal
         parts = [*parts[:-2], parts[-2] + "`" + parts[-1]]
     return [(piece, i % 2 == 1) for i, piece in enumerate(parts) if piece]
+
+
+DOCS_BASE_URL = "https://github.com/pcidoc/pcidoc/tree/main/docs"
+"""Published documentation (pyproject's ``Documentation`` URL; a test keeps them equal)."""
+
+
+def docs_link(docs_url: str | None) -> str | None:
+    """A check's documentation as an absolute URL, usable from a forwarded file.
+
+    Reports store the repository-relative ``docs/checks.md#<id>``; a mailed report has no
+    repository beside it, so presenters point at the published docs instead. Absolute URLs
+    are kept as they are.
+    """
+    if not docs_url:
+        return None
+    if docs_url.startswith(("http://", "https://")):
+        return docs_url
+    path = docs_url.removeprefix("./").removeprefix("docs/")
+    return f"{DOCS_BASE_URL}/{path}"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``"1 link"``, ``"2 links"``; ``many`` for irregular plurals."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+_SINGULAR_UNITS: dict[str, str] = {
+    "links": "link",
+    "errors": "error",
+    "replays": "replay",
+    "events": "event",
+    "GPUs": "GPU",
+    "NICs": "NIC",
+    "pairs": "pair",
+    "ranks": "rank",
+    "processes": "process",
+    "copies": "copy",
+    "steps": "step",
+}
+
+
+def evidence_text(item: Evidence) -> str:
+    """``subject: label: value unit``, with a count unit in the singular for a count of one."""
+    text = item.text()
+    value = item.value
+    singular = _SINGULAR_UNITS.get(item.unit or "")
+    if singular and not isinstance(value, bool) and isinstance(value, int | float) and value == 1:
+        text = text[: -len(item.unit or "")] + singular
+    return text

@@ -12,12 +12,14 @@ vertically, for matrices too wide to show cell by cell (16 or 72 GPUs on a 100-c
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.links import LEGEND, PCIE_CLASSES, is_nvlink, nvlink_count
+from pcidoc.model.report import Report
 
 STYLE_NAMES: tuple[str, ...] = (
     "self",
@@ -172,7 +174,7 @@ class MatrixView:
             entries.append(LegendEntry("X", "X", "self", LEGEND["X"]))
         for count in self.nv_counts:
             cls = f"NV{count}"
-            meaning = LEGEND["NV#"].replace("#", str(count))
+            meaning = "a single NVLink" if count == 1 else LEGEND["NV#"].replace("#", str(count))
             entries.append(LegendEntry(cls, self.code(cls), self.style(cls), meaning))
         for cls in PCIE_CLASSES:
             if cls in self.classes:
@@ -266,3 +268,92 @@ def gpu_set(indices: list[int]) -> str:
     if len(indices) == 1:
         return f"GPU{indices[0]}"
     return f"GPUs {format_cpulist(indices)}"
+
+
+@dataclass(frozen=True)
+class FindingMarks:
+    """Devices and device pairs named by a failing or warning check, with the worst severity.
+
+    Read off the checks' ``subjects`` (``GPU3``, ``NIC0``, ``GPU0-GPU1``) as the doctor wrote
+    them: the presenters only point at what the report already says.
+    """
+
+    devices: dict[str, str] = field(default_factory=dict)
+    pairs: dict[frozenset[str], str] = field(default_factory=dict)
+    by_check: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    """Check id -> (severity, the labels and ``a-b`` pairs it names), worst check first."""
+
+    def device(self, label: str) -> str | None:
+        """Worst severity of a finding naming ``label``, or ``None``."""
+        return self.devices.get(label)
+
+    def pair(self, a: str, b: str) -> str | None:
+        """Worst severity of a finding naming the pair ``a``-``b`` (either order), or ``None``."""
+        return self.pairs.get(frozenset((a, b)))
+
+    def checks_naming(self, *labels: str) -> list[str]:
+        """Ids of the checks that name this device (one label) or pair (two labels)."""
+        wanted = (
+            {labels[0]}
+            if len(labels) == 1
+            else {f"{labels[0]}-{labels[1]}", f"{labels[1]}-{labels[0]}"}
+        )
+        return [cid for cid, (_, named) in self.by_check.items() if wanted & set(named)]
+
+    def __bool__(self) -> bool:
+        return bool(self.devices or self.pairs)
+
+
+_MARKED = ("fail", "error", "warn")
+_RANK = {"warn": 1, "error": 2, "fail": 3}
+
+
+def finding_marks(report: Report | None, labels: list[str]) -> FindingMarks:
+    """Which matrix devices and pairs carry a fail/error/warn finding.
+
+    Args:
+        report: The report (``None``: nothing marked).
+        labels: The matrix labels; subjects that are not among them are ignored.
+    """
+    marks = FindingMarks()
+    if report is None:
+        return marks
+    known = set(labels)
+    for check in report.sorted_checks():
+        if check.severity not in _MARKED:
+            continue
+        named: list[str] = []
+        for subject in check.subjects:
+            a, sep, b = subject.partition("-")
+            if subject in known:
+                key: object = subject
+                store: dict[Any, str] = marks.devices
+            elif sep and a in known and b in known and a != b:
+                key, store = frozenset((a, b)), marks.pairs
+            else:
+                continue
+            if subject not in named:
+                named.append(subject)
+            if _RANK[check.severity] > _RANK.get(store.get(key, ""), 0):
+                store[key] = check.severity
+        if named:
+            marks.by_check[check.id] = (check.severity, named)
+    return marks
+
+
+def printable(text: str, keep: str = "") -> str:
+    """``text`` with control and line-breaking characters written as visible escapes.
+
+    For text from a capture that lands in a file someone may ``cat`` or paste: an ``ESC`` (an
+    OSC title or clipboard write), a bidi override or a newline inside a fenced block must show
+    as ``\\x1b``/``\\u202e``/``\\x0a``, never act. ``keep`` lists characters left as they are
+    (``"\\n\\t"`` where a renderer treats them as plain whitespace).
+    """
+    out = []
+    for ch in text:
+        if ch not in keep and unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)

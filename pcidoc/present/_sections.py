@@ -10,13 +10,23 @@ pipes in them, so that ``src \\ dst`` keeps its single backslash.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from pcidoc.model.capture import Capture
 from pcidoc.model.measurements import Measurements, P2PMatrixMeasurement, WorkloadEvidence
 from pcidoc.model.report import Report
 from pcidoc.model.units import format_bytes, format_gbps
-from pcidoc.present._common import gpu_models, numa_text, source_text, versions
+from pcidoc.present._common import (
+    gpu_models,
+    numa_text,
+    plural,
+    source_text,
+    split_code,
+    versions,
+)
+
+_NUMBER = re.compile(r"^[-+]?\d[\d.,]*( ?(%|[kMGT]?i?B(/s)?|GB/s|ms|us|µs))?$")
 
 P2P_MATRIX_MAX_GPUS = 16
 """Measured P2P matrices up to this size are shown in full, bigger ones as min/median/max."""
@@ -70,11 +80,28 @@ class Bullets:
 
 @dataclass(frozen=True)
 class Table:
-    """A table; with ``row_labels`` the first cell of each row names the row (shown bold)."""
+    """A table; with ``row_labels`` the first cell of each row names the row (shown bold).
+
+    ``numeric`` holds the positions of columns of numbers (right-aligned by the renderers);
+    when empty, every column whose cells all start with a digit (or are ``—``) counts.
+    """
 
     header: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     row_labels: bool = False
+    numeric: tuple[int, ...] = ()
+
+    def numeric_columns(self) -> set[int]:
+        """Positions of the columns to right-align."""
+        if self.numeric:
+            return set(self.numeric)
+        out = set()
+        for pos in range(len(self.header)):
+            cells = [row[pos] for row in self.rows if pos < len(row)]
+            shown = [c for c in cells if c not in ("—", "")]
+            if shown and all(_NUMBER.match(c) for c in shown):
+                out.add(pos)
+        return out
 
 
 @dataclass(frozen=True)
@@ -86,6 +113,11 @@ class Facts:
 
 Block = Heading | Paragraph | Bullets | Table | Facts
 """Anything a section is made of."""
+
+
+def _coded(text: str) -> tuple[Span, ...]:
+    """``text`` with its `backtick` spans as :class:`Code` (inert in every format)."""
+    return tuple(Code(piece) if is_code else piece for piece, is_code in split_code(text))
 
 
 def num(value: float | None, digits: int = 1) -> str:
@@ -107,7 +139,10 @@ def header_facts(report: Report) -> Facts:
     """
     capture = report.machine
     items = [
-        ("Machine", gpu_models(capture) + (f", {len(capture.nics)} NICs" if capture.nics else "")),
+        (
+            "Machine",
+            gpu_models(capture) + (f", {plural(len(capture.nics), 'NIC')}" if capture.nics else ""),
+        ),
         ("Source", source_text(report.source, capture)),
         ("pcidoc", f"{report.pcidoc_version}, report generated {report.generated_at}"),
     ]
@@ -150,6 +185,43 @@ def _transfers(m: Measurements) -> list[Block]:
     return [Heading("Host ↔ device transfers"), Table(header, rows)]
 
 
+def _pairs_line(matrix: P2PMatrixMeasurement, digits: int) -> Paragraph | None:
+    """Which pairs stand out: the slowest (or slowest to answer) and fastest, and the median.
+
+    Plain order statistics of the measured numbers, named by their pair; judging them is the
+    doctor's job (``p2p.fallback``).
+    """
+    pairs = [
+        (v, src, dst)
+        for i, (src, row) in enumerate(zip(matrix.gpus, matrix.values, strict=False))
+        for j, (dst, v) in enumerate(zip(matrix.gpus, row, strict=False))
+        if i != j and v is not None
+    ]
+    if len(pairs) < 2:
+        return None
+    pairs.sort()
+    median = pairs[len(pairs) // 2][0]
+    unit = matrix.unit
+    arrow = "↔" if matrix.bidirectional else "→"
+
+    def name(entry: tuple[float, int, int]) -> str:
+        return f"GPU{entry[1]}{arrow}GPU{entry[2]} {num(entry[0], digits)} {unit}"
+
+    low, high = pairs[0], pairs[-1]
+    if num(low[0], digits) == num(high[0], digits):
+        return Paragraph(f"All {len(pairs)} pairs measured {num(low[0], digits)} {unit}.")
+    if matrix.kind == "latency":
+        worst, best = high, low
+        words = ("Slowest to answer", "quickest")
+    else:
+        worst, best = low, high
+        words = ("Slowest pair", "fastest")
+    return Paragraph(
+        f"{words[0]}: {name(worst)}; {words[1]}: {name(best)}; "
+        f"median of the {len(pairs)} pairs {num(median, digits)} {unit}."
+    )
+
+
 def _p2p_matrix(matrix: P2PMatrixMeasurement) -> list[Block]:
     title = (
         f"GPU ↔ GPU {matrix.kind} ({matrix.unit}), P2P {matrix.p2p}"
@@ -166,25 +238,23 @@ def _p2p_matrix(matrix: P2PMatrixMeasurement) -> list[Block]:
             (f"GPU{src}", *(num(v, digits) for v in row))
             for src, row in zip(matrix.gpus, matrix.values, strict=False)
         )
-        out.append(Table(header, rows, row_labels=True))
-    else:
-        off = sorted(
-            v
-            for i, row in enumerate(matrix.values)
-            for j, v in enumerate(row)
-            if i != j and v is not None
-        )
-        if off:
-            out.append(
-                Paragraph(
-                    f"{len(matrix.gpus)} GPUs; between different GPUs: min {num(off[0], digits)}, "
-                    f"median {num(off[len(off) // 2], digits)}, max {num(off[-1], digits)} "
-                    f"{matrix.unit}."
-                )
-            )
-    if matrix.source:
-        out.append(Paragraph(f"Source: {matrix.source}", muted=True))
+        out.append(Table(header, rows, row_labels=True, numeric=tuple(range(1, len(header)))))
+    line = _pairs_line(matrix, digits)
+    if line is not None:
+        out.append(line)
     return out
+
+
+def _sources(m: Measurements) -> Paragraph | None:
+    """Where the measured matrices came from, each source named once."""
+    seen: list[str] = []
+    for matrix in m.p2p:
+        if matrix.source and matrix.source not in seen:
+            seen.append(matrix.source)
+    if not seen:
+        return None
+    noun = "Source" if len(seen) == 1 else "Sources"
+    return Paragraph(f"{noun} of the GPU ↔ GPU matrices: {', '.join(seen)}", muted=True)
 
 
 def _collectives(m: Measurements) -> list[Block]:
@@ -240,6 +310,9 @@ def measurement_blocks(m: Measurements) -> list[Block]:
         out += _transfers(m)
     for matrix in m.p2p:
         out += _p2p_matrix(matrix)
+    sources = _sources(m)
+    if sources is not None:
+        out.append(sources)
     if m.p2p_verification:
         bad = [v for v in m.p2p_verification if not v.ok]
         listed = ", ".join(f"GPU{v.src}→GPU{v.dst}" for v in bad)
@@ -297,7 +370,7 @@ def origin_blocks(capture: Capture) -> list[Block]:
         items.append(Item(f"Sample: {origin.sample.name}: {origin.sample.title}"))
     items += [Item(f"{name}: {value}") for name, value in origin.tool_versions.items()]
     if origin.note:
-        items.append(Item(f"Note: {origin.note}"))
+        items.append(Item(("Note: ", *_coded(origin.note))))
     for source in origin.sources:
         sub = [Item(f"read: {read}") for read in source.read]
         sub += [Item(f"warning: {warning}") for warning in source.warnings]

@@ -28,6 +28,8 @@ from pcidoc.present._common import (
     EXIT_MEANINGS,
     MARKS,
     attention,
+    docs_link,
+    evidence_text,
     exit_code,
     gpu_models,
     machine_title,
@@ -43,17 +45,22 @@ DEFAULT_WIDTH = 100
 
 CELL_STYLES: dict[str, str] = {
     "self": "dim",
-    "nv-hi": "bold bright_green",
-    "nv-mid": "green",
-    "nv-lo": "dark_green",
-    "pix": "bold cyan",
-    "pxb": "cyan",
-    "phb": "yellow",
-    "node": "dark_orange",
-    "sys": "red",
+    "nv-hi": "bold #8a9fcc",
+    "nv-mid": "#8a99bd",
+    "nv-lo": "#8792ad",
+    "pix": "#aaaeb6",
+    "pxb": "#9ea2aa",
+    "phb": "#92969e",
+    "node": "#868a92",
+    "sys": "#7b7f86",
     "unknown": "dim",
 }
-"""Rich style of each matrix cell style name (see :mod:`pcidoc.present._matrix`)."""
+"""Rich style of each matrix cell style name (see :mod:`pcidoc.present._matrix`).
+
+Link classes are not verdicts: they get their own muted scale, slate blue for NVLink (bold for
+the matrix's best) and greys for PCIe, dimmer the farther the path, so that red, yellow and
+green keep meaning fail, warn and pass (:data:`SEVERITY_STYLES`). A test keeps the two apart.
+"""
 
 SEVERITY_STYLES: dict[str, str] = {
     "fail": "bold red",
@@ -298,10 +305,10 @@ def _bullets(lines: Iterable[Text], marks: dict[str, str]) -> Table:
 def render_topology(capture: Capture, console: Console, source: ReportSource | None = None) -> None:
     """Print the topology matrix with legend, NIC legend and notable facts.
 
-    The matrix is coloured by link class (NVLink in green shades by link count, PIX/PXB cyan,
-    PHB yellow, NODE orange, SYS red, unknown dim ``?``). When it is wider than the console it
-    is printed in a compact one-character-per-cell form, split into column blocks if needed, so
-    it never wraps.
+    The matrix is coloured by link class on its own muted scale (slate blue for NVLink, bold for
+    the most links; greys for PCIe, dimmer the farther the path; unknown dim ``?``). When it is
+    wider than the console it is printed in a compact one-character-per-cell form, split into
+    column blocks if needed, so it never wraps.
 
     Args:
         capture: The machine.
@@ -415,7 +422,8 @@ def _check_detail(check: CheckResult, marks: dict[str, str], ticks: bool) -> Gro
     if check.evidence:
         body.append(Text("Evidence", style="bold"))
         for item in check.evidence:
-            body.append(Text(f"  • {item.text()}" if marks is MARKS else f"  * {item.text()}"))
+            shown = evidence_text(item)
+            body.append(Text(f"  • {shown}" if marks is MARKS else f"  * {shown}"))
     if check.remediation:
         body.append(Text("What to do", style="bold"))
         for number, step in enumerate(check.remediation, 1):
@@ -429,7 +437,7 @@ def _check_detail(check: CheckResult, marks: dict[str, str], ticks: bool) -> Gro
     if check.subjects:
         body.append(Text(f"Subjects: {', '.join(check.subjects)}", style="dim"))
     if check.docs_url:
-        body.append(Text(f"Docs: {check.docs_url}", style="dim"))
+        body.append(Text(f"Docs: {docs_link(check.docs_url)}", style="dim"))
     return Group(head, Padding(Group(*body), (0, 0, 0, 4)))
 
 

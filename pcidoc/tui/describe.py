@@ -23,7 +23,15 @@ from pcidoc.model.links import meaning
 from pcidoc.model.measurements import P2PMatrixMeasurement
 from pcidoc.model.report import CheckResult, Report, ReportSource
 from pcidoc.model.units import format_bytes, format_gbps, link_label
-from pcidoc.present._common import MARKS, gpu_models, hostname, severity_counts, split_code
+from pcidoc.present._common import (
+    MARKS,
+    docs_link,
+    evidence_text,
+    gpu_models,
+    hostname,
+    severity_counts,
+    split_code,
+)
 from pcidoc.present.text import CELL_STYLES, CODE_STYLE, SEVERITY_STYLES
 
 __all__ = [
@@ -47,7 +55,7 @@ BADGE_STYLES: dict[str, str] = {
     "live": "bold black on green",
     "capture": "bold black on cyan",
     "import": "bold black on cyan",
-    "demo": "bold black on yellow",
+    "demo": "#e6e8ec on #4a5263",
     "synthetic": "bold black on magenta",
 }
 """Style of the source badge in the header, by source kind."""
@@ -292,7 +300,9 @@ def check_detail(check: CheckResult) -> Group:
         parts.append(needs)
     if check.evidence:
         parts.append(Text("\nEvidence", style="bold"))
-        parts.append(_hanging([(Text(" •"), inline(item.text())) for item in check.evidence]))
+        parts.append(
+            _hanging([(Text(" •"), inline(evidence_text(item))) for item in check.evidence])
+        )
     if check.remediation:
         parts.append(Text("\nWhat to do", style="bold"))
         parts.append(
@@ -305,7 +315,7 @@ def check_detail(check: CheckResult) -> Group:
         )
     if check.docs_url:
         docs = Text("\nDocs  ", style="bold")
-        docs.append(check.docs_url, style="underline")
+        docs.append(docs_link(check.docs_url) or "", style="underline")
         parts.append(docs)
     return Group(*parts)
 

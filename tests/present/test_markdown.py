@@ -24,9 +24,10 @@ def test_title_and_header() -> None:
 
 def test_findings_table_worst_first() -> None:
     md = render_markdown(small_report())
-    table = md.split("## Findings\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
-    assert table[0] == "|  | Severity | Check | Summary |"
-    ids = [re.search(r"`([a-z0-9.-]+)`", row).group(1) for row in table[2:]]  # type: ignore[union-attr]
+    findings = md.split("## Findings\n\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in findings.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| Severity | Check | Summary |"
+    ids = [re.search(r"`([a-z0-9.-]+)`", row).group(1) for row in rows if "`" in row]  # type: ignore[union-attr]
     assert ids == [
         "p2p.acs-iommu",
         "scaling.allreduce",
@@ -36,20 +37,26 @@ def test_findings_table_worst_first() -> None:
         "transfer.pageable",
         "transfer.pinned",
     ]
-    assert table[2].startswith("| ✗ | fail |")
-    assert table[-1].startswith("| - | skip |")
+    assert rows[2].startswith("| ✗ fail | [`p2p.acs-iommu`](#check-p2p.acs-iommu) |")
+    assert rows[-1].startswith("| - skip |")
 
 
 def test_details_blocks() -> None:
     md = render_markdown(small_report())
-    assert md.count("<details") == 7
-    assert md.count("</details>") == 7
+    # 7 checks + the fold of the passed/skipped rows + the fold of their details
+    assert md.count("<details") == 9
+    assert md.count("</details>") == 9
     assert (
-        "<details open><summary>✗ <b>p2p.acs-iommu</b> (fail): ACS Request Redirect on at "
-        "bridge 0000:41:00.0 between GPU2 and GPU3</summary>" in md
+        '<details open><summary><a name="check-p2p.acs-iommu"></a>✗ <b>p2p.acs-iommu</b> '
+        "(fail): ACS Request Redirect on at bridge 0000:41:00.0 between GPU2 and GPU3</summary>"
+        in md
     )
-    assert "<details open><summary>! <b>pcie.link-speed</b> (warn)" in md
-    assert "<details><summary>i <b>numa.nic-affinity</b> (info)" in md
+    assert (
+        '<details open><summary><a name="check-pcie.link-speed"></a>! <b>pcie.link-speed</b>' in md
+    )
+    assert (
+        '<details><summary><a name="check-numa.nic-affinity"></a>i <b>numa.nic-affinity</b>' in md
+    )
     block = md.split("<b>pcie.link-speed</b>", 1)[1].split("</details>", 1)[0]
     assert "**PCIe link speed**. Confidence: medium." in block
     assert "- GPU2: pinned H2D: 3.1 GB/s" in block
@@ -81,7 +88,10 @@ def test_topology_section_compact_for_big_machines() -> None:
     assert topo.startswith("74 devices: one character per pair (key below).\n\n```text\n")
     block = topo.split("```text\n", 1)[1].split("```", 1)[0]
     assert all(len(line) <= 120 for line in block.splitlines())
-    assert "GPU0  XNNNNNNN" in block
+    assert "GPU0   XNNNNNNN" in block
+    # GPU2 and GPU3 are named by the failing check: marked after their label, and listed.
+    assert "GPU2 ✗ NNXNNNNN" in block
+    assert "- ✗ [`p2p.acs-iommu`](#check-p2p.acs-iommu) (fail): GPU2, GPU3" in topo
     assert "| GPUs 0-35 | 0 | 0-47 |" in topo
     assert "- `N` **NV18**: a bonded set of 18 NVLinks" in topo
     assert "| **GPU0** |" not in md
@@ -91,6 +101,8 @@ def test_measurements_and_origin() -> None:
     md = render_markdown(measured_report())
     assert "- **Source:** import: topo.txt" in md
     assert "| GPU0 | H2D | pinned | — | 256.0 MiB | 53.2 GB/s | cuda-events |" in md
+    # numbers right-aligned
+    assert "| --- | --- | --- | --- | ---: | ---: | --- |" in md
     assert "### GPU ↔ GPU bandwidth (GB/s), P2P enabled, CE" in md
     assert "| **GPU1** | 370.5 | 1500.0 | 370.5 |" in md
     assert "| all_reduce | nccl | 8 | 410 GB/s | 1.0 GiB | 380 GB/s | — | nccl-tests |" in md
@@ -99,7 +111,8 @@ def test_measurements_and_origin() -> None:
     origin = md.split("## Origin\n\n", 1)[1]
     assert "- Imported `topo.txt` (nvidia-smi-topo)" in origin
     assert "  - warning: NIC rows after NIC3 were cut off" in origin
-    assert "  - from: https://github.com/example/issue/1" in origin
+    # capture text: shown, but GitHub must not turn it into a link on its own
+    assert "  - from: https&#58;//github.com/example/issue/1" in origin
 
 
 def test_no_measurements_section_without_data() -> None:
@@ -119,8 +132,8 @@ def test_escaping_of_capture_strings() -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt; \\| \\*x\\*" in md
     assert "# pcidoc report: evil&lt;b&gt;host&lt;/b&gt; — FAIL" in md
     # In the findings table the pipe inside code is escaped so the row keeps its columns.
-    row = next(line for line in md.splitlines() if "`nvml.health`" in line)
-    assert row.count(" | ") == 3
+    row = next(line for line in md.splitlines() if "[`nvml.health`]" in line)
+    assert row.count(" | ") == 2
     assert "`cmd \\| grep x`" in row
     # Inside <summary> (HTML) the same text becomes entities and <code>.
     assert "<code>cmd | grep x</code>" in md

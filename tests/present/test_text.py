@@ -292,12 +292,20 @@ def test_topology_colours_by_class(monkeypatch: pytest.MonkeyPatch) -> None:
         pairs={(0, 1): "NV12", (0, 2): "NV4", (1, 2): "PIX", (2, 3): "PHB", (1, 3): "NODE"},
     )
     text = coloured(lambda c: render_topology(cap, c), monkeypatch)
-    assert "\x1b[1;92mNV12" in text  # the best NVLink class: bold bright green
-    assert "\x1b[38;5;22mNV4" in text  # fewer links: darker green
-    assert "\x1b[1;36mPIX" in text
-    assert "\x1b[33mPHB" in text
-    assert "\x1b[38;5;208mNODE" in text
-    assert "\x1b[31mSYS" in text
+    # link classes have their own muted scale, never the verdict colours (red/yellow/green)
+    assert "\x1b[1;38;5;110mNV12" in text  # the best NVLink class: bold slate blue
+    codes = {}
+    for cls in ("NV4", "PIX", "PHB", "NODE", "SYS"):
+        match = re.search(r"\x1b\[([0-9;]+)m" + cls, text)
+        assert match is not None, cls
+        codes[cls] = match.group(1)
+    assert len(set(codes.values())) == 5, codes  # each class its own shade
+    for code in codes.values():
+        assert code.startswith("38;5;"), code
+        assert code not in ("31", "32", "33", "91", "92", "93", "1;31", "1;33"), code
+    # farther PCIe paths are dimmer (a lower 256-colour grey index)
+    greys = [int(codes[c].rsplit(";", 1)[1]) for c in ("PIX", "PHB", "NODE", "SYS")]
+    assert greys == sorted(greys, reverse=True)
 
 
 def test_topology_compact_for_16_gpus() -> None:

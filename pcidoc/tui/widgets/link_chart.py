@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from textual.app import RenderResult
 from textual_plotext import PlotextPlot
+
+from pcidoc.tui.chart_scale import WINDOW_S, in_window, thin_ticks, time_axis, value_axis
+
+PLOT_CHROME_ROWS = 5
+"""Rows of the chart that are not the plot area: title, frame top, x axis, tick labels, label."""
 
 SERIES_COLOURS: dict[str, str] = {
     "PCIe TX": "cyan",
@@ -18,27 +24,54 @@ SERIES_COLOURS: dict[str, str] = {
 
 
 class LinkChart(PlotextPlot):
-    """Throughput over the last samples, GB/s against seconds before now."""
+    """Throughput over the last :data:`WINDOW_S` seconds, in GB/s.
+
+    The axes are fixed from the first sample on: time from ``-60s`` to ``now`` with round ticks,
+    throughput from 0 to a round top with round ticks, so a few samples sit at the right edge
+    instead of stretching over an axis from -1 to 1.
+    """
 
     def plot(self, title: str, series: dict[str, tuple[Sequence[float], Sequence[float]]]) -> None:
         """Replace the plot with ``series``: name -> (seconds before now, GB/s)."""
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(title)
-        plt.xlabel("seconds ago")
+        plt.xlabel("seconds before now")
         plt.ylabel("GB/s")
-        drawn = False
-        for name, (xs, ys) in series.items():
-            if len(xs) >= 1:
-                plt.plot(
-                    list(xs),
-                    list(ys),
-                    label=name,
-                    color=SERIES_COLOURS.get(name, "white"),
-                    marker="braille",
-                )
-                drawn = True
-        if not drawn:
-            plt.title(title + " (waiting for a second sample)")
+        kept = {name: in_window(list(xs), list(ys)) for name, (xs, ys) in series.items()}
+        self._peak = max((max(ys) for _, ys in kept.values() if ys), default=None)
+        x_ticks, x_labels = time_axis(WINDOW_S)
+        plt.xlim(-WINDOW_S, 0)
+        plt.xticks(x_ticks, x_labels)
+        self._set_value_axis()
+        most = 0
+        for name, (xs, ys) in kept.items():
+            if not xs:
+                continue
+            most = max(most, len(xs))
+            plt.plot(
+                xs,
+                ys,
+                label=f"{name} GB/s",
+                color=SERIES_COLOURS.get(name, "white"),
+                marker="braille",
+            )
+        if most < 2:
+            title += " (one reading so far: a line needs two)"
+        plt.title(title)
         self.refresh()
+
+    _peak: float | None = None
+
+    def _set_value_axis(self) -> None:
+        """Round ticks from 0 to a round top, thinned to the rows the plot has now."""
+        top, ticks, labels = value_axis(self._peak)
+        rows = self.size.height - PLOT_CHROME_ROWS if self.size.height else len(ticks) * 2
+        ticks, labels = thin_ticks(ticks, labels, rows)
+        self.plt.ylim(0, top)
+        self.plt.yticks(ticks, labels)
+
+    def render(self) -> RenderResult:
+        """Fit the value axis's ticks to the current height, then draw."""
+        self._set_value_axis()
+        return super().render()

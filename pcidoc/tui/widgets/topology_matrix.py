@@ -1,8 +1,10 @@
 """The topology matrix: one line-API widget that draws every row itself (no child per cell).
 
 Row labels and column headers stay in place while the cells scroll, so a 72-GPU matrix stays
-readable at 80×24. The layout adapts to the width: full labels (``GPU0``/``NV18``), narrow
-(``G0`` headers) or compact (one character per cell, column numbers written vertically).
+readable at 80×24. Devices named by a failing or warning check carry the severity's mark after
+their label and their header in its colour; cells of a pair named by one are underlined in it.
+The layout adapts to the width: full labels (``GPU0``/``NV18``), narrow (``G0`` headers) or
+compact (one character per cell, column numbers written vertically).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from pcidoc.present._matrix import FindingMarks
 from pcidoc.tui.matrix_grid import MatrixGrid
 
 LAYOUTS: tuple[str, ...] = ("full", "narrow", "compact")
@@ -34,6 +37,11 @@ _CURSOR = Style(reverse=True, bold=True)
 _AXIS = Style(bold=True)
 _AXIS_CURSOR = Style(bold=True, reverse=True)
 _DIM = Style(dim=True)
+
+MARK_STYLES: dict[str, str] = {"fail": "bold red", "error": "bold magenta", "warn": "bold yellow"}
+"""Style of a device label or pair named by a finding (the verdict colours of the severity)."""
+
+MARK_CHARS: dict[str, str] = {"fail": "✗", "error": "●", "warn": "!"}
 
 
 @dataclass
@@ -94,6 +102,7 @@ class TopologyMatrix(ScrollView, can_focus=True):
         self._cache: dict[int, Strip] = {}
         self._placeholder = "collecting…"
         self._budget: int | None = None
+        self.marks: FindingMarks = FindingMarks()
 
     @property
     def budget(self) -> int | None:
@@ -115,6 +124,16 @@ class TopologyMatrix(ScrollView, can_focus=True):
         return self._layout.total_w + 1
 
     # ------------------------------------------------------------------------- data
+
+    def set_marks(self, marks: FindingMarks) -> None:
+        """Mark the devices and pairs named by failing or warning checks."""
+        self.marks = marks
+        self._cache.clear()
+        self.refresh()
+
+    def _device_mark(self, index: int) -> str | None:
+        assert self.grid is not None
+        return self.marks.device(self.grid.labels[index])
 
     def set_placeholder(self, text: str) -> None:
         """Text shown while there is no grid."""
@@ -269,8 +288,14 @@ class TopologyMatrix(ScrollView, can_focus=True):
         crow, ccol = self.cursor
         segments: list[Segment] = []
         label_style = base + (_AXIS_CURSOR if r == crow else _AXIS)
+        severity = self._device_mark(r)
+        if severity:
+            label_style = label_style + _style(MARK_STYLES[severity])
         segments.append(Segment(grid.labels[r].ljust(layout.label_w - 1), label_style))
-        segments.append(Segment(" ", base))
+        if severity:
+            segments.append(Segment(MARK_CHARS[severity], base + _style(MARK_STYLES[severity])))
+        else:
+            segments.append(Segment(" ", base))
         x = 0
         for j, cell in enumerate(grid.cells[r]):
             start = layout.col_x[j]
@@ -279,6 +304,9 @@ class TopologyMatrix(ScrollView, can_focus=True):
             width = layout.col_w[j]
             text = cell.code if layout.name == "compact" else cell.text
             style = base + _style(cell.style)
+            pair = self.marks.pair(grid.labels[r], grid.labels[j]) if r != j else None
+            if pair:
+                style = style + _style(MARK_STYLES[pair] + " underline")
             if (r, j) == (crow, ccol):
                 style = style + _CURSOR
             if layout.name == "compact":
@@ -326,6 +354,9 @@ class TopologyMatrix(ScrollView, can_focus=True):
                 x = start + len(text)
                 continue
             style = base + (_AXIS_CURSOR if j == ccol else _AXIS)
+            severity = self._device_mark(j)
+            if severity:
+                style = style + _style(MARK_STYLES[severity])
             if compact:
                 segments.append(Segment(text, style))
                 segments.append(Segment(" " * (width - len(text)), base))

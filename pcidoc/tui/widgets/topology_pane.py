@@ -16,7 +16,7 @@ from textual.widgets import Static
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import GpuRates
 from pcidoc.model.report import Report
-from pcidoc.present._matrix import MatrixView
+from pcidoc.present._matrix import MatrixView, finding_marks
 from pcidoc.tui.describe import attention_text, bullet_lines, describe_cell
 from pcidoc.tui.matrix_grid import COLOUR_MODES, MODE_TITLES, MatrixGrid, build_grid
 from pcidoc.tui.widgets.topology_matrix import TopologyMatrix
@@ -85,8 +85,10 @@ class TopologyPane(Container):
         self._rebuild()
 
     def show_report(self, report: Report | None) -> None:
-        """What is wrong, beside the matrix (wide layout only)."""
+        """What is wrong, beside the matrix (wide layout only); marks in the matrix."""
         self.query_one("#topo-findings", Static).update(attention_text(report))
+        labels = list(self.capture.topology.labels) if self.capture else []
+        self.matrix.set_marks(finding_marks(report, labels))
 
     def show_rates(self, rates: Mapping[int, GpuRates] | None) -> None:
         """New live rates (only redrawn in traffic mode)."""
