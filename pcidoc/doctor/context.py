@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import cached_property
+from typing import ClassVar
 
 from pcidoc.doctor.registry import Finding
 from pcidoc.model import linkmodel
@@ -220,6 +221,7 @@ class Context:
     _P2P_GRANT_CAPS: tuple[str, ...] = ("read", "write", "pci")
     _P2P_CODE_ORDER: tuple[str, ...] = ("OK", "U", "DR", "NS", "TNS", "CNS", "GNS")
     """Refusal codes from least to most telling."""
+    _P2P_CODE_RANK: ClassVar[dict[str, int]] = {c: i for i, c in enumerate(_P2P_CODE_ORDER)}
 
     def p2p_code(self, a: int, b: int) -> str | None:
         """NVML P2P status of the pair (both directions, read/write/pci capabilities).
@@ -232,19 +234,25 @@ class Context:
         if i is None or j is None:
             return None
         matrices = self.capture.p2p.matrices
-        codes = []
+        rank = self._P2P_CODE_RANK
+        # The most telling code wins; among equals the first seen (read, write, pci; a->b then
+        # b->a). Codes outside the order rank as "U". Called for every pair on big boxes.
+        best: str | None = None
+        best_rank = -1
         for cap in self._P2P_GRANT_CAPS:
             matrix = matrices.get(cap)
             if matrix is None:
                 continue
             for x, y in ((i, j), (j, i)):
-                if x < len(matrix) and y < len(matrix[x]):
-                    codes.append(matrix[x][y])
-        known = [c for c in codes if c and c != "X"]
-        if not known:
-            return None
-        order = self._P2P_CODE_ORDER
-        return max(known, key=lambda c: order.index(c) if c in order else 1)
+                if x < len(matrix):
+                    row = matrix[x]
+                    if y < len(row):
+                        code = row[y]
+                        if code and code != "X":
+                            r = rank.get(code, 1)
+                            if r > best_rank:
+                                best, best_rank = code, r
+        return best
 
     def can_access_peer(self, a: int, b: int) -> bool | None:
         """``cudaDeviceCanAccessPeer`` for the pair (False if either direction is False)."""
