@@ -22,6 +22,7 @@ Usage:
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ def _rss_mb() -> float:
 
 def first_screen(parent_time: float) -> dict[str, object]:
     """What ``pcidoc --demo`` does (run_tui), headless, until the first complete screen."""
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as pcidoc.cli.main does
     from pcidoc.tui.live import load_demo
 
     capture, source = load_demo(None)
