@@ -401,6 +401,15 @@ def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
     if wrong is not None:
         findings.append(wrong)
     if not rows:
+        findings.append(
+            Finding(
+                "info",
+                f"all-reduce on {ranks or '?'} rank(s): no bus bandwidth was reported (busbw "
+                "N/A at every size), so it was not judged",
+                evidence=[_ev("sizes", len(m.rows))],
+                confidence="low",
+            )
+        )
         return findings
     cliff = _cliff_finding(rows)
     if cliff is not None:

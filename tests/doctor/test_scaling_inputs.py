@@ -1,0 +1,60 @@
+"""scaling.allreduce on broken inputs (../shared/bad-inputs families): never a crash.
+
+busbw ``N/A`` at every size (nccl-na.txt) and a 0.0 GB/s transfer next to an all-reduce
+(bw-zero.txt) used to crash the check (no result / ZeroDivisionError).
+"""
+
+from __future__ import annotations
+
+from pcidoc.doctor.context import Context
+from pcidoc.doctor.registry import load_checks
+from pcidoc.doctor.runner import run_check
+from pcidoc.model import (
+    Capture,
+    CheckResult,
+    CollectiveMeasurement,
+    CollectiveRow,
+    TransferMeasurement,
+)
+from tests.builders import machine
+
+GIB = 1024**3
+
+
+def result(cap: Capture) -> CheckResult:
+    return run_check(load_checks()["scaling.allreduce"], Context(cap))
+
+
+def test_busbw_na_at_every_size_is_info_not_an_error() -> None:
+    cap = machine(2, link="PIX")
+    cap.measurements.collectives = [
+        CollectiveMeasurement(
+            op="all_reduce",
+            backend="nccl",
+            tool="nccl-tests",
+            ranks=2,
+            rows=[CollectiveRow(size_bytes=s, busbw_gbps=None, wrong=0) for s in (8, GIB)],
+        )
+    ]
+    r = result(cap)
+    assert r.severity == "info"
+    assert "N/A" in r.summary
+
+
+def test_zero_gbps_transfer_is_not_a_link_model() -> None:
+    cap = machine(2, link="PIX", gpu_fields={"gen": None, "width": None})
+    cap.measurements.transfers = [
+        TransferMeasurement(gpu=0, direction="h2d", memory="pinned", bandwidth_gbps=0.0)
+    ]
+    cap.measurements.collectives = [
+        CollectiveMeasurement(
+            op="all_reduce",
+            backend="nccl",
+            tool="nccl-tests",
+            ranks=2,
+            gpus=[0, 1],
+            rows=[CollectiveRow(size_bytes=GIB, busbw_gbps=4.0, wrong=0)],
+        )
+    ]
+    r = result(cap)
+    assert r.severity != "error", r.summary
