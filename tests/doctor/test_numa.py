@@ -329,3 +329,14 @@ def test_flattened_vm_nics_are_not_judged() -> None:
     r = result(cap, "numa.nic-affinity")
     assert (r.severity, r.confidence) == ("info", "low")
     assert "flattened" in r.summary
+
+
+def test_slit_distance_21_is_another_socket_not_a_subnode() -> None:
+    # Two-socket Intel hosts report SLIT 10/21; nodes of one socket (SNC/NPS) sit at 11-12.
+    # Anything at 20 or above is another socket: 21 must never merge two nodes.
+    cap = gen(machine(4, link="SYS", numa_nodes=2), 4)
+    for node in cap.host.numa_nodes:
+        node.distances = [10 if i == node.id else 21 for i in range(2)]
+    r = result(cap, "numa.cross-socket")
+    assert "cross sockets" in r.summary
+    assert r.severity != "pass"

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
+from pcidoc.doctor.checks._common import not_applicable
 from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
@@ -446,7 +447,7 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
         if any(_links_known(g) for g in ctx.gpus) or (
             ctx.has_topology and not ctx.nvlink_pairs and ctx.gpus
         ):
-            return [Finding("pass", "not applicable: no NVLink on these GPUs")]
+            return [not_applicable("no NVLink on these GPUs")]
         return [
             Finding(
                 "skip",
@@ -601,7 +602,7 @@ def _not_nvswitch(ctx: Context) -> Finding:
         or (link.remote_type is None and link.remote_bus_id in bus_ids)
     ]
     if up and len(direct) == len(up):
-        return Finding("pass", "not applicable: no NVSwitch (every NVLink goes GPU-to-GPU)")
+        return not_applicable("no NVSwitch (every NVLink goes GPU-to-GPU)")
     # Without types: a GPU whose links all reach one device is bridged to a GPU; GPUs on an
     # NVSwitch baseboard spread their links over several switches.
     single_remote = []
@@ -612,17 +613,15 @@ def _not_nvswitch(ctx: Context) -> Finding:
                 len(remotes) >= 2 and None not in remotes and len(set(remotes)) == 1
             )
     if single_remote and all(single_remote):
-        return Finding(
-            "pass",
-            "not applicable: each GPU's NVLinks all reach one device (a bridged GPU), not a set "
-            "of NVSwitches",
+        return not_applicable(
+            "each GPU's NVLinks all reach one device (a bridged GPU), not a set of NVSwitches",
             confidence="medium",
         )
     pairs = [link for _, _, link in ctx.gpu_pairs()]
     topo_nv = [link for link in pairs if is_nvlink(link)]
     if not up and not topo_nv:
         if any(_links_known(g) for g in ctx.gpus) or (ctx.has_topology and pairs):
-            return Finding("pass", "not applicable: no NVLink, so no NVSwitch fabric")
+            return not_applicable("no NVLink, so no NVSwitch fabric")
         return Finding(
             "skip",
             "no NVLink or fabric facts in this capture",
@@ -631,10 +630,9 @@ def _not_nvswitch(ctx: Context) -> Finding:
         )
     if pairs and len(topo_nv) < len(pairs) and not any(link is None for link in pairs):
         # On an NVSwitch baseboard every GPU pair is NV#; a partial mesh is a direct design.
-        return Finding(
-            "pass",
-            "not applicable: not every GPU pair is NVLink, so this is a direct NVLink design, "
-            "not an NVSwitch fabric",
+        return not_applicable(
+            "not every GPU pair is NVLink, so this is a direct NVLink design, not an NVSwitch "
+            "fabric",
             confidence="medium",
         )
     nv = _common_nv(ctx, ctx.gpus)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
+from pcidoc.doctor.checks._common import not_applicable
 from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
@@ -1119,7 +1120,7 @@ def pcie_shared_uplink(ctx: Context) -> list[Finding]:
                     needs="run `pcidoc check` on the machine, or import `nvidia-smi topo -m`",
                 )
             ]
-        return [Finding("pass", "one GPU: no uplink is shared between GPUs")]
+        return [not_applicable("one GPU, so no uplink is shared between GPUs")]
     vm = bool(ctx.is_vm)
     with_path = [g for g in ctx.gpus if g.path]
     findings: list[Finding] = []
