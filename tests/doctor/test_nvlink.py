@@ -89,7 +89,10 @@ def test_gpu_with_fewer_up_links_than_identical_peers_fails():
     cap.gpus[3].nvlinks = links(16, 2)
     res = result(cap, "nvlink.state")
     assert res.severity == "fail"
-    assert res.summary.startswith("GPU3 has 16 NVLinks up while its 7 identical peer(s) have 18")
+    bus = cap.gpus[3].bus_id
+    assert res.summary.startswith(
+        f"GPU3 ({bus}) has 16 NVLinks up while its 7 identical peer(s) have 18"
+    )
     assert res.subjects == ["GPU3"]
     assert res.confidence == "high"
 
@@ -554,3 +557,31 @@ def test_random_nvlink_facts_never_crash(per_gpu, cells, mig, fabric, status, fm
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
     ]
+
+
+def _bridged(name: str, link: str) -> Capture:
+    cap = machine(2, link=link, gpu_fields={"name": name})
+    for g in cap.gpus:
+        g.nvlinks = []  # a paste with the topology only
+    return cap
+
+
+@pytest.mark.parametrize(
+    ("name", "link", "partial"),
+    [
+        ("NVIDIA A100 80GB PCIe", "NV4", True),  # one of three bridges
+        ("NVIDIA A100 80GB PCIe", "NV12", False),
+        ("NVIDIA H100 PCIe", "NV12", False),
+        ("NVIDIA H100 PCIe", "NV8", True),
+        ("NVIDIA RTX A6000", "NV4", False),  # GA102 bridge: 4 links
+        ("NVIDIA RTX A6000", "NV2", True),
+        ("NVIDIA A100-SXM4-80GB", "NV4", False),  # SXM: a slice of a mesh is not judged
+    ],
+)
+def test_a_bridge_with_fewer_links_than_its_model_carries_is_partial(
+    name: str, link: str, partial: bool
+) -> None:
+    res = result(_bridged(name, link), "nvlink.state")
+    assert (res.severity == "warn" and "partial NVLink" in res.summary) == partial, res.summary
+    if partial:
+        assert "0000:" in res.summary  # named by bus id

@@ -673,7 +673,7 @@ def test_fallback_names_the_outlier_gpu() -> None:
     ]
     r = result(cap, "p2p.fallback")
     assert r.severity == "warn"
-    assert r.summary.startswith("GPU2 is the P2P outlier")
+    assert r.summary.startswith(f"GPU2 ({cap.gpus[2].bus_id}) is the P2P outlier")
     assert "Gen5 x4 of Gen5 x16" in r.summary
 
 

@@ -371,11 +371,27 @@ def test_replay_outlier_among_identical_peers(count, peers, warned):
         g.replay_count = peers
     cap.gpus[6].replay_count = count
     findings = pcie.pcie_errors(Context(cap))
-    outliers = [f for f in findings if "identical" in f.summary]
+    outliers = [f for f in findings if "identical" in f.summary and f.severity == "warn"]
     assert bool(outliers) == warned
     if warned:
         assert outliers[0].subjects == ["GPU6"]
-        assert outliers[0].severity == "warn"
+        assert cap.gpus[6].bus_id in outliers[0].summary
+
+
+def test_replays_on_one_gpu_whose_identical_peers_have_none_are_named_without_a_time_base():
+    # No uptime: no rate and no absolute limit applies, but the peers are the reference.
+    cap = gen4(4)
+    cap.host.uptime_s = None
+    for g in cap.gpus:
+        g.replay_count = 0
+    cap.gpus[2].replay_count = 3
+    findings = pcie.pcie_errors(Context(cap))
+    named = [f for f in findings if "identical" in f.summary]
+    assert len(named) == 1 and named[0].subjects == ["GPU2"]
+    assert named[0].severity == "info"
+    assert "have none" in named[0].summary and cap.gpus[2].bus_id in named[0].summary
+    factor = next(e for e in named[0].evidence if e.label == "outlier factor")
+    assert factor.value == "peers have none"  # never "10x" of a median of 0
 
 
 def test_different_models_are_not_peers():

@@ -16,6 +16,7 @@ from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import joined as _names
 from pcidoc.model.facts import Gpu
 from pcidoc.model.links import is_nvlink
 from pcidoc.model.report import Evidence
@@ -28,10 +29,6 @@ _RANK = {level: i for i, level in enumerate(_LEVELS)}
 _LEGACY_LEVELS = {0: "LOC", 1: "PIX", 2: "PXB", 3: "PHB", 4: "SYS"}
 
 _RDMA_PREFIXES = ("mlx", "ib", "bnxt_re", "irdma", "efa", "hfi", "qedr", "rdma")
-
-
-def _names(labels: list[str]) -> str:
-    return ", ".join(labels)
 
 
 def _int_flag(value: str | None) -> int | None:

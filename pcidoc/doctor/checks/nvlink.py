@@ -23,6 +23,9 @@ from pcidoc.doctor.checks._common import not_applicable
 from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import gpu_ref
+from pcidoc.doctor.wording import joined as _names
+from pcidoc.model import linkmodel
 from pcidoc.model.facts import Gpu
 from pcidoc.model.links import is_nvlink, nvlink_count
 from pcidoc.model.report import Confidence, Evidence, Severity
@@ -32,10 +35,6 @@ _NVLINK_RESET = (
     "links stay down, run `dcgmi diag -r 3`, collect `sudo nvidia-bug-report.sh` and ask for "
     "baseboard/NVSwitch service."
 )
-
-
-def _names(labels: list[str]) -> str:
-    return ", ".join(labels)
 
 
 def _mode(values: list[int]) -> int:
@@ -132,7 +131,7 @@ def _fact_findings(ctx: Context, peers: list[Gpu], named: bool) -> tuple[list[Fi
             findings.append(
                 Finding(
                     "fail",
-                    f"{gpu.label} has {up} NVLinks up while its {others} "
+                    f"{gpu_ref(gpu)} has {up} NVLinks up while its {others} "
                     f"{'identical ' if named else ''}peer(s) have {reference}",
                     subjects=[gpu.label],
                     evidence=evidence,
@@ -303,6 +302,51 @@ def _topology_findings(
     return findings
 
 
+def _bridge_findings(ctx: Context, peers: list[Gpu], flagged: set[int]) -> list[Finding]:
+    """Bridged cards (PCIe/NVL boards) with fewer NVLinks than their bridge set carries.
+
+    The link model knows how many links a card's full bridge set carries (A100 PCIe 12 over
+    three bridges, H100 PCIe/NVL 12, GA102 boards 4). A card showing some links but fewer is a
+    partial NVLink: a bridge missing or loose. SXM boards are not judged here (a paste may
+    show only some of the GPUs of a direct mesh); their peers are the reference.
+    """
+    findings: list[Finding] = []
+    for gpu in peers:
+        model = linkmodel.gpu_model_of(gpu)
+        if gpu.index in flagged or model is None or model.nvlink_via != "bridge":
+            continue
+        expected = model.nvlink_links or 0
+        if _links_known(gpu):
+            seen, how = _up(gpu), "NVLinks up"
+        else:
+            view = _topo_view(ctx, gpu, ctx.gpus)
+            if view is None:
+                continue
+            seen, how = view.total, "NVLinks to its peers in the topology (sum of NV#)"
+        if not 0 < seen < expected:
+            continue
+        findings.append(
+            Finding(
+                "warn",
+                f"{gpu_ref(gpu)} shows {seen} of the {expected} NVLinks a {gpu.name} carries with "
+                "its full bridge set: a partial NVLink (a bridge missing or not seated)",
+                subjects=[gpu.label],
+                evidence=[
+                    _ev(how, seen, "links", gpu.label),
+                    _ev("links of the full bridge set", expected, "links", subject=model.source),
+                ],
+                remediation=[
+                    "Power down and reseat every NVLink bridge (all bridge positions populated), "
+                    f"then `nvidia-smi nvlink -s -i {gpu.index}` should list {expected} links.",
+                    "If fewer bridges were fitted on purpose, NVLink bandwidth is "
+                    f"{seen}/{expected} of what the cards can carry.",
+                ],
+                confidence="medium",
+            )
+        )
+    return findings
+
+
 @check("nvlink.state", "NVLink state", needs="facts")
 def nvlink_state(ctx: Context) -> list[Finding]:
     """Find NVLinks down or missing, against identical peers and the topology (MIG-aware).
@@ -367,6 +411,9 @@ def nvlink_state(ctx: Context) -> list[Finding]:
     for peers in groups.values():
         fact, flagged = _fact_findings(ctx, peers, named)
         problems.extend(fact)
+        bridge = _bridge_findings(ctx, peers, flagged)
+        flagged |= {int(f.subjects[0][3:]) for f in bridge}
+        problems.extend(bridge)
         problems.extend(_topology_findings(ctx, peers, named, flagged))
 
     judged_problem = any(f.severity in ("warn", "fail") for f in problems)

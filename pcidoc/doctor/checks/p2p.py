@@ -15,6 +15,11 @@ from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import all_pairs as _all_pairs
+from pcidoc.doctor.wording import gbps as _gbps
+from pcidoc.doctor.wording import gpu_ref
+from pcidoc.doctor.wording import short_list as _list
+from pcidoc.doctor.wording import span as _span
 from pcidoc.model.facts import P2P_CODES, Gpu, PcieHop
 from pcidoc.model.links import is_nvlink, nvlink_count
 from pcidoc.model.measurements import P2PMatrixMeasurement
@@ -41,19 +46,10 @@ def pair_label(a: int, b: int) -> str:
     return f"GPU{lo}-GPU{hi}"
 
 
-def _gbps(value: float) -> str:
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
-
-
 def _pairs(indices: list[int]) -> Iterable[tuple[int, int]]:
     for pos, a in enumerate(indices):
         for b in indices[pos + 1 :]:
             yield a, b
-
-
-def _list(items: list[str], limit: int = 4) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def is_amd_small_box(ctx: Context) -> bool:
@@ -442,10 +438,6 @@ def _refusal_finding(
         remediation=remediation,
         confidence="high" if reason != "CUDA" else "medium",
     )
-
-
-def _all_pairs(count: int) -> str:
-    return "the GPU pair" if count == 1 else f"all {count} pairs"
 
 
 def _granted_finding(ctx: Context, granted: list[tuple[int, int, str | None]]) -> Finding:
@@ -980,12 +972,6 @@ def p2p_fallback(ctx: Context) -> Finding | list[Finding]:
     return findings
 
 
-def _span(values: list[float]) -> str:
-    """``"265–276"``, or one number when they round alike."""
-    low, high = _gbps(min(values)), _gbps(max(values))
-    return low if low == high else f"{low}–{high}"
-
-
 def _beyond_pcie(values: list[float], mode: str) -> str | None:
     """A note when peer copies of pairs with an unknown path outrun every PCIe x16 link."""
     fastest = config.PCIE_NEWEST_GEN
@@ -1358,7 +1344,8 @@ def _outliers(
                 findings.append(
                     Finding(
                         "warn",
-                        f"GPU{g} is the P2P outlier: its {group} peer copies run at "
+                        f"{gpu_ref(gpu) if gpu else f'GPU{g}'} is the P2P outlier: its {group} "
+                        "peer copies run at "
                         f"{_gbps(med)} GB/s "
                         f"vs {_gbps(ref)} GB/s for the other GPUs (narrow or downtrained link?)"
                         + (f"; its link is at {low}" if low else ""),

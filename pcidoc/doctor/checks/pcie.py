@@ -25,10 +25,11 @@ from pcidoc.doctor.checks._common import not_applicable
 from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
-from pcidoc.model.cpulist import format_cpulist
+from pcidoc.doctor.wording import gpu_names as _names
+from pcidoc.doctor.wording import gpu_ref, outlier_factor
 from pcidoc.model.facts import Gpu, PcieHop
 from pcidoc.model.links import is_nvlink
-from pcidoc.model.report import Confidence
+from pcidoc.model.report import Confidence, Severity
 from pcidoc.model.units import link_label, pcie_raw_gbps
 
 _RESEAT = (
@@ -54,15 +55,6 @@ def _ceiling(gen: int | None, width: int | None) -> str:
     model = _model(gen, width)
     label = link_label(gen, width)
     return f"{label} = {model:.0f} GB/s model" if model is not None else label
-
-
-def _names(labels: Iterable[str]) -> str:
-    """``"GPU0, GPU2"``; five or more GPUs as ranges (``"GPUs 0-15"``) to keep lines short."""
-    labels = list(labels)
-    indices = [int(label[3:]) for label in labels if re.fullmatch(r"GPU\d+", label)]
-    if len(labels) > 4 and len(indices) == len(labels):
-        return f"GPUs {format_cpulist(set(indices))}"
-    return ", ".join(labels)
 
 
 def _min_known(*values: int | None) -> int | None:
@@ -676,44 +668,72 @@ def _replay_findings(ctx: Context, gpu: Gpu) -> list[Finding]:
     return findings
 
 
-def _replay_outliers(ctx: Context) -> list[Finding]:
-    groups: dict[str, list[Gpu]] = {}
+def identical_peer_groups(ctx: Context) -> list[list[Gpu]]:
+    """GPUs that should behave alike: same model name and same link class (the most the card
+    and slot allow: ``max_gen``/``max_width``, else the device's own), two or more per group."""
+    groups: dict[tuple[object, ...], list[Gpu]] = {}
     for gpu in ctx.gpus:
-        if gpu.replay_count is not None:
-            groups.setdefault(gpu.name or "?", []).append(gpu)
+        link = gpu.pcie
+        key = (
+            gpu.name or "?",
+            link.max_gen or link.device_max_gen,
+            link.max_width or link.device_max_width,
+        )
+        groups.setdefault(key, []).append(gpu)
+    return [peers for peers in groups.values() if len(peers) >= 2]
+
+
+def _replay_outliers(ctx: Context) -> list[Finding]:
+    """A GPU whose replay count stands out among identical peers, with or without a time base.
+
+    Peers are each other's reference: with a median above 0 the GPU must reach
+    ``REPLAY_OUTLIER_FACTOR`` times it (and ``REPLAY_OUTLIER_MIN``); when every peer has none,
+    any replay names the GPU (``warn`` from ``REPLAY_OUTLIER_MIN``, else ``info``).
+    """
     findings: list[Finding] = []
-    for peers in groups.values():
+    for group in identical_peer_groups(ctx):
+        peers = [g for g in group if g.replay_count is not None]
         if len(peers) < 2:
             continue
         for gpu in peers:
-            others = [p.replay_count or 0 for p in peers if p is not gpu]
-            median = statistics.median(others)
-            count = gpu.replay_count or 0
-            if (
-                count >= config.REPLAY_OUTLIER_MIN
-                and count >= config.REPLAY_OUTLIER_FACTOR * median
-            ):
-                findings.append(
-                    Finding(
-                        "warn",
-                        f"{gpu.label} has {count} PCIe replays while its {len(others)} identical "
-                        f"peers have a median of {median:g}: its link (slot, riser, cable) is "
-                        "the suspect",
-                        subjects=[gpu.label],
-                        evidence=[
-                            _ev("replays", count, "replays", gpu.label),
-                            _ev("peers' median", median, "replays"),
-                            _ev("outlier factor", config.REPLAY_OUTLIER_FACTOR, "x"),
-                        ],
-                        remediation=[
-                            "Swap the GPU with a peer's slot: if the replays follow the slot, "
-                            "the slot or riser is at fault; if they follow the card, the card.",
-                            _RESEAT,
-                        ],
-                        confidence="medium",
-                    )
-                )
+            finding = _replay_outlier(gpu, [p.replay_count or 0 for p in peers if p is not gpu])
+            if finding is not None:
+                findings.append(finding)
     return findings
+
+
+def _replay_outlier(gpu: Gpu, others: list[int]) -> Finding | None:
+    median = statistics.median(others)
+    count = gpu.replay_count or 0
+    if count <= 0:
+        return None
+    if median > 0 and not (
+        count >= config.REPLAY_OUTLIER_MIN and count >= config.REPLAY_OUTLIER_FACTOR * median
+    ):
+        return None
+    severity: Severity = "warn" if count >= config.REPLAY_OUTLIER_MIN else "info"
+    peers_text = (
+        "have none"
+        if median == 0
+        else f"have a median of {median:g} ({outlier_factor(count, median)})"
+    )
+    return Finding(
+        severity,
+        f"{gpu_ref(gpu)} has {count} PCIe replays while its {len(others)} identical peer(s) "
+        f"{peers_text}: its link (slot, riser, cable) is the suspect",
+        subjects=[gpu.label],
+        evidence=[
+            _ev("replays", count, "replays", gpu.label),
+            _ev("peers' median", median, "replays"),
+            _ev("outlier factor", outlier_factor(count, median)),
+        ],
+        remediation=[
+            "Swap the GPU with a peer's slot: if the replays follow the slot, "
+            "the slot or riser is at fault; if they follow the card, the card.",
+            _RESEAT,
+        ],
+        confidence="medium" if severity == "warn" else "low",
+    )
 
 
 def _aer_counts(obj: Gpu | PcieHop) -> tuple[int | None, int | None, int | None]:

@@ -11,6 +11,7 @@ from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks.numa import gpu_set, locality_groups, pcie_model_of
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import gbps as _gbps
 from pcidoc.model import linkmodel
 from pcidoc.model.links import is_nvlink, nvlink_count, rank
 from pcidoc.model.measurements import (
@@ -24,10 +25,6 @@ from pcidoc.model.units import format_bytes
 
 _RANK_CLASS = {2: "PIX", 3: "PXB", 4: "PHB", 5: "NODE", 6: "SYS"}
 _KIND_NAME = {"nvlink": "NVLink", "pcie": "PCIe", "sys": "cross-socket"}
-
-
-def _gbps(value: float) -> str:
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
 
 
 # --------------------------------------------------------------------------- link model

@@ -10,16 +10,13 @@ from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import gbps as _gbps
 from pcidoc.model.facts import Gpu
 from pcidoc.model.measurements import TransferMeasurement, WorkloadEvidence
 from pcidoc.model.report import Confidence, Evidence, Severity
 from pcidoc.model.units import format_bytes, link_label
 
 _DIRECTION = {"h2d": "H2D", "d2h": "D2H"}
-
-
-def _gbps(value: float) -> str:
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
 
 
 def _is_sm_copy(t: TransferMeasurement) -> bool:
