@@ -101,6 +101,7 @@ def test_healthy_gen3_x16_passes() -> None:
 )
 def test_pinned_unknown_link_is_classified(gbps: float, klass: str, severity: str) -> None:
     cap = box(gen=None, width=None)
+    cap.gpus[0].name = "Some GPU"  # not in the link model: its own generation is unknown too
     cap.gpus[0].pcie.max_gen = cap.gpus[0].pcie.max_width = None
     cap.gpus[0].pcie.device_max_gen = cap.gpus[0].pcie.device_max_width = None
     cap.measurements.transfers = [xfer(0, "h2d", gbps, method="bandwidthTest")]
@@ -323,3 +324,17 @@ def test_remote_numa_from_numactl_contexts() -> None:
     assert any(e.value == "numactl -m1 -N1" for e in r.evidence)
     # The remote runs must not drag transfer.pinned down: they are excluded there.
     assert result(cap, "transfer.pinned").severity == "pass"
+
+
+def test_transfer_is_judged_against_the_cards_own_pcie_generation_from_its_model() -> None:
+    # A paste with only a bandwidthTest of an H100 (a Gen5 card): 25 GB/s is Gen4-x16-class.
+    cap = machine(1, gpu_fields={"gen": None, "width": None, "name": "NVIDIA H100 80GB HBM3"})
+    cap.measurements.transfers = [
+        TransferMeasurement(gpu=0, direction="h2d", memory="pinned", bandwidth_gbps=25.0)
+    ]
+    r = result(cap, "transfer.pinned")
+    assert (r.severity, r.confidence) == ("warn", "low")
+    assert "supports Gen5" in r.summary
+    # The same number on a Gen4 card is its class: not a warning.
+    cap.gpus[0].name = "NVIDIA A100-SXM4-80GB"
+    assert result(cap, "transfer.pinned").severity == "info"

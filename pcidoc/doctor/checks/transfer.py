@@ -11,6 +11,7 @@ from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import gbps as _gbps
+from pcidoc.model import linkmodel
 from pcidoc.model.facts import Gpu
 from pcidoc.model.measurements import TransferMeasurement, WorkloadEvidence
 from pcidoc.model.report import Confidence, Evidence, Severity
@@ -298,6 +299,14 @@ def _unknown_link(gpu: Gpu | None, transfers: list[TransferMeasurement]) -> Find
     best = _best(ordered)
     gen = link_class(best.bandwidth_gbps)
     device_gen = (gpu.pcie.device_max_gen or gpu.pcie.max_gen) if gpu else None
+    model = linkmodel.gpu_model_of(gpu)
+    if device_gen is None and model is not None and model.pcie_gen:
+        # The card's own generation from the link model (its datasheet), when the paste has
+        # no link facts: a Gen4-class number on a Gen5 card is still worth a look.
+        device_gen = model.pcie_gen
+        evidence.append(
+            _ev("PCIe generation of the card", f"Gen{device_gen}", subject=model.source)
+        )
     check_cmd = f"`nvidia-smi -q -d PCIE -i {index}`"
     if gen is None:
         g3 = config.pcie_nccl_model_gbps(3, 16) or 0
@@ -316,14 +325,16 @@ def _unknown_link(gpu: Gpu | None, transfers: list[TransferMeasurement]) -> Find
         )
     evidence.append(_ev("link class of the number", f"Gen{gen} x16", subject=label))
     if device_gen and device_gen > gen:
+        from_model = not ((gpu.pcie.device_max_gen or gpu.pcie.max_gen) if gpu else None)
         return Finding(
             "warn",
-            f"{head} is Gen{gen}-x16-class although the GPU supports Gen{device_gen}: the link "
-            "may be downtrained or slot-limited",
+            f"{head} is Gen{gen}-x16-class although the GPU supports Gen{device_gen}"
+            + (" (its model's datasheet)" if from_model else "")
+            + ": the link may be downtrained or slot-limited",
             subjects=[label],
             evidence=evidence,
             remediation=[f"Check the negotiated link under load with {check_cmd}."],
-            confidence="medium",
+            confidence="low" if from_model else "medium",
         )
     return Finding(
         "info",
