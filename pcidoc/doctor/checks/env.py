@@ -652,6 +652,11 @@ def _flattened(ctx: Context) -> tuple[bool, list[Evidence]]:
             _names([str(n) for n in sorted(nodes, key=lambda n: -2 if n is None else n)]),
         ),
     ]
+    if ctx.flattened_view:
+        return True, evidence
+    cpus = {g.cpu_affinity for g in ctx.gpus if g.cpu_affinity}
+    if no_node and len(cpus) > 1:
+        return False, []  # old-driver matrix with per-GPU CPU affinity: two sockets
     return all_sys and (one_node or no_node), evidence
 
 

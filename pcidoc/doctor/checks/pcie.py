@@ -1219,12 +1219,19 @@ def pcie_shared_uplink(ctx: Context) -> list[Finding]:
                         needs="run `pcidoc check` on the machine to read the PCIe tree",
                     )
                 ]
-            if ctx.is_vm is not False and _looks_flattened(ctx):
+            if ctx.flattened_view or (ctx.is_vm is not False and _looks_flattened(ctx)):
+                why = ctx.flattened_view or (
+                    "every GPU pair is SYS while all GPUs sit on one NUMA node"
+                )
                 return [
                     Finding(
                         "info",
-                        "every GPU pair is SYS while all GPUs sit on one NUMA node: the topology "
-                        "looks flattened by a hypervisor, so PCIe switches (if any) are hidden",
+                        f"{why}: the topology looks flattened by a hypervisor, so PCIe "
+                        "switches (if any) are hidden",
+                        remediation=[
+                            "Ask the provider for the real PCIe topology and give it to NCCL "
+                            "with `NCCL_TOPO_FILE=<xml>` if the hypervisor does not inject one.",
+                        ],
                         confidence="low",
                         needs="run `pcidoc check` on the host, or measure concurrent H2D with "
                         "`pcidoc check --probes full`",
