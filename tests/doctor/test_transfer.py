@@ -338,3 +338,45 @@ def test_transfer_is_judged_against_the_cards_own_pcie_generation_from_its_model
     # The same number on a Gen4 card is its class: not a warning.
     cap.gpus[0].name = "NVIDIA A100-SXM4-80GB"
     assert result(cap, "transfer.pinned").severity == "info"
+
+
+def _bandwidth_test_under(binding: str, h2d: float) -> str:
+    return f"""$ {binding} ./bandwidthTest --memory=pinned
+[CUDA Bandwidth Test] - Starting...
+Running on...
+
+ Device 0: NVIDIA A100-SXM4-40GB
+ Quick Mode
+
+ Host to Device Bandwidth, 1 Device(s)
+ PINNED Memory Transfers
+   Transfer Size (Bytes)        Bandwidth(GB/s)
+   32000000                     {h2d}
+
+Result = PASS
+"""
+
+
+def test_runs_differing_only_in_placement_are_compared_without_the_gpus_numa_node() -> None:
+    # One synthetic paste: the same bandwidthTest with the buffer on node 0, then node 1; the
+    # GPU's own NUMA node is nowhere in it. The ratio is the finding.
+    from pcidoc.collect.importers import import_texts
+
+    text = _bandwidth_test_under("numactl -m 0 -N 0", 24.6) + _bandwidth_test_under(
+        "numactl -m 1 -N 1", 8.1
+    )
+    cap = import_texts([("placements.txt", text)]).capture
+    assert cap.gpus[0].numa_node is None
+    r = result(cap, "transfer.remote-numa")
+    assert (r.severity, r.subjects) == ("warn", ["GPU0"])
+    assert "3.0× slower" in r.summary and "node 1 is remote" in r.summary
+
+
+def test_placements_that_agree_pass() -> None:
+    cap = box()
+    cap.gpus[0].numa_node = None
+    cap.measurements.transfers = [
+        xfer(0, "h2d", 24.6, context="numactl -m 0 -N 0"),
+        xfer(0, "h2d", 23.9, context="numactl -m 1 -N 1"),
+    ]
+    assert result(cap, "transfer.remote-numa").severity == "pass"

@@ -509,6 +509,75 @@ def _placement(ctx: Context, t: TransferMeasurement) -> str | None:
     return None
 
 
+def _placement_comparisons(pinned: list[TransferMeasurement]) -> list[Finding]:
+    """The same copy run under different placements (``numactl -m/-N``...): their ratio.
+
+    Works without the GPU's own NUMA node: when one import holds the run with its buffer on
+    two nodes, the slower node is the remote one for this GPU.
+    """
+    runs: dict[tuple[int, str], dict[str, TransferMeasurement]] = {}
+    for t in pinned:
+        key = t.context or "no placement given"
+        slot = runs.setdefault((t.gpu, t.direction), {})
+        if key not in slot or t.bandwidth_gbps > slot[key].bandwidth_gbps:
+            slot[key] = t
+    findings = []
+    for (index, direction), by_context in sorted(runs.items()):
+        if len(by_context) < 2:
+            continue
+        fast = max(by_context.values(), key=lambda t: t.bandwidth_gbps)
+        slow = min(by_context.values(), key=lambda t: t.bandwidth_gbps)
+        if fast.bandwidth_gbps <= 0:
+            continue
+        findings.append(_placement_finding(index, direction, fast, slow))
+    return findings
+
+
+def _placement_finding(
+    index: int, direction: str, fast: TransferMeasurement, slow: TransferMeasurement
+) -> Finding:
+    label, name = f"GPU{index}", _DIRECTION[direction]
+    ratio = slow.bandwidth_gbps / fast.bandwidth_gbps
+    nodes = (fast.host_numa_node, slow.host_numa_node)
+    other_node = None not in nodes and nodes[0] != nodes[1]
+    fast_how, slow_how = fast.context or "no placement", slow.context or "no placement"
+    evidence = [
+        _ev(f"pinned {name} under {how}", t.bandwidth_gbps, "GB/s", label)
+        for t, how in ((fast, fast_how), (slow, slow_how))
+    ]
+    evidence.append(_ev("slow / fast", f"{ratio:.0%}", subject=label))
+    if ratio >= config.REMOTE_NUMA_WARN_FRACTION:
+        return Finding(
+            "pass",
+            f"{label} pinned {name} keeps {ratio:.0%} across placements ({slow_how} vs {fast_how})",
+            subjects=[label],
+            evidence=evidence,
+            confidence="medium",
+        )
+    slower = f"{1 / ratio:.1f}× slower" if ratio > 0 else "at 0 GB/s"
+    head = (
+        f"{label} pinned {name} is {slower} under `{slow_how}` than under `{fast_how}` "
+        f"({_gbps(slow.bandwidth_gbps)} vs {_gbps(fast.bandwidth_gbps)} GB/s)"
+    )
+    if other_node:
+        head += f": memory on node {nodes[1]} is remote to this GPU, node {nodes[0]} is local"
+    step = (
+        f"Run this GPU's work with its memory and threads placed like `{fast.context}` "
+        "(`numactl --cpunodebind=<n> --membind=<n>`; Slurm `--gpu-bind=closest "
+        "--cpu-bind=cores`)."
+        if fast.context
+        else "Compare with `nvidia-smi topo -m` (NUMA Affinity) to learn the GPU's node."
+    )
+    return Finding(
+        "warn" if other_node else "info",
+        head,
+        subjects=[label],
+        evidence=evidence,
+        remediation=[step],
+        confidence="medium",
+    )
+
+
 @check("transfer.remote-numa", "Pinned copies from the remote socket", needs="probe")
 def transfer_remote_numa(ctx: Context) -> Finding | list[Finding]:
     """Pinned H2D/D2H from the GPU's local NUMA node vs a remote one."""
@@ -530,6 +599,9 @@ def transfer_remote_numa(ctx: Context) -> Finding | list[Finding]:
             placed.setdefault((t.gpu, t.direction), {}).setdefault(where, []).append(t)
     comparable = {k: v for k, v in placed.items() if "local" in v and "remote" in v}
     if not comparable:
+        compared = _placement_comparisons(pinned)
+        if compared:
+            return compared
         if ctx.single_numa_node:
             return Finding("info", "single NUMA node: remote-socket memory does not apply")
         return ctx.unmeasured(
