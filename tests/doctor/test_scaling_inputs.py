@@ -58,3 +58,25 @@ def test_zero_gbps_transfer_is_not_a_link_model() -> None:
     ]
     r = result(cap)
     assert r.severity != "error", r.summary
+
+
+def test_peak_busbw_is_quoted_with_its_size_besides_the_largest() -> None:
+    mib = 1024**2
+    cap = machine(2, link="NV18")
+    cap.measurements.collectives = [
+        CollectiveMeasurement(
+            op="all_reduce",
+            backend="nccl",
+            tool="nccl-tests",
+            ranks=2,
+            gpus=[0, 1],
+            rows=[
+                CollectiveRow(size_bytes=size, busbw_gbps=bw, wrong=0)
+                for size, bw in ((64 * mib, 300.0), (256 * mib, 361.0), (GIB, 340.0))
+            ],
+        )
+    ]
+    r = result(cap)
+    assert "peak 361 GB/s at 256.0 MiB" in r.summary
+    peak = next(e for e in r.evidence if e.label == "peak busbw")
+    assert (peak.value, peak.subject) == (361.0, "256.0 MiB")

@@ -414,8 +414,10 @@ def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
     large = [r for r in rows if r.size_bytes >= config.BUSBW_MIN_SIZE_BYTES]
     top = large[-1] if large else rows[-1]
     bw = top.busbw_gbps or 0.0
+    peak = max(rows, key=lambda r: r.busbw_gbps or 0.0)
     evidence = [
         _ev("busbw at the largest size", bw, "GB/s", subject=format_bytes(top.size_bytes)),
+        _ev("peak busbw", peak.busbw_gbps, "GB/s", subject=format_bytes(peak.size_bytes)),
         _ev("ranks", ranks or None),
     ]
     if m.avg_busbw_gbps is not None:
@@ -431,6 +433,22 @@ def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
         else LinkModel(None, "unknown", "which GPUs ran is not known", "low")
     )
     findings.append(_judge_busbw(ctx, m, bw, top, indices, model, gpus_confidence, evidence))
+    return _with_peak(findings, peak, top)
+
+
+def _with_peak(findings: list[Finding], peak: CollectiveRow, top: CollectiveRow) -> list[Finding]:
+    """Quote the peak busbw and its size, as nccl-tests users do, when it is not the largest
+    size's (issue 8: the peak can sit below the largest size, e.g. before a cliff)."""
+    if peak is top or (peak.busbw_gbps or 0) <= (top.busbw_gbps or 0):
+        return findings
+    text = f" (peak {_gbps(peak.busbw_gbps or 0)} GB/s at {format_bytes(peak.size_bytes)})"
+    for finding in findings:
+        if "busbw at" in finding.summary and "peak" not in finding.summary:
+            finding.summary = finding.summary.replace(
+                f"busbw at {format_bytes(top.size_bytes)}",
+                f"busbw at {format_bytes(top.size_bytes)}{text}",
+                1,
+            )
     return findings
 
 
