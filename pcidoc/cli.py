@@ -490,8 +490,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         from pcidoc.probes.session import measure
 
         measure(capture, mode=args.probes, force=args.force, progress=_stderr)
+    from pcidoc.collect.capture import utc_now
+
     report = doctor.run(
-        capture, source, _read_ids(args.only), _read_ids(args.skip), probes_requested=probes
+        capture,
+        source,
+        _read_ids(args.only),
+        _read_ids(args.skip),
+        probes_requested=probes,
+        generated_at=utc_now(),
     )
     if output:
         _wrote("report", _write_report(report, output, redact=args.redact))

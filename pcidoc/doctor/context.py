@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from functools import cached_property
 
-from pcidoc.doctor.registry import Finding
+from pcidoc.doctor.finding import Finding
 from pcidoc.model import linkmodel
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import parse_cpulist

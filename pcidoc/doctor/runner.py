@@ -108,7 +108,8 @@ def run(
     only: Iterable[str] = (),
     skip: Iterable[str] = (),
     probes_requested: bool = False,
-    generated_at: str | None = None,
+    *,
+    generated_at: str,
 ) -> Report:
     """Run the selected checks over a capture and return the report.
 
@@ -118,10 +119,9 @@ def run(
         only: Check ids or topic prefixes to run (all when empty).
         skip: Check ids or topic prefixes not to run.
         probes_requested: True when this run measured (changes skip hints).
-        generated_at: ISO time stamp; now when omitted.
+        generated_at: ISO time stamp of the report, given by the caller (the doctor never
+            reads the clock, so the same capture always gives the same report).
     """
-    from pcidoc.collect.capture import utc_now
-
     registry = load_checks()
     ctx = Context(capture, probes_requested=probes_requested)
     results = [run_check(registry[cid], ctx) for cid in select_checks(only, skip)]
@@ -133,7 +133,7 @@ def run(
         worst = "pass"
     return Report(
         pcidoc_version=__version__,
-        generated_at=generated_at or utc_now(),
+        generated_at=generated_at,
         source=source,
         machine=capture,
         checks=results,

@@ -15,6 +15,8 @@ from pcidoc.model import Capture, NvLink, ReportSource
 from pcidoc.model.report import CheckResult
 from tests.builders import machine, topology
 
+STAMP = "2026-01-01T00:00:00Z"
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -454,7 +456,7 @@ def test_hostile_inputs_do_not_crash_the_checks():
     cap.gpus[2].fabric.state = "something_new"
     cap.gpus[2].fabric.cluster_uuid = "not-a-uuid"
     cap.host.uptime_s = 0.0
-    report = run(cap, ReportSource(kind="synthetic"), only=["nvlink"])
+    report = run(cap, ReportSource(kind="synthetic"), only=["nvlink"], generated_at=STAMP)
     assert [c.id for c in report.checks] == ["nvlink.state", "nvlink.errors", "nvlink.fabric"]
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
@@ -553,7 +555,7 @@ def test_random_nvlink_facts_never_crash(per_gpu, cells, mig, fabric, status, fm
         ]
         g.fabric.state, g.fabric.status = fabric, status
     cap.gpus[0].mig.enabled = mig
-    report = run(cap, ReportSource(kind="synthetic"), only=["nvlink"])
+    report = run(cap, ReportSource(kind="synthetic"), only=["nvlink"], generated_at=STAMP)
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
     ]

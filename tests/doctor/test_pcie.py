@@ -16,6 +16,8 @@ from pcidoc.model.facts import AcsControl
 from pcidoc.model.report import CheckResult
 from tests.builders import machine
 
+STAMP = "2026-01-01T00:00:00Z"
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -622,7 +624,7 @@ def test_hostile_inputs_do_not_crash_the_checks():
     cap.gpus[2].replay_count = 5
     cap.host.uptime_s = -1.0
     cap.measurements.transfers.append(transfer(7, 3.0, gen=3, context="concurrent"))
-    report = run(cap, ReportSource(kind="synthetic"), only=["pcie"])
+    report = run(cap, ReportSource(kind="synthetic"), only=["pcie"], generated_at=STAMP)
     assert [c.id for c in report.checks] == ["pcie.link-speed", "pcie.errors", "pcie.shared-uplink"]
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
@@ -673,7 +675,7 @@ def test_random_link_facts_never_crash(links, pstate, replays, aer, uptime, hop_
         g.pcie.max_gen, g.pcie.max_width, g.pcie.host_max_gen = top, top_width, hop_gen
         g.pstate, g.replay_count, g.aer_correctable = pstate, replays, aer
         g.path = switch_path(uplink_cur=hop_gen or 1, uplink_max=4, root_max=hop_gen or 4)
-    report = run(cap, ReportSource(kind="synthetic"), only=["pcie"])
+    report = run(cap, ReportSource(kind="synthetic"), only=["pcie"], generated_at=STAMP)
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
     ]

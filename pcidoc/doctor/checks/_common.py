@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding
+from pcidoc.doctor.finding import Finding
 from pcidoc.model.report import Confidence, Evidence
 
 
