@@ -431,9 +431,11 @@ def cmd_topo(args: argparse.Namespace) -> int:
         _emit(text)
         return ExitCode.OK
     capture, source = resolve_machine(args)
+    from pcidoc.doctor.topology_notes import topology_notes
     from pcidoc.present.text import make_console, render_topology
 
-    _emit(lambda: render_topology(capture, make_console(), source=source))
+    notes = topology_notes(capture)
+    _emit(lambda: render_topology(capture, make_console(), source=source, notes=notes))
     return ExitCode.OK
 
 

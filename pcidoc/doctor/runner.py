@@ -131,6 +131,8 @@ def run(
     worst = max((r.severity for r in results), key=SEVERITY_ORDER.__getitem__, default="pass")
     if worst == "skip":
         worst = "pass"
+    from pcidoc.doctor.topology_notes import topology_notes
+
     return Report(
         pcidoc_version=__version__,
         generated_at=generated_at,
@@ -139,6 +141,7 @@ def run(
         checks=results,
         summary=summary,
         worst=worst,
+        topology_notes=topology_notes(capture),
     )
 
 
