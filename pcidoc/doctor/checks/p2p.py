@@ -1002,27 +1002,8 @@ def _judge_direction(
         return
     off = _first(baseline, a, b)
     link = ctx.gpu_link(a, b)
-    arrow = f"GPU{a}→GPU{b}"
     if is_nvlink(link):
-        model, basis = _nvlink_model(ctx, a, b, link or "")
-        if on < config.NVLINK_AT_PCIE_RATE_GBPS:
-            v.nv_unused.append(arrow)
-            v.evidence.append(_ev(f"P2P {arrow} over {link}", on, "GB/s", pair_label(a, b)))
-        elif model and on < config.NVLINK_P2P_WARN_FRACTION * model:
-            v.nv_slow.append(arrow)
-            v.evidence.append(
-                _ev(
-                    f"P2P {arrow} vs NVLink model ({basis})",
-                    f"{_gbps(on)} of {_gbps(model)}",
-                    "GB/s",
-                    pair_label(a, b),
-                )
-            )
-        else:
-            v.nv_ok.append(on)
-            v.nv_rate_unknown |= model is None
-            if model:
-                v.nv_model = (model, basis)
+        _judge_nvlink_direction(ctx, a, b, on, link or "", v)
         return
     available = ctx.p2p_available(a, b)
     if link is None and on > _pcie_x16_limit(bool(enabled[0].bidirectional)):
@@ -1057,6 +1038,32 @@ def _judge_direction(
         v.ok_speedups.append(speedup)
         if link is None:
             v.ok_unknown_path.append(on)
+
+
+def _judge_nvlink_direction(
+    ctx: Context, a: int, b: int, on: float, link: str, v: _Verdicts
+) -> None:
+    """An NVLink pair: at PCIe rates (not using NVLink), below the model, or fine."""
+    arrow = f"GPU{a}→GPU{b}"
+    model, basis = _nvlink_model(ctx, a, b, link)
+    if on < config.NVLINK_AT_PCIE_RATE_GBPS:
+        v.nv_unused.append(arrow)
+        v.evidence.append(_ev(f"P2P {arrow} over {link}", on, "GB/s", pair_label(a, b)))
+    elif model and on < config.NVLINK_P2P_WARN_FRACTION * model:
+        v.nv_slow.append(arrow)
+        v.evidence.append(
+            _ev(
+                f"P2P {arrow} vs NVLink model ({basis})",
+                f"{_gbps(on)} of {_gbps(model)}",
+                "GB/s",
+                pair_label(a, b),
+            )
+        )
+    else:
+        v.nv_ok.append(on)
+        v.nv_rate_unknown |= model is None
+        if model:
+            v.nv_model = (model, basis)
 
 
 def _pcie_x16_limit(bidirectional: bool) -> float:

@@ -1141,115 +1141,129 @@ def pcie_shared_uplink(ctx: Context) -> list[Finding]:
                 )
             ]
         return [not_applicable("one GPU, so no uplink is shared between GPUs")]
-    vm = bool(ctx.is_vm)
-    with_path = [g for g in ctx.gpus if g.path]
-    findings: list[Finding] = []
-    switch_pairs: list[tuple[int, int, str]] = []
-
-    if with_path:
-        uplinks = _shared_uplinks(ctx)
-        findings.extend(_fold_alike([_uplink_finding(ctx, u, vm) for u in uplinks]))
-        seen = set()
-        for u in uplinks:
-            idx = [g.index for g in u.gpus]
-            for i, a in enumerate(idx):
-                for b in idx[i + 1 :]:
-                    if (a, b) not in seen:
-                        seen.add((a, b))
-                        switch_pairs.append((a, b, ctx.gpu_link(a, b) or "same switch"))
-        missing = [g.label for g in ctx.gpus if not g.path]
-        if missing:
-            findings.append(
-                Finding(
-                    "info",
-                    f"PCIe path unknown for {_names(missing)}: not judged",
-                    subjects=missing,
-                    confidence="low",
-                    needs="a live capture (the PCIe tree comes from sysfs)",
-                )
+    if any(g.path for g in ctx.gpus):
+        findings, switch_pairs = _uplinks_from_paths(ctx)
+    elif not ctx.has_topology:
+        return [
+            Finding(
+                "skip",
+                "neither the PCIe tree nor a topology matrix is in this capture",
+                needs="run `pcidoc check` on the machine (PCIe tree from sysfs), or import "
+                "`nvidia-smi topo -m`",
             )
-        if not uplinks:
-            findings.append(
-                Finding(
-                    "pass",
-                    f"no uplink is shared: each of {_names(g.label for g in with_path)} has "
-                    "its own path to the CPU",
-                    confidence="high" if not missing else "medium",
-                )
-            )
+        ]
     else:
-        if not ctx.has_topology:
-            return [
-                Finding(
-                    "skip",
-                    "neither the PCIe tree nor a topology matrix is in this capture",
-                    needs="run `pcidoc check` on the machine (PCIe tree from sysfs), or import "
-                    "`nvidia-smi topo -m`",
-                )
-            ]
         switch_pairs = _switch_pairs_from_matrix(ctx)
-        groups = _union([(a, b) for a, b, _ in switch_pairs])
-        for group in groups:
-            labels = [f"GPU{i}" for i in sorted(group)]
-            classes = sorted({link for a, b, link in switch_pairs if a in group and b in group})
-            findings.append(
-                Finding(
-                    "info",
-                    f"{_names(labels)} are {'/'.join(classes)} to each other in the topology "
-                    "matrix: probably behind one PCIe switch, so concurrent host transfers share "
-                    "its uplink",
-                    subjects=labels,
-                    evidence=[_ev("link class", "/".join(classes), subject="-".join(labels))],
-                    remediation=[
-                        "The matrix cannot show the uplink's speed: run `pcidoc check` on "
-                        "the machine to read the PCIe tree, or measure with "
-                        "`pcidoc check --probes full`."
-                    ],
-                    confidence="low",
-                )
-            )
-        nv_pairs = [(a, b) for a, b, link in ctx.gpu_pairs() if is_nvlink(link)]
-        unknown_pairs = [(a, b) for a, b, link in ctx.gpu_pairs() if link is None]
-        if not groups:
-            if nv_pairs and len(nv_pairs) == len(list(ctx.gpu_pairs())):
-                return [
-                    Finding(
-                        "skip",
-                        "every GPU pair is NVLink in the matrix, which hides the PCIe switches",
-                        needs="run `pcidoc check` on the machine to read the PCIe tree",
-                    )
-                ]
-            if ctx.flattened_view or (ctx.is_vm is not False and _looks_flattened(ctx)):
-                why = ctx.flattened_view or (
-                    "every GPU pair is SYS while all GPUs sit on one NUMA node"
-                )
-                return [
-                    Finding(
-                        "info",
-                        f"{why}: the topology looks flattened by a hypervisor, so PCIe "
-                        "switches (if any) are hidden",
-                        remediation=[
-                            "Ask the provider for the real PCIe topology and give it to NCCL "
-                            "with `NCCL_TOPO_FILE=<xml>` if the hypervisor does not inject one.",
-                        ],
-                        confidence="low",
-                        needs="run `pcidoc check` on the host, or measure concurrent H2D with "
-                        "`pcidoc check --probes full`",
-                    )
-                ]
-            note = ""
-            if nv_pairs or unknown_pairs:
-                note = "; NVLink or unknown pairs hide their PCIe path"
-            findings.append(
-                Finding(
-                    "pass",
-                    "no GPU pair is PIX/PXB in the topology matrix: no shared switch uplink seen"
-                    + note,
-                    confidence="low" if note else "medium",
-                )
-            )
+        findings = _uplinks_from_matrix(ctx, switch_pairs)
+        if (findings and findings[0].severity == "skip") or _is_flattened_finding(findings):
+            return findings
     findings.extend(_no_p2p_pairs(ctx, switch_pairs))
     return _with_gap(ctx, findings)
+
+
+def _uplinks_from_paths(ctx: Context) -> tuple[list[Finding], list[tuple[int, int, str]]]:
+    """Shared uplinks read from each GPU's PCIe path (a live capture)."""
+    vm = bool(ctx.is_vm)
+    with_path = [g for g in ctx.gpus if g.path]
+    uplinks = _shared_uplinks(ctx)
+    findings = _fold_alike([_uplink_finding(ctx, u, vm) for u in uplinks])
+    switch_pairs: list[tuple[int, int, str]] = []
+    seen = set()
+    for u in uplinks:
+        idx = [g.index for g in u.gpus]
+        for i, a in enumerate(idx):
+            for b in idx[i + 1 :]:
+                if (a, b) not in seen:
+                    seen.add((a, b))
+                    switch_pairs.append((a, b, ctx.gpu_link(a, b) or "same switch"))
+    missing = [g.label for g in ctx.gpus if not g.path]
+    if missing:
+        findings.append(
+            Finding(
+                "info",
+                f"PCIe path unknown for {_names(missing)}: not judged",
+                subjects=missing,
+                confidence="low",
+                needs="a live capture (the PCIe tree comes from sysfs)",
+            )
+        )
+    if not uplinks:
+        findings.append(
+            Finding(
+                "pass",
+                f"no uplink is shared: each of {_names(g.label for g in with_path)} has "
+                "its own path to the CPU",
+                confidence="high" if not missing else "medium",
+            )
+        )
+    return findings, switch_pairs
+
+
+_FLATTENED_TAIL = "the topology looks flattened by a hypervisor"
+
+
+def _is_flattened_finding(findings: list[Finding]) -> bool:
+    return len(findings) == 1 and _FLATTENED_TAIL in findings[0].summary
+
+
+def _uplinks_from_matrix(ctx: Context, switch_pairs: list[tuple[int, int, str]]) -> list[Finding]:
+    """Switch groups inferred from PIX/PXB pairs of the topology matrix (no PCIe tree)."""
+    findings = []
+    groups = _union([(a, b) for a, b, _ in switch_pairs])
+    for group in groups:
+        labels = [f"GPU{i}" for i in sorted(group)]
+        classes = sorted({link for a, b, link in switch_pairs if a in group and b in group})
+        findings.append(
+            Finding(
+                "info",
+                f"{_names(labels)} are {'/'.join(classes)} to each other in the topology "
+                "matrix: probably behind one PCIe switch, so concurrent host transfers share "
+                "its uplink",
+                subjects=labels,
+                evidence=[_ev("link class", "/".join(classes), subject="-".join(labels))],
+                remediation=[
+                    "The matrix cannot show the uplink's speed: run `pcidoc check` on "
+                    "the machine to read the PCIe tree, or measure with "
+                    "`pcidoc check --probes full`."
+                ],
+                confidence="low",
+            )
+        )
+    if groups:
+        return findings
+    return [_no_switch_in_matrix(ctx)]
+
+
+def _no_switch_in_matrix(ctx: Context) -> Finding:
+    """No PIX/PXB pair in the matrix: hidden by NVLink, flattened by a hypervisor, or none."""
+    pairs = list(ctx.gpu_pairs())
+    nv_pairs = [(a, b) for a, b, link in pairs if is_nvlink(link)]
+    unknown_pairs = [(a, b) for a, b, link in pairs if link is None]
+    if nv_pairs and len(nv_pairs) == len(pairs):
+        return Finding(
+            "skip",
+            "every GPU pair is NVLink in the matrix, which hides the PCIe switches",
+            needs="run `pcidoc check` on the machine to read the PCIe tree",
+        )
+    if ctx.flattened_view or (ctx.is_vm is not False and _looks_flattened(ctx)):
+        why = ctx.flattened_view or "every GPU pair is SYS while all GPUs sit on one NUMA node"
+        return Finding(
+            "info",
+            f"{why}: {_FLATTENED_TAIL}, so PCIe switches (if any) are hidden",
+            remediation=[
+                "Ask the provider for the real PCIe topology and give it to NCCL "
+                "with `NCCL_TOPO_FILE=<xml>` if the hypervisor does not inject one.",
+            ],
+            confidence="low",
+            needs="run `pcidoc check` on the host, or measure concurrent H2D with "
+            "`pcidoc check --probes full`",
+        )
+    note = "; NVLink or unknown pairs hide their PCIe path" if nv_pairs or unknown_pairs else ""
+    return Finding(
+        "pass",
+        "no GPU pair is PIX/PXB in the topology matrix: no shared switch uplink seen" + note,
+        confidence="low" if note else "medium",
+    )
 
 
 _FOLD_MIN = 4
