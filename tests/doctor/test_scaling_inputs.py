@@ -80,3 +80,41 @@ def test_peak_busbw_is_quoted_with_its_size_besides_the_largest() -> None:
     assert "peak 361 GB/s at 256.0 MiB" in r.summary
     peak = next(e for e in r.evidence if e.label == "peak busbw")
     assert (peak.value, peak.subject) == (361.0, "256.0 MiB")
+
+
+def _named_only(n: int, busbw: float, name: str = "NVIDIA H100 80GB HBM3") -> Capture:
+    # A paste with the nccl-tests table and the GPU names only: no topology, no NVLink facts.
+    cap = machine(n, gpu_fields={"name": name})
+    cap.topology.labels, cap.topology.links = [], []
+    for g in cap.gpus:
+        g.nvlinks = []
+    cap.measurements.collectives = [
+        CollectiveMeasurement(
+            op="all_reduce",
+            backend="nccl",
+            tool="nccl-tests",
+            ranks=n,
+            gpus=list(range(n)),
+            rows=[CollectiveRow(size_bytes=8 * GIB, busbw_gbps=busbw, wrong=0)],
+        )
+    ]
+    return cap
+
+
+def test_busbw_is_judged_against_links_inferred_from_the_gpu_model() -> None:
+    # 8 H100 SXM: NVSwitch board, 18 links x NCCL's 20.6 GB/s = 370.8 GB/s.
+    healthy = result(_named_only(8, 360.0))
+    assert healthy.severity == "pass" and "inferred from the GPU model" in _all_text(healthy)
+    low = result(_named_only(8, 120.0))
+    assert low.severity in ("warn", "fail") and low.confidence == "medium"
+
+
+def test_a_small_set_could_be_a_direct_mesh_so_nothing_is_inferred() -> None:
+    # 4 GPUs may be an HGX 4-GPU mesh (NV6 per peer): 18 links per pair would overstate it.
+    r = result(_named_only(4, 120.0))
+    assert r.severity != "fail"
+    assert "inferred from the GPU model" not in _all_text(r)
+
+
+def _all_text(r: CheckResult) -> str:
+    return " ".join([r.summary, *(e.text() for e in r.evidence)])

@@ -102,6 +102,22 @@ def _bottleneck_rank(ctx: Context, indices: list[int]) -> int | None:
     return worst
 
 
+def _model_from_gpu_names(ctx: Context, indices: list[int]) -> LinkModel:
+    """No topology: the link model (issue 8) may still know the links from the GPU model."""
+    gpus = [ctx.gpu_by_index[i] for i in indices if i in ctx.gpu_by_index]
+    inferred = linkmodel.inferred_switch_links(gpus) if len(gpus) == len(indices) else None
+    if inferred is None:
+        return LinkModel(None, "unknown", "the topology between these GPUs is not known", "low")
+    model, links = inferred
+    cc = model.compute_capability
+    gbps = config.nccl_nvlink_model_gbps(model.nvlink_version, links, None, cc)
+    basis = (
+        f"{links} NVLinks × {(gbps or 0) / links:.1f} GB/s (NCCL's effective rate) inferred from "
+        f"the GPU model ({model.key} on NVSwitches; no topology in the capture)"
+    )
+    return LinkModel(gbps, "nvlink", basis, "medium", "NV")
+
+
 def _measured_pcie(ctx: Context, indices: list[int]) -> float | None:
     values = [
         t.bandwidth_gbps
@@ -181,7 +197,7 @@ def allreduce_model(ctx: Context, indices: list[int]) -> LinkModel:
         return LinkModel(None, "unknown", "fewer than two GPUs", "low")
     worst = _bottleneck_rank(ctx, indices)
     if worst is None:
-        return LinkModel(None, "unknown", "the topology between these GPUs is not known", "low")
+        return _model_from_gpu_names(ctx, indices)
     if worst == 1:
         return _nvlink_part(ctx, indices)
     edge = _RANK_CLASS.get(worst, "SYS")
