@@ -399,3 +399,10 @@ def test_random_environments_never_crash(variables, link, n, cpu):
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
     ]
+
+
+def test_cuda_visible_devices_with_a_non_ascii_digit_is_judged_not_a_crash() -> None:
+    # '¹'.isdigit() is True but int('¹') raises: found by the property test after the rebase.
+    cap = with_env(machine(2), CUDA_VISIBLE_DEVICES="¹")
+    report = run(cap, ReportSource(kind="synthetic"), only=["env.nccl"], generated_at=STAMP)
+    assert report.checks[0].severity != "error"

@@ -116,7 +116,7 @@ def _visible(ctx: Context, value: str, pci_order: bool) -> _Visible:
         if token.upper().startswith("GPU-"):
             matches = [g for g in ctx.gpus if g.uuid and g.uuid.lower().startswith(token.lower())]
             gpu = matches[0] if len(matches) == 1 else None
-        elif token.isdigit():
+        elif token.isascii() and token.isdigit():
             ordinal = int(token)
             if ordinal >= len(ctx.gpus) and ctx.gpus:
                 gpu = None
