@@ -426,7 +426,9 @@ def test_fence_capture_from_shared_bad_inputs() -> None:
 
     capture = load_capture(SHARED / "fence.json")
     report = run_doctor(
-        capture, ReportSource(kind="capture", path="fence.json"), generated_at="2026-01-01T00:00:00Z"
+        capture,
+        ReportSource(kind="capture", path="fence.json"),
+        generated_at="2026-01-01T00:00:00Z",
     )
     md = render_markdown(report)
     plain = _markdown_text(md)
