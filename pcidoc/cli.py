@@ -431,9 +431,11 @@ def cmd_topo(args: argparse.Namespace) -> int:
         _emit(text)
         return ExitCode.OK
     capture, source = resolve_machine(args)
+    from pcidoc.doctor.topology_notes import topology_notes
     from pcidoc.present.text import make_console, render_topology
 
-    _emit(lambda: render_topology(capture, make_console(), source=source))
+    notes = topology_notes(capture)
+    _emit(lambda: render_topology(capture, make_console(), source=source, notes=notes))
     return ExitCode.OK
 
 
@@ -490,8 +492,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         from pcidoc.probes.session import measure
 
         measure(capture, mode=args.probes, force=args.force, progress=_stderr)
+    from pcidoc.collect.capture import utc_now
+
     report = doctor.run(
-        capture, source, _read_ids(args.only), _read_ids(args.skip), probes_requested=probes
+        capture,
+        source,
+        _read_ids(args.only),
+        _read_ids(args.skip),
+        probes_requested=probes,
+        generated_at=utc_now(),
     )
     if output:
         _wrote("report", _write_report(report, output, redact=args.redact))

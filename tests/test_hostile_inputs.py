@@ -192,7 +192,7 @@ def test_evil_cpu_range_imports_in_bounded_memory() -> None:
         cap = result.capture
         print(len(cap.gpus), cap.gpus[0].cpu_affinity)
         print([w for w in result.warnings if "CPU" in w or "cpu" in w][:1])
-        report = doctor.run(cap, ReportSource(kind="import"), [], [])
+        report = doctor.run(cap, ReportSource(kind="import"), generated_at="2026-01-01T00:00:00Z")
         print("checked", len(report.checks))
         """,
         memory_mb=1024,

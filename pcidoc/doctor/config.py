@@ -193,6 +193,10 @@ P2P_FALLBACK_TOLERANCE = 0.05
 # Enabled-P2P latency at or above this fraction of the disabled (staged) latency looks staged
 # [D] (probes.md §4.4: P2P 2-3.5 us over NVLink/PCIe vs 10-25 us disabled).
 P2P_LATENCY_STAGED_FRACTION = 0.5
+# Bidirectional P2P enabled at or above this multiple of the bidirectional staged copy: the
+# peer path works (a direct path carries both directions at once, ~2x; staging through host
+# memory does not) [D] (research/probes.md §4.4; issue 8: bidirectional bandwidth doubles).
+P2P_BIDIR_WORKS_SPEEDUP = 1.5
 # BAR1 below this size on a GPU whose P2P misbehaves points at Resizable BAR being off [U]
 # (aikitoria/open-gpu-kernel-modules#6/#9: BAR1-based P2P needs a large BAR; 256 MiB = off).
 BAR1_SMALL_BYTES = 1024**3

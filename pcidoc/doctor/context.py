@@ -5,11 +5,12 @@ Checks receive a :class:`Context`; they must not mutate the capture.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from functools import cached_property
 from typing import ClassVar
 
-from pcidoc.doctor.registry import Finding
+from pcidoc.doctor.finding import Finding
 from pcidoc.model import linkmodel
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import parse_cpulist
@@ -90,6 +91,38 @@ class Context:
         return {frozenset((a, b)) for a, b, link in self.gpu_pairs() if is_nvlink(link)}
 
     # --------------------------------------------------------------------- environment
+
+    @cached_property
+    def flattened_view(self) -> str | None:
+        """Why the topology looks like a hypervisor's flattened view, or ``None``.
+
+        Every GPU pair at PHB/SYS (no switch, no NVLink, no NODE) while the GPUs' NUMA facts
+        carry no locality: all report the same multi-node set (``0-1``), NUMA -1, or one node
+        with SYS between them. Old-driver matrices (no NUMA column, CPU affinity only) whose
+        affinity differs per GPU are two sockets, not a hypervisor. A host known to be bare
+        metal is never flattened.
+        """
+        if self.is_vm is False or len(self.gpus) < 2:
+            return None
+        links = [link for _, _, link in self.gpu_pairs()]
+        if not links or not all(link in ("PHB", "SYS") for link in links):
+            return None
+        nodes = {g.numa_node for g in self.gpus}
+        sets = {(g.numa_affinity or "").strip() for g in self.gpus}
+        cpus = {g.cpu_affinity for g in self.gpus if g.cpu_affinity}
+        no_node = all(n is None or n < 0 for n in nodes)
+        if no_node and len(cpus) > 1:
+            return None  # per-GPU CPU affinity: the sockets are visible
+        if len(sets) == 1 and _several_nodes(next(iter(sets))):
+            return f"every GPU reports the same NUMA set {next(iter(sets))}"
+        if (nodes and all(n is not None and n < 0 for n in nodes)) or sets == {"-1"}:
+            return "every GPU reports NUMA -1"
+        all_sys = all(link == "SYS" for link in links)
+        if all_sys and len(nodes) == 1 and not no_node:
+            return f"every GPU pair is SYS while every GPU reports NUMA {next(iter(nodes))}"
+        if all_sys and no_node:
+            return "every GPU pair is SYS while no GPU reports a NUMA node"
+        return None
 
     @cached_property
     def is_vm(self) -> bool | None:
@@ -314,3 +347,13 @@ class Context:
         if linkmodel.nvlink_nominal_rate_gbps(model.nvlink_version) == model.nvlink_gbps_per_link:
             return model.nvlink_version, model.nvlink_gbps_per_link
         return None, model.nvlink_gbps_per_link
+
+
+def _several_nodes(text: str) -> bool:
+    """True for a NUMA set naming more than one node (``"0-1"``, ``"0,1"``), without
+    expanding it (a hostile ``0-999999999`` must stay cheap)."""
+    match = re.fullmatch(r"(\d+)(?:-(\d+))?((?:,\d+(?:-\d+)?)*)", text.replace(" ", ""))
+    if not match:
+        return False
+    first, last, rest = match.groups()
+    return bool(rest) or (last is not None and int(last) > int(first))

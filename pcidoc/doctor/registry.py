@@ -8,14 +8,16 @@ id (worst finding first).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pcidoc.model.report import Confidence, Evidence, Severity
+from pcidoc.doctor.finding import Finding
 
 if TYPE_CHECKING:
     from pcidoc.doctor.context import Context
+
+__all__ = ["CHECK_IDS", "REGISTRY", "CheckFunction", "CheckSpec", "Finding", "check", "load_checks"]
 
 CHECK_IDS: tuple[str, ...] = (
     "nvml.health",
@@ -50,29 +52,6 @@ CHECK_IDS: tuple[str, ...] = (
     "nccl.lspci-link",
 )
 """Every check id, in catalogue order. Ids are a stable contract: never rename one."""
-
-
-@dataclass
-class Finding:
-    """One thing a check found. A check may return several; they merge into one result.
-
-    Attributes:
-        severity: ``pass``/``info``/``warn``/``fail``/``skip`` (``error`` is set by the engine).
-        summary: One line with the key numbers, e.g. ``"GPU2 at Gen1 x16 under load"``.
-        subjects: ``GPU<n>``, ``GPU<a>-GPU<b>``, NIC names.
-        evidence: Facts and numbers used, with units.
-        remediation: What to do, in order; commands in backticks.
-        confidence: How sure the finding is (``low`` when it rests on indirect evidence).
-        needs: For ``skip``: what would provide the missing input.
-    """
-
-    severity: Severity
-    summary: str
-    subjects: Sequence[str] = ()
-    evidence: Sequence[Evidence] = ()
-    remediation: Sequence[str] = ()
-    confidence: Confidence = "high"
-    needs: str | None = None
 
 
 CheckFunction = Callable[["Context"], "Finding | list[Finding]"]

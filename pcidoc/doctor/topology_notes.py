@@ -234,12 +234,14 @@ def _nvlink_notes(w: _Wiring, capture: Capture) -> list[str]:
                 }
                 mesh = " full mesh" if _is_clique(comp, edges) and len(inner) == 1 else ""
                 parts.append(f"{gpu_list(comp)} ({_class_names(inner)}{mesh})")
+            island = {g: k for k, comp in enumerate(components) for g in comp}
             between = Counter(
                 link
                 for (a, b), link in w.pairs.items()
                 if link is not None
                 and not is_nvlink(link)
-                and any(a in c and b not in c for c in components)
+                and a in island
+                and island.get(b) != island[a]
             )
             tail = f"; pairs between islands use {_class_names(between)}" if between else ""
             notes.append(f"NVLink islands: {'; '.join(parts)}{tail}")

@@ -556,8 +556,31 @@ def pair_ceiling(capture: Capture, a: int, b: int, link: str | None = None) -> C
     return cb if cb.gbps < ca.gbps else ca
 
 
+MESH_MAX_GPUS = 4
+"""Direct NVLink meshes join at most 4 SXM GPUs (HGX 4-GPU boards: NV4/NV6 to each peer); a
+single-node set of more GPUs of an NVSwitch-board model sits on NVSwitches."""
+
+
+def inferred_switch_links(gpus: list[Gpu]) -> tuple[GpuModel, int] | None:
+    """NVLinks per GPU an all-reduce over ``gpus`` (one node) can use, inferred from the GPU
+    model alone (no topology): ``(model, links)`` or ``None`` when it cannot be inferred.
+
+    Only for more than :data:`MESH_MAX_GPUS` GPUs of one model built for NVSwitch boards
+    (``nvlink_via == "nvswitch"``): then every GPU reaches the switches with all its links. A
+    smaller set may be a direct mesh with fewer links per peer, so nothing is inferred.
+    """
+    models = {gpu_model_of(g) for g in gpus}
+    if len(gpus) <= MESH_MAX_GPUS or len(models) != 1:
+        return None
+    model = next(iter(models))
+    if model is None or model.nvlink_via != "nvswitch" or not model.nvlink_links:
+        return None
+    return model, model.nvlink_links
+
+
 __all__ = [
     "GPU_MODELS",
+    "MESH_MAX_GPUS",
     "NCCL_NVLINK_EFFECTIVE_BY_CC",
     "NCCL_NVLINK_EFFECTIVE_GBPS",
     "NVLINK_LINE_RATE_GBPS",
@@ -569,6 +592,7 @@ __all__ = [
     "GpuModel",
     "gpu_model_of",
     "gpu_pcie_ceiling",
+    "inferred_switch_links",
     "link_ceilings",
     "lookup_gpu",
     "nccl_nvlink_model_gbps",

@@ -104,6 +104,9 @@ class Report(Model):
     summary: dict[str, int] = Field(default_factory=dict)
     """Count per severity."""
     worst: Severity = "pass"
+    topology_notes: list[str] = Field(default_factory=list)
+    """Notable wiring facts the doctor read from the topology (NVLink islands, GPUs sharing a
+    switch, NUMA layout, a flattened view...), one sentence each; presenters render them."""
 
     def sorted_checks(self) -> list[CheckResult]:
         """Checks worst first, then by id."""

@@ -25,7 +25,6 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 
-from pcidoc.doctor.topology_notes import topology_notes
 from pcidoc.model.capture import Capture
 from pcidoc.model.report import CheckResult, Report
 from pcidoc.present._common import (
@@ -556,7 +555,7 @@ def _topology(report: Report) -> list[str]:
     if view.nic_names:
         names = ", ".join(f"{esc(label)} = {esc(name)}" for label, name in view.nic_names)
         out.append(f"<p>NICs: {names}</p>")
-    notes = topology_notes(capture)
+    notes = report.topology_notes
     if notes:
         items = "".join(f"<li>{esc(note)}</li>" for note in notes)
         out.append(f'<p>Notable:</p><ul class="notes">{items}</ul>')

@@ -25,7 +25,6 @@ import html
 import re
 from collections.abc import Iterable
 
-from pcidoc.doctor.topology_notes import topology_notes
 from pcidoc.model.report import CheckResult, Report
 from pcidoc.present._common import (
     EXIT_MEANINGS,
@@ -369,7 +368,7 @@ def _topology(report: Report) -> list[str]:
                 f"{escape_text(label)} = {escape_text(name)}" for label, name in view.nic_names
             ),
         ]
-    notes = topology_notes(capture)
+    notes = report.topology_notes
     if notes:
         lines += ["", "Notable:", ""]
         lines += [f"- {escape_text(note)}" for note in notes]

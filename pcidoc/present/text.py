@@ -20,7 +20,6 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from pcidoc.doctor.topology_notes import topology_notes
 from pcidoc.model.capture import Capture
 from pcidoc.model.report import CheckResult, Report, ReportSource
 from pcidoc.present._common import (
@@ -302,8 +301,14 @@ def _bullets(lines: Iterable[Text], marks: dict[str, str]) -> Table:
     return grid
 
 
-def render_topology(capture: Capture, console: Console, source: ReportSource | None = None) -> None:
-    """Print the topology matrix with legend, NIC legend and notable facts.
+def render_topology(
+    capture: Capture,
+    console: Console,
+    source: ReportSource | None = None,
+    notes: list[str] | None = None,
+) -> None:
+    """Print the topology matrix with legend, NIC legend and the notable facts ``notes`` (computed
+    by the doctor: :func:`pcidoc.doctor.topology_notes.topology_notes`).
 
     The matrix is coloured by link class on its own muted scale (slate blue for NVLink, bold for
     the most links; greys for PCIe, dimmer the farther the path; unknown dim ``?``). When it is
@@ -324,7 +329,7 @@ def render_topology(capture: Capture, console: Console, source: ReportSource | N
     console.print(header)
     console.print(_join(detail), style="dim")
     console.print()
-    notes = topology_notes(capture)
+    notes = notes or []
     if not view.labels:
         console.print(Text("No topology matrix in this capture.", style="yellow"))
         if notes:

@@ -37,7 +37,12 @@ def _topo_file(tmp_path: Path, buses: list[str]) -> str:
 
 
 def _topo_check(capture):  # type: ignore[no-untyped-def]
-    report = run(capture, ReportSource(kind="live"), only=["nccl.topo-file"])
+    report = run(
+        capture,
+        ReportSource(kind="live"),
+        only=["nccl.topo-file"],
+        generated_at="2026-01-01T00:00:00Z",
+    )
     return report.checks[0]
 
 

@@ -329,3 +329,49 @@ def test_flattened_vm_nics_are_not_judged() -> None:
     r = result(cap, "numa.nic-affinity")
     assert (r.severity, r.confidence) == ("info", "low")
     assert "flattened" in r.summary
+
+
+def test_slit_distance_21_is_another_socket_not_a_subnode() -> None:
+    # Two-socket Intel hosts report SLIT 10/21; nodes of one socket (SNC/NPS) sit at 11-12.
+    # Anything at 20 or above is another socket: 21 must never merge two nodes.
+    cap = gen(machine(4, link="SYS", numa_nodes=2), 4)
+    for node in cap.host.numa_nodes:
+        node.distances = [10 if i == node.id else 21 for i in range(2)]
+    r = result(cap, "numa.cross-socket")
+    assert "cross sockets" in r.summary
+    assert r.severity != "pass"
+
+
+def _hypervisor_view(link: str, numa_affinity: str | None, numa_node: int | None) -> Capture:
+    cap = gen(machine(4, link=link, numa_nodes=2, hypervisor=None), 4)
+    cap.host.numa_nodes = []
+    for g in cap.gpus:
+        g.numa_node, g.numa_affinity, g.cpu_affinity = numa_node, numa_affinity, "0-63"
+    return cap
+
+
+@pytest.mark.parametrize(
+    ("link", "affinity", "node"),
+    [("PHB", "0-1", None), ("SYS", "0-1", None), ("SYS", "-1", -1), ("PHB", "-1", -1)],
+)
+def test_hypervisor_view_lowers_locality_confidence_and_points_to_a_topo_file(
+    link: str, affinity: str, node: int | None
+) -> None:
+    cap = _hypervisor_view(link, affinity, node)
+    for check_id in ("numa.cross-socket", "pcie.shared-uplink"):
+        r = result(cap, check_id)
+        assert r.severity != "pass" and r.confidence == "low", (check_id, r.summary)
+        assert "flattened" in r.summary
+        assert any("NCCL_TOPO_FILE" in step for step in r.remediation), check_id
+
+
+def test_old_driver_matrix_with_per_gpu_affinity_is_two_sockets_not_a_hypervisor() -> None:
+    # SOC legend era: no NUMA column, CPU affinity differs per GPU -> two sockets.
+    cap = gen(machine(4, link="SYS", numa_nodes=2, hypervisor=None), 4)
+    cap.host.numa_nodes = []
+    for g in cap.gpus:
+        g.numa_node, g.numa_affinity = None, None
+        g.cpu_affinity = "0-9,20-29" if g.index < 2 else "10-19,30-39"
+    assert Context(cap).flattened_view is None
+    assert "flattened" not in result(cap, "env.virtualization").summary
+    assert "flattened" not in result(cap, "numa.cross-socket").summary

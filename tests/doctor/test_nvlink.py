@@ -15,6 +15,8 @@ from pcidoc.model import Capture, NvLink, ReportSource
 from pcidoc.model.report import CheckResult
 from tests.builders import machine, topology
 
+STAMP = "2026-01-01T00:00:00Z"
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -89,7 +91,10 @@ def test_gpu_with_fewer_up_links_than_identical_peers_fails():
     cap.gpus[3].nvlinks = links(16, 2)
     res = result(cap, "nvlink.state")
     assert res.severity == "fail"
-    assert res.summary.startswith("GPU3 has 16 NVLinks up while its 7 identical peer(s) have 18")
+    bus = cap.gpus[3].bus_id
+    assert res.summary.startswith(
+        f"GPU3 ({bus}) has 16 NVLinks up while its 7 identical peer(s) have 18"
+    )
     assert res.subjects == ["GPU3"]
     assert res.confidence == "high"
 
@@ -218,8 +223,8 @@ def test_pcie_only_gpus_are_info_not_failure():
     res = result(cap, "nvlink.state")
     assert res.severity == "info"
     assert "no NVLink" in res.summary
-    assert result(cap, "nvlink.errors").severity == "pass"
-    assert result(cap, "nvlink.fabric").severity == "pass"
+    assert result(cap, "nvlink.errors").severity == "skip"
+    assert result(cap, "nvlink.fabric").severity == "skip"
 
 
 def test_no_nvlink_facts_is_a_skip():
@@ -412,7 +417,7 @@ def test_gpu_to_gpu_nvlink_is_not_an_nvswitch_system():
     for g in cap.gpus:
         g.nvlinks = links(12, remote="gpu")
     res = result(cap, "nvlink.fabric")
-    assert res.severity == "pass"
+    assert res.severity == "skip"
     assert "not applicable" in res.summary
 
 
@@ -451,7 +456,7 @@ def test_hostile_inputs_do_not_crash_the_checks():
     cap.gpus[2].fabric.state = "something_new"
     cap.gpus[2].fabric.cluster_uuid = "not-a-uuid"
     cap.host.uptime_s = 0.0
-    report = run(cap, ReportSource(kind="synthetic"), only=["nvlink"])
+    report = run(cap, ReportSource(kind="synthetic"), only=["nvlink"], generated_at=STAMP)
     assert [c.id for c in report.checks] == ["nvlink.state", "nvlink.errors", "nvlink.fabric"]
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
@@ -485,7 +490,7 @@ def test_partial_nvlink_mesh_is_not_an_nvswitch_fabric():
     for g in cap.gpus:
         g.nvlinks = []
     res = result(cap, "nvlink.fabric")
-    assert res.severity == "pass"
+    assert res.severity == "skip"
     assert "direct NVLink design" in res.summary
 
 
@@ -498,7 +503,7 @@ def test_links_that_all_reach_one_device_are_a_bridge_not_a_switch():
             if link.state == "up":
                 link.remote_bus_id = far
     res = result(cap, "nvlink.fabric")
-    assert (res.severity, res.confidence) == ("pass", "medium")
+    assert (res.severity, res.confidence) == ("skip", "medium")
     cap.gpus[0].nvlinks[1].remote_bus_id = "0000:e1:00.0"  # a second switch: no longer a bridge
     assert result(cap, "nvlink.fabric").severity == "info"
 
@@ -550,7 +555,35 @@ def test_random_nvlink_facts_never_crash(per_gpu, cells, mig, fabric, status, fm
         ]
         g.fabric.state, g.fabric.status = fabric, status
     cap.gpus[0].mig.enabled = mig
-    report = run(cap, ReportSource(kind="synthetic"), only=["nvlink"])
+    report = run(cap, ReportSource(kind="synthetic"), only=["nvlink"], generated_at=STAMP)
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
     ]
+
+
+def _bridged(name: str, link: str) -> Capture:
+    cap = machine(2, link=link, gpu_fields={"name": name})
+    for g in cap.gpus:
+        g.nvlinks = []  # a paste with the topology only
+    return cap
+
+
+@pytest.mark.parametrize(
+    ("name", "link", "partial"),
+    [
+        ("NVIDIA A100 80GB PCIe", "NV4", True),  # one of three bridges
+        ("NVIDIA A100 80GB PCIe", "NV12", False),
+        ("NVIDIA H100 PCIe", "NV12", False),
+        ("NVIDIA H100 PCIe", "NV8", True),
+        ("NVIDIA RTX A6000", "NV4", False),  # GA102 bridge: 4 links
+        ("NVIDIA RTX A6000", "NV2", True),
+        ("NVIDIA A100-SXM4-80GB", "NV4", False),  # SXM: a slice of a mesh is not judged
+    ],
+)
+def test_a_bridge_with_fewer_links_than_its_model_carries_is_partial(
+    name: str, link: str, partial: bool
+) -> None:
+    res = result(_bridged(name, link), "nvlink.state")
+    assert (res.severity == "warn" and "partial NVLink" in res.summary) == partial, res.summary
+    if partial:
+        assert "0000:" in res.summary  # named by bus id

@@ -12,6 +12,8 @@ from pcidoc.model import Capture, ReportSource
 from pcidoc.model.report import CheckResult
 from tests.builders import machine
 
+STAMP = "2026-01-01T00:00:00Z"
+
 
 def result(cap: Capture) -> CheckResult:
     """The merged nvml.health result, as the engine builds it."""
@@ -125,5 +127,5 @@ def test_engine_survives_odd_driver_states():
     cap = no_nvml("lib_rm_version_mismatch", -1)  # lower case, impossible count
     cap.gpus = machine(1).gpus
     cap.gpus[0].nvml_error = ""
-    report = run(cap, ReportSource(kind="synthetic"), only=["nvml.health"])
+    report = run(cap, ReportSource(kind="synthetic"), only=["nvml.health"], generated_at=STAMP)
     assert report.checks[0].severity == "fail"

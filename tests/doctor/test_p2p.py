@@ -19,6 +19,7 @@ from pcidoc.model import (
     P2PVerification,
     PcieHop,
 )
+from pcidoc.model.facts import P2PStatus
 from tests.builders import machine
 
 GEFORCE = {"name": "NVIDIA GeForce RTX 4090"}
@@ -567,10 +568,65 @@ def test_fallback_pairs_of_unknown_path_faster_than_any_pcie_link_are_called_nvl
     cap.measurements.p2p = a100_matrices()
     r = result(cap, "p2p.fallback")
     assert (r.severity, r.confidence) == ("pass", "medium")
-    assert "every pair" in r.summary
+    assert "beyond any PCIe x16 link" in r.summary and "NVLink" in r.summary
     assert "PCIe pair" not in r.summary
-    assert "beyond any PCIe x16 link" in r.summary
+
+
+def test_pairs_beyond_any_pcie_link_are_nvlink_even_without_a_staged_baseline() -> None:
+    cap = machine(8)
+    cap.topology.labels, cap.topology.links = [], []
+    cap.measurements.p2p = [m for m in a100_matrices() if m.p2p == "enabled"]
+    r = result(cap, "p2p.fallback")
+    assert r.severity == "pass"
     assert "NVLink" in r.summary
+    assert "not judged" not in r.summary
+
+
+def _pcie_pair(link: str = "PIX") -> Capture:
+    cap = machine(2, link=link, gpu_fields={"gen": 4, "width": 16})
+    cap.p2p = P2PStatus(gpus=[0, 1], matrices={"read": [["X", "OK"], ["OK", "X"]]})
+    # Unidirectional P2P only 1.1x the staged copy: weak evidence that P2P is not working.
+    cap.measurements.p2p = [
+        matrix("bandwidth", "enabled", [[700.0, 22.0], [22.0, 700.0]]),
+        matrix("bandwidth", "disabled", [[700.0, 20.0], [20.0, 700.0]]),
+    ]
+    return cap
+
+
+def test_weak_unidirectional_gain_alone_warns_on_a_switch_pair() -> None:
+    assert result(_pcie_pair(), "p2p.fallback").severity == "warn"
+
+
+def test_latency_overrules_a_weak_unidirectional_gain() -> None:
+    # Latency drops from ~15 us staged to ~1.5 us with P2P: the peer path works.
+    cap = _pcie_pair()
+    cap.measurements.p2p += [
+        matrix("latency", "enabled", [[0.0, 1.5], [1.5, 0.0]]),
+        matrix("latency", "disabled", [[0.0, 15.0], [15.0, 0.0]]),
+    ]
+    r = result(cap, "p2p.fallback")
+    assert r.severity == "pass", r.summary
+    assert "stronger evidence" in r.summary
+    assert any("latency 1.50 vs 15.00" in str(e.value) for e in r.evidence)
+
+
+def test_bidirectional_doubling_overrules_a_weak_unidirectional_gain() -> None:
+    cap = _pcie_pair()
+    cap.measurements.p2p += [
+        matrix("bandwidth", "enabled", [[700.0, 42.0], [42.0, 700.0]], bidirectional=True),
+        matrix("bandwidth", "disabled", [[700.0, 20.0], [20.0, 700.0]], bidirectional=True),
+    ]
+    assert result(cap, "p2p.fallback").severity == "pass"
+
+
+def test_staged_like_latency_confirms_the_weak_gain() -> None:
+    cap = _pcie_pair()
+    cap.measurements.p2p += [
+        matrix("latency", "enabled", [[0.0, 14.0], [14.0, 0.0]]),
+        matrix("latency", "disabled", [[0.0, 15.0], [15.0, 0.0]]),
+    ]
+    r = result(cap, "p2p.fallback")
+    assert (r.severity, r.confidence) == ("warn", "high")
 
 
 def test_fallback_pairs_of_unknown_path_at_pcie_rates_are_not_called_nvlink() -> None:
@@ -617,7 +673,7 @@ def test_fallback_names_the_outlier_gpu() -> None:
     ]
     r = result(cap, "p2p.fallback")
     assert r.severity == "warn"
-    assert r.summary.startswith("GPU2 is the P2P outlier")
+    assert r.summary.startswith(f"GPU2 ({cap.gpus[2].bus_id}) is the P2P outlier")
     assert "Gen5 x4 of Gen5 x16" in r.summary
 
 
@@ -730,3 +786,15 @@ def test_checks_survive_sparse_and_odd_captures(cap: Capture) -> None:
         r = result(cap, check_id)
         assert r.severity != "error", (check_id, r.summary)
         assert r.summary
+
+
+@pytest.mark.parametrize(("vendor", "uses"), [("amd", True), ("intel", False)])
+def test_nccl_uses_p2p_across_sys_only_on_small_amd_hosts(vendor: str, uses: bool) -> None:
+    # NCCL paths.cc: P2P up to PXB by default, up to SYS on AMD CPUs with <= 2 GPUs.
+    from pcidoc.doctor.checks.p2p import pair_path
+
+    cap = machine(2, link="SYS", numa_nodes=2, cpu_vendor=vendor)
+    if vendor == "amd":
+        cap.host.cpu_model = "AMD EPYC 7542 32-Core Processor"
+    path = pair_path(Context(cap), 0, 1)
+    assert (path.kind, path.uses_pcie_p2p) == ("sys", uses)

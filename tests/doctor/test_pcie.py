@@ -16,6 +16,8 @@ from pcidoc.model.facts import AcsControl
 from pcidoc.model.report import CheckResult
 from tests.builders import machine
 
+STAMP = "2026-01-01T00:00:00Z"
+
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -371,11 +373,27 @@ def test_replay_outlier_among_identical_peers(count, peers, warned):
         g.replay_count = peers
     cap.gpus[6].replay_count = count
     findings = pcie.pcie_errors(Context(cap))
-    outliers = [f for f in findings if "identical" in f.summary]
+    outliers = [f for f in findings if "identical" in f.summary and f.severity == "warn"]
     assert bool(outliers) == warned
     if warned:
         assert outliers[0].subjects == ["GPU6"]
-        assert outliers[0].severity == "warn"
+        assert cap.gpus[6].bus_id in outliers[0].summary
+
+
+def test_replays_on_one_gpu_whose_identical_peers_have_none_are_named_without_a_time_base():
+    # No uptime: no rate and no absolute limit applies, but the peers are the reference.
+    cap = gen4(4)
+    cap.host.uptime_s = None
+    for g in cap.gpus:
+        g.replay_count = 0
+    cap.gpus[2].replay_count = 3
+    findings = pcie.pcie_errors(Context(cap))
+    named = [f for f in findings if "identical" in f.summary]
+    assert len(named) == 1 and named[0].subjects == ["GPU2"]
+    assert named[0].severity == "info"
+    assert "have none" in named[0].summary and cap.gpus[2].bus_id in named[0].summary
+    factor = next(e for e in named[0].evidence if e.label == "outlier factor")
+    assert factor.value == "peers have none"  # never "10x" of a median of 0
 
 
 def test_different_models_are_not_peers():
@@ -576,7 +594,8 @@ def test_no_path_and_no_matrix_is_a_skip():
 
 
 def test_one_gpu_shares_nothing():
-    assert result(gen4(1), "pcie.shared-uplink").severity == "pass"
+    r = result(gen4(1), "pcie.shared-uplink")
+    assert r.severity == "skip" and r.summary.startswith("not applicable")
 
 
 @pytest.mark.parametrize(("code", "trap"), [("GNS", True), ("NS", True), ("OK", False)])
@@ -605,7 +624,7 @@ def test_hostile_inputs_do_not_crash_the_checks():
     cap.gpus[2].replay_count = 5
     cap.host.uptime_s = -1.0
     cap.measurements.transfers.append(transfer(7, 3.0, gen=3, context="concurrent"))
-    report = run(cap, ReportSource(kind="synthetic"), only=["pcie"])
+    report = run(cap, ReportSource(kind="synthetic"), only=["pcie"], generated_at=STAMP)
     assert [c.id for c in report.checks] == ["pcie.link-speed", "pcie.errors", "pcie.shared-uplink"]
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
@@ -656,7 +675,7 @@ def test_random_link_facts_never_crash(links, pstate, replays, aer, uptime, hop_
         g.pcie.max_gen, g.pcie.max_width, g.pcie.host_max_gen = top, top_width, hop_gen
         g.pstate, g.replay_count, g.aer_correctable = pstate, replays, aer
         g.path = switch_path(uplink_cur=hop_gen or 1, uplink_max=4, root_max=hop_gen or 4)
-    report = run(cap, ReportSource(kind="synthetic"), only=["pcie"])
+    report = run(cap, ReportSource(kind="synthetic"), only=["pcie"], generated_at=STAMP)
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
     ]

@@ -21,7 +21,9 @@ PROBE_FED = {
 def _report(errors: list[ProbeError]):  # type: ignore[no-untyped-def]
     cap = machine(2, link="PIX", numa_nodes=2)
     cap.measurements.probe_errors = errors
-    return doctor.run(cap, ReportSource(kind="live"), only=list(PROBE_FED))
+    return doctor.run(
+        cap, ReportSource(kind="live"), only=list(PROBE_FED), generated_at="2026-01-01T00:00:00Z"
+    )
 
 
 def test_without_probe_errors_the_checks_say_what_would_measure() -> None:

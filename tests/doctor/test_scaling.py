@@ -230,7 +230,7 @@ def test_small_messages_are_not_judged() -> None:
 def test_nccl_tests_without_topology_is_info_low() -> None:
     # nccl-tests/rtx4090x8-pcie-sys-p2p-unlocked-allreduce-blog: 20.64 GB/s on 8 GPUs; the
     # paste has no links, so the level is not judged.
-    cap = machine(8, kind="import")
+    cap = machine(8, kind="import", gpu_fields={"name": "NVIDIA GeForce RTX 4090"})
     cap.topology.labels, cap.topology.links = [], []
     cap.measurements.collectives = [
         allreduce([(64 * MIB, 20.59), (128 * MIB, 20.64)], gpus=list(range(8)), ranks=8)

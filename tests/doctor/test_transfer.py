@@ -101,6 +101,7 @@ def test_healthy_gen3_x16_passes() -> None:
 )
 def test_pinned_unknown_link_is_classified(gbps: float, klass: str, severity: str) -> None:
     cap = box(gen=None, width=None)
+    cap.gpus[0].name = "Some GPU"  # not in the link model: its own generation is unknown too
     cap.gpus[0].pcie.max_gen = cap.gpus[0].pcie.max_width = None
     cap.gpus[0].pcie.device_max_gen = cap.gpus[0].pcie.device_max_width = None
     cap.measurements.transfers = [xfer(0, "h2d", gbps, method="bandwidthTest")]
@@ -323,3 +324,59 @@ def test_remote_numa_from_numactl_contexts() -> None:
     assert any(e.value == "numactl -m1 -N1" for e in r.evidence)
     # The remote runs must not drag transfer.pinned down: they are excluded there.
     assert result(cap, "transfer.pinned").severity == "pass"
+
+
+def test_transfer_is_judged_against_the_cards_own_pcie_generation_from_its_model() -> None:
+    # A paste with only a bandwidthTest of an H100 (a Gen5 card): 25 GB/s is Gen4-x16-class.
+    cap = machine(1, gpu_fields={"gen": None, "width": None, "name": "NVIDIA H100 80GB HBM3"})
+    cap.measurements.transfers = [
+        TransferMeasurement(gpu=0, direction="h2d", memory="pinned", bandwidth_gbps=25.0)
+    ]
+    r = result(cap, "transfer.pinned")
+    assert (r.severity, r.confidence) == ("warn", "low")
+    assert "supports Gen5" in r.summary
+    # The same number on a Gen4 card is its class: not a warning.
+    cap.gpus[0].name = "NVIDIA A100-SXM4-80GB"
+    assert result(cap, "transfer.pinned").severity == "info"
+
+
+def _bandwidth_test_under(binding: str, h2d: float) -> str:
+    return f"""$ {binding} ./bandwidthTest --memory=pinned
+[CUDA Bandwidth Test] - Starting...
+Running on...
+
+ Device 0: NVIDIA A100-SXM4-40GB
+ Quick Mode
+
+ Host to Device Bandwidth, 1 Device(s)
+ PINNED Memory Transfers
+   Transfer Size (Bytes)        Bandwidth(GB/s)
+   32000000                     {h2d}
+
+Result = PASS
+"""
+
+
+def test_runs_differing_only_in_placement_are_compared_without_the_gpus_numa_node() -> None:
+    # One synthetic paste: the same bandwidthTest with the buffer on node 0, then node 1; the
+    # GPU's own NUMA node is nowhere in it. The ratio is the finding.
+    from pcidoc.collect.importers import import_texts
+
+    text = _bandwidth_test_under("numactl -m 0 -N 0", 24.6) + _bandwidth_test_under(
+        "numactl -m 1 -N 1", 8.1
+    )
+    cap = import_texts([("placements.txt", text)]).capture
+    assert cap.gpus[0].numa_node is None
+    r = result(cap, "transfer.remote-numa")
+    assert (r.severity, r.subjects) == ("warn", ["GPU0"])
+    assert "3.0× slower" in r.summary and "node 1 is remote" in r.summary
+
+
+def test_placements_that_agree_pass() -> None:
+    cap = box()
+    cap.gpus[0].numa_node = None
+    cap.measurements.transfers = [
+        xfer(0, "h2d", 24.6, context="numactl -m 0 -N 0"),
+        xfer(0, "h2d", 23.9, context="numactl -m 1 -N 1"),
+    ]
+    assert result(cap, "transfer.remote-numa").severity == "pass"

@@ -352,7 +352,9 @@ def _report(relpath: str) -> tuple[Capture, Report]:
         capture = import_texts([(relpath.split("/")[-1], _read(relpath))]).capture
     finally:
         scan.RAISE_PARSER_ERRORS = False
-    return capture, run(capture, ReportSource(kind="import", path=relpath))
+    return capture, run(
+        capture, ReportSource(kind="import", path=relpath), generated_at="2026-01-01T00:00:00Z"
+    )
 
 
 @pytest.mark.parametrize("relpath", _files())

@@ -22,7 +22,12 @@ def _cap(text: str, name: str = "x.txt"):  # type: ignore[no-untyped-def]
 
 
 def _check(capture, check_id: str):  # type: ignore[no-untyped-def]
-    report = run(capture, ReportSource(kind="import", path="x"), only=[check_id])
+    report = run(
+        capture,
+        ReportSource(kind="import", path="x"),
+        only=[check_id],
+        generated_at="2026-01-01T00:00:00Z",
+    )
     return report.checks[0]
 
 
@@ -230,7 +235,11 @@ def test_nccl_too_old_for_ampere() -> None:
 
 def test_checks_skip_without_evidence() -> None:
     cap = load_sample("h100-pcie-nvlink-bridge")
-    report = run(cap, ReportSource(kind="demo", name="h100-pcie-nvlink-bridge"))
+    report = run(
+        cap,
+        ReportSource(kind="demo", name="h100-pcie-nvlink-bridge"),
+        generated_at="2026-01-01T00:00:00Z",
+    )
     nccl = [r for r in report.checks if r.id.startswith("nccl.")]
     assert nccl and all(r.severity == "skip" for r in nccl if r.id != "nccl.nic-inventory")
 

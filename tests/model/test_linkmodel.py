@@ -144,3 +144,12 @@ def test_link_ceilings_counts_links_up_or_the_models_links() -> None:
         gpu.nvlinks = []
     assert linkmodel.link_ceilings(cap, 0)["nvlink"].gbps == 300.0
     assert linkmodel.link_ceilings(cap, 0)["nvlink"].provenance == "model"
+
+
+def test_every_model_is_listed_with_its_source_in_checks_md() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "checks.md").read_text("utf-8")
+    for model in GPU_MODELS:
+        assert f"| `{model.key}` |" in text, model.key
+        assert model.source.replace("|", "/") in text, model.key

@@ -116,14 +116,18 @@ def small_report(capture: Capture | None = None) -> Report:
     summary = {sev: 0 for sev in ("pass", "info", "warn", "fail", "skip", "error")}
     for result in results:
         summary[result.severity] += 1
+    from pcidoc.doctor.topology_notes import topology_notes
+
+    machine = capture or eight_gpu_capture()
     return Report(
         pcidoc_version=VERSION,
         generated_at=GENERATED_AT,
         source=ReportSource(kind="capture", path="h100-synthetic.json"),
-        machine=capture or eight_gpu_capture(),
+        machine=machine,
         checks=results,
         summary=summary,
         worst="fail",
+        topology_notes=topology_notes(machine),  # the doctor computes them; presenters render
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from pcidoc.doctor.topology_notes import topology_notes
 from pcidoc.model import ReportSource
 from pcidoc.present.json import report_json, topology_json
 from pcidoc.present.markdown import render_markdown
@@ -41,7 +42,10 @@ CASES: dict[str, Callable[[], str]] = {
     "check_small.txt": lambda: _text(render_report, small_report()),
     "check_small_verbose.txt": lambda: _text(render_report, small_report(), verbose=True),
     "topo_8gpu.txt": lambda: _text(
-        render_topology, eight_gpu_capture(), source=ReportSource(kind="synthetic")
+        render_topology,
+        eight_gpu_capture(),
+        source=ReportSource(kind="synthetic"),
+        notes=topology_notes(eight_gpu_capture()),
     ),
 }
 

@@ -425,7 +425,11 @@ def test_fence_capture_from_shared_bad_inputs() -> None:
     from pcidoc.model import ReportSource
 
     capture = load_capture(SHARED / "fence.json")
-    report = run_doctor(capture, ReportSource(kind="capture", path="fence.json"))
+    report = run_doctor(
+        capture,
+        ReportSource(kind="capture", path="fence.json"),
+        generated_at="2026-01-01T00:00:00Z",
+    )
     md = render_markdown(report)
     plain = _markdown_text(md)
     assert "<img" not in plain

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from pcidoc.doctor.topology_notes import topology_notes
 from pcidoc.model import CheckResult, Report, ReportSource
 from pcidoc.present.text import make_console, render_report, render_topology
 from tests.builders import machine
@@ -34,7 +35,7 @@ def plain(report: Report, verbose: bool = False, width: int = 100) -> str:
 
 def topo(cap, width: int = 100, source: ReportSource | None = None) -> str:
     out = io.StringIO()
-    render_topology(cap, make_console(out, width=width), source=source)
+    render_topology(cap, make_console(out, width=width), source=source, notes=topology_notes(cap))
     return out.getvalue()
 
 

@@ -164,7 +164,12 @@ def test_measure_fills_the_capture_and_the_doctor_reads_it() -> None:
     from pcidoc import doctor
     from pcidoc.model.report import ReportSource
 
-    report = doctor.run(cap, ReportSource(kind="synthetic"), probes_requested=True)
+    report = doctor.run(
+        cap,
+        ReportSource(kind="synthetic"),
+        probes_requested=True,
+        generated_at="2026-01-01T00:00:00Z",
+    )
     by_id = {c.id: c for c in report.checks}
     for check_id in ("transfer.pinned", "p2p.fallback", "scaling.allreduce", "scaling.efficiency"):
         if check_id in by_id and by_id[check_id].summary != "the check returned no result":
@@ -200,7 +205,12 @@ def test_measure_without_torch_names_the_install_hint() -> None:
     from pcidoc import doctor
     from pcidoc.model.report import ReportSource
 
-    report = doctor.run(cap, ReportSource(kind="synthetic"), probes_requested=True)
+    report = doctor.run(
+        cap,
+        ReportSource(kind="synthetic"),
+        probes_requested=True,
+        generated_at="2026-01-01T00:00:00Z",
+    )
     pinned = next(c for c in report.checks if c.id == "transfer.pinned")
     assert pinned.severity in ("skip", "error")
 

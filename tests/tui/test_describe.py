@@ -23,6 +23,8 @@ from pcidoc.tui.matrix_grid import build_grid
 from tests.builders import machine
 from tests.tui.machines import acs_machine, acs_source
 
+STAMP = "2026-01-01T00:00:00Z"
+
 
 def _text(renderable: object) -> str:
     console = Console(width=300, file=io.StringIO(), color_system=None, record=True)
@@ -154,8 +156,8 @@ def test_nothing_wrong_offers_p_only_on_this_machine() -> None:
     from pcidoc.tui.describe import worst_line
 
     capture = load_sample("h100-pcie-nvlink-bridge")  # its worst finding is info
-    demo = doctor.run(capture, ReportSource(kind="demo", name="x"), [], [])
-    live = doctor.run(capture, ReportSource(kind="live"), [], [])
+    demo = doctor.run(capture, ReportSource(kind="demo", name="x"), generated_at=STAMP)
+    live = doctor.run(capture, ReportSource(kind="live"), generated_at=STAMP)
     assert "nothing wrong found" in worst_line(demo).plain
     assert "p to measure" not in worst_line(demo).plain
     assert "p to measure" in worst_line(live).plain
@@ -201,7 +203,7 @@ def test_the_header_breaks_only_between_phrases() -> None:
 
     capture = load_sample("synthetic-16gpu")
     source = ReportSource(kind="demo", name="synthetic-16gpu")
-    report = doctor.run(capture, source, [], [])
+    report = doctor.run(capture, source, generated_at=STAMP)
     one_line = header_text(capture, source, report).plain
     verdict = one_line[one_line.index("worst: ") :]
     assert verdict == "worst: ✗ FAIL (2 fail)"

@@ -380,13 +380,13 @@ class _Merger:
         for _, frag in fragments:
             for transfer, node in frag.bindings:
                 gpu_node = numa.get(transfer.gpu)
+                transfer.host_numa_node = node  # kept: runs on different nodes compare
                 if gpu_node is None:
                     self.warn(
                         f"bandwidthTest on GPU{transfer.gpu} ran under '{transfer.context}' but "
                         "the GPU's NUMA node is not in the imported text; placement left unset"
                     )
                     continue
-                transfer.host_numa_node = node
                 transfer.placement = "local" if node == gpu_node else "remote"
 
     def _driver(self, fragments: list[tuple[FileResult, Fragment]]) -> None:

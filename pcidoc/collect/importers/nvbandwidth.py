@@ -46,7 +46,7 @@ _TITLE_RE = lazy(
     r"(?P<col>CPU|GPU)\(column\).*?\((?P<unit>GB/s|ns|us)\)\s*$",
     re.IGNORECASE,
 )
-_HEADER_RE = lazy(r"^\s+\d+(?:\s+\d+)*\s*$")
+_HEADER_RE = lazy(r"^\s*\d+(?:\s+\d+)*\s*$")  # alignment may be lost in a paste
 _ROW_RE = lazy(r"^\s*(\d+)((?:\s+(?:[-+\d.eE]+|N/A))+)\s*$")
 _SUM_RE = lazy(r"^\s*SUM\s+([a-z0-9_]+)\s+([\d.]+)\s*$")
 _WAIVED_RE = lazy(r"\bwaived\b", re.IGNORECASE)
@@ -163,9 +163,7 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
             continue
         match = _SUM_RE.match(line)
         if match:
-            for test in tests:
-                if test.name == match.group(1):
-                    test.total = to_float(match.group(2))
+            _sum_line(tests, match.group(1), to_float(match.group(2)))
             index += 1
             continue
         if _WAIVED_RE.search(line):
@@ -194,6 +192,17 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     head = f"nvbandwidth {version}" if version else "nvbandwidth"
     frag.read.append(f"{head}: " + ("; ".join(read) if read else "no test results"))
     return frag, index
+
+
+def _sum_line(tests: list[_Test], name: str, total: float | None) -> None:
+    """Attach a ``SUM <test> <value>`` line to its test; a matrix pasted without its
+    ``Running <test>.`` banner takes its name from the SUM line that follows it."""
+    named = [t for t in tests if t.name == name]
+    if not named and tests and tests[-1].name == "unknown":
+        tests[-1].name = name
+        named = [tests[-1]]
+    for test in named:
+        test.total = total
 
 
 def _values_per_gpu(test: _Test) -> dict[int, float | None] | None:
@@ -283,4 +292,10 @@ def _test(frag: Fragment, test: _Test, size_bytes: int | None, ctx: Context) -> 
         for gpu in gpus:
             frag.gpu(gpu)
         return f"{name} {len(gpus)}x{len(gpus)}"
+    if name == "unknown":
+        frag.warn(
+            "nvbandwidth: a result matrix without its test name (no `Running <test>.` line and "
+            f"no SUM line): '{test.title.group(0).strip()[:60]}' skipped"
+        )
+        return "unnamed matrix (skipped)"
     return f"{name} (not imported: no per-GPU equivalent)"

@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 # ------------------------------------------------------------------------- lazy patterns
@@ -231,6 +232,34 @@ def _clean_line(raw: str, tagged: bool) -> str:
     return line.rstrip()
 
 
+_LINENO_RE = lazy(r"^\s*(\d{1,7})(?:[:|]\s?|\t| |$)")
+_LETTER_RE = lazy(r"[A-Za-z]")
+
+
+def strip_line_numbers(lines: list[str]) -> list[str]:
+    """Remove editor/``cat -n`` line numbers (``"  12 text"``, ``"12: text"``, ``"12 | text"``).
+
+    Only when nearly every non-empty line carries one, they count up by one, and the text after
+    them has some words (a bare matrix whose rows start with a GPU index 0, 1, 2... is numbers
+    only, and starts at 0: it is left alone).
+    """
+    nonempty = [line for line in lines if line.strip()]
+    if len(nonempty) < 5:
+        return lines
+    matches = [_LINENO_RE.match(line) for line in lines]
+    numbered = [(m, line) for m, line in zip(matches, lines, strict=True) if m and line.strip()]
+    if len(numbered) < 0.95 * len(nonempty):
+        return lines
+    numbers = [int(m.group(1)) for m, _ in numbered]
+    steps = sum(1 for x, y in pairwise(numbers) if y == x + 1)
+    if numbers[0] == 0 or steps < 0.9 * (len(numbers) - 1):
+        return lines
+    worded = sum(1 for m, line in numbered if _LETTER_RE.search(line[m.end() :]))
+    if worded < 0.05 * len(numbered):
+        return lines
+    return [line[m.end() :] if m else line for m, line in zip(matches, lines, strict=True)]
+
+
 def prepare(text: str, name: str) -> Doc:
     """Clean a pasted text and mark its shell command lines.
 
@@ -242,8 +271,8 @@ def prepare(text: str, name: str) -> Doc:
         A :class:`Doc` whose ``lines`` are the cleaned lines (same count or more: a prompt glued
         to a ``topo -m`` header is split in two) and ``commands`` the command on each line.
     """
-    raw_lines = text.replace("\r\n", "\n").split("\n")
-    tagged = any(_TAG_START_RE.match(line) for line in raw_lines[:200])
+    raw_lines = strip_line_numbers(text.replace("\r\n", "\n").split("\n"))
+    tagged = any(_TAG_START_RE.match(_QUOTE_RE.sub("", line)) for line in raw_lines[:200])
     lines: list[str] = []
     commands: list[str | None] = []
     index = 0

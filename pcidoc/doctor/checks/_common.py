@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding
-from pcidoc.model.report import Evidence
+from pcidoc.doctor.finding import Finding
+from pcidoc.model.report import Confidence, Evidence
 
 
 def ev(
@@ -40,3 +40,12 @@ def with_gap(ctx: Context, findings: list[Finding]) -> list[Finding]:
             )
         )
     return findings
+
+
+def not_applicable(summary: str, confidence: Confidence = "high") -> Finding:
+    """A check with nothing to judge on this machine: ``skip``, never ``pass``.
+
+    ``summary`` says why (``"no NVLink on these GPUs"``); it is prefixed with
+    ``"not applicable: "``. A pass must mean something was judged healthy.
+    """
+    return Finding("skip", f"not applicable: {summary}", confidence=confidence)

@@ -16,6 +16,7 @@ from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import joined as _names
 from pcidoc.model.facts import Gpu
 from pcidoc.model.links import is_nvlink
 from pcidoc.model.report import Evidence
@@ -28,10 +29,6 @@ _RANK = {level: i for i, level in enumerate(_LEVELS)}
 _LEGACY_LEVELS = {0: "LOC", 1: "PIX", 2: "PXB", 3: "PHB", 4: "SYS"}
 
 _RDMA_PREFIXES = ("mlx", "ib", "bnxt_re", "irdma", "efa", "hfi", "qedr", "rdma")
-
-
-def _names(labels: list[str]) -> str:
-    return ", ".join(labels)
 
 
 def _int_flag(value: str | None) -> int | None:
@@ -119,7 +116,7 @@ def _visible(ctx: Context, value: str, pci_order: bool) -> _Visible:
         if token.upper().startswith("GPU-"):
             matches = [g for g in ctx.gpus if g.uuid and g.uuid.lower().startswith(token.lower())]
             gpu = matches[0] if len(matches) == 1 else None
-        elif token.isdigit():
+        elif token.isascii() and token.isdigit():
             ordinal = int(token)
             if ordinal >= len(ctx.gpus) and ctx.gpus:
                 gpu = None
@@ -655,6 +652,11 @@ def _flattened(ctx: Context) -> tuple[bool, list[Evidence]]:
             _names([str(n) for n in sorted(nodes, key=lambda n: -2 if n is None else n)]),
         ),
     ]
+    if ctx.flattened_view:
+        return True, evidence
+    cpus = {g.cpu_affinity for g in ctx.gpus if g.cpu_affinity}
+    if no_node and len(cpus) > 1:
+        return False, []  # old-driver matrix with per-GPU CPU affinity: two sockets
     return all_sys and (one_node or no_node), evidence
 
 

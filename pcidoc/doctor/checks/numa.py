@@ -146,13 +146,16 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
     sys_pairs = [(a, b) for a, b, link in pairs if link == "SYS"]
     unknown = [(a, b) for a, b, link in pairs if link is None]
     findings: list[Finding] = []
-    if _flattened(ctx, sys_pairs):
+    if _flattened(ctx, sys_pairs) or ctx.flattened_view:
         nodes = sorted({n for g in ctx.gpus if (n := gpu_node(g)) is not None})
+        why = ctx.flattened_view or (
+            f"{len(sys_pairs)} of {len(pairs)} GPU pairs read SYS while all GPUs report "
+            f"{'NUMA node ' + str(nodes[0]) if nodes else 'no NUMA node'}"
+        )
         return Finding(
             "info",
-            f"{len(sys_pairs)} of {len(pairs)} GPU pairs read SYS while all GPUs report "
-            f"{'NUMA node ' + str(nodes[0]) if nodes else 'no NUMA node'}: the topology looks "
-            "flattened (typical of a VM), so socket locality cannot be judged",
+            f"{why}: the topology looks flattened (typical of a VM), so socket locality "
+            "cannot be judged",
             evidence=[
                 _ev("SYS pairs", len(sys_pairs)),
                 _ev("virtual machine", ctx.is_vm),
@@ -603,7 +606,11 @@ def _flattened_nics(ctx: Context, far: list[int]) -> bool:
     links = {ctx.link(g.label, n.label) for g in ctx.gpus for n in ctx.nics}
     if not links <= {"SYS", None}:
         return False
-    return bool(ctx.is_vm) or (_single_known_node(ctx) and ctx.is_vm is not False)
+    return (
+        bool(ctx.is_vm)
+        or bool(ctx.flattened_view)
+        or (_single_known_node(ctx) and ctx.is_vm is not False)
+    )
 
 
 def _far_finding(

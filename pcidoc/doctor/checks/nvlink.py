@@ -19,9 +19,13 @@ from dataclasses import dataclass
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
+from pcidoc.doctor.checks._common import not_applicable
 from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import gpu_ref
+from pcidoc.doctor.wording import joined as _names
+from pcidoc.model import linkmodel
 from pcidoc.model.facts import Gpu
 from pcidoc.model.links import is_nvlink, nvlink_count
 from pcidoc.model.report import Confidence, Evidence, Severity
@@ -31,10 +35,6 @@ _NVLINK_RESET = (
     "links stay down, run `dcgmi diag -r 3`, collect `sudo nvidia-bug-report.sh` and ask for "
     "baseboard/NVSwitch service."
 )
-
-
-def _names(labels: list[str]) -> str:
-    return ", ".join(labels)
 
 
 def _mode(values: list[int]) -> int:
@@ -131,7 +131,7 @@ def _fact_findings(ctx: Context, peers: list[Gpu], named: bool) -> tuple[list[Fi
             findings.append(
                 Finding(
                     "fail",
-                    f"{gpu.label} has {up} NVLinks up while its {others} "
+                    f"{gpu_ref(gpu)} has {up} NVLinks up while its {others} "
                     f"{'identical ' if named else ''}peer(s) have {reference}",
                     subjects=[gpu.label],
                     evidence=evidence,
@@ -302,6 +302,51 @@ def _topology_findings(
     return findings
 
 
+def _bridge_findings(ctx: Context, peers: list[Gpu], flagged: set[int]) -> list[Finding]:
+    """Bridged cards (PCIe/NVL boards) with fewer NVLinks than their bridge set carries.
+
+    The link model knows how many links a card's full bridge set carries (A100 PCIe 12 over
+    three bridges, H100 PCIe/NVL 12, GA102 boards 4). A card showing some links but fewer is a
+    partial NVLink: a bridge missing or loose. SXM boards are not judged here (a paste may
+    show only some of the GPUs of a direct mesh); their peers are the reference.
+    """
+    findings: list[Finding] = []
+    for gpu in peers:
+        model = linkmodel.gpu_model_of(gpu)
+        if gpu.index in flagged or model is None or model.nvlink_via != "bridge":
+            continue
+        expected = model.nvlink_links or 0
+        if _links_known(gpu):
+            seen, how = _up(gpu), "NVLinks up"
+        else:
+            view = _topo_view(ctx, gpu, ctx.gpus)
+            if view is None:
+                continue
+            seen, how = view.total, "NVLinks to its peers in the topology (sum of NV#)"
+        if not 0 < seen < expected:
+            continue
+        findings.append(
+            Finding(
+                "warn",
+                f"{gpu_ref(gpu)} shows {seen} of the {expected} NVLinks a {gpu.name} carries with "
+                "its full bridge set: a partial NVLink (a bridge missing or not seated)",
+                subjects=[gpu.label],
+                evidence=[
+                    _ev(how, seen, "links", gpu.label),
+                    _ev("links of the full bridge set", expected, "links", subject=model.source),
+                ],
+                remediation=[
+                    "Power down and reseat every NVLink bridge (all bridge positions populated), "
+                    f"then `nvidia-smi nvlink -s -i {gpu.index}` should list {expected} links.",
+                    "If fewer bridges were fitted on purpose, NVLink bandwidth is "
+                    f"{seen}/{expected} of what the cards can carry.",
+                ],
+                confidence="medium",
+            )
+        )
+    return findings
+
+
 @check("nvlink.state", "NVLink state", needs="facts")
 def nvlink_state(ctx: Context) -> list[Finding]:
     """Find NVLinks down or missing, against identical peers and the topology (MIG-aware).
@@ -366,6 +411,9 @@ def nvlink_state(ctx: Context) -> list[Finding]:
     for peers in groups.values():
         fact, flagged = _fact_findings(ctx, peers, named)
         problems.extend(fact)
+        bridge = _bridge_findings(ctx, peers, flagged)
+        flagged |= {int(f.subjects[0][3:]) for f in bridge}
+        problems.extend(bridge)
         problems.extend(_topology_findings(ctx, peers, named, flagged))
 
     judged_problem = any(f.severity in ("warn", "fail") for f in problems)
@@ -446,7 +494,7 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
         if any(_links_known(g) for g in ctx.gpus) or (
             ctx.has_topology and not ctx.nvlink_pairs and ctx.gpus
         ):
-            return [Finding("pass", "not applicable: no NVLink on these GPUs")]
+            return [not_applicable("no NVLink on these GPUs")]
         return [
             Finding(
                 "skip",
@@ -601,7 +649,7 @@ def _not_nvswitch(ctx: Context) -> Finding:
         or (link.remote_type is None and link.remote_bus_id in bus_ids)
     ]
     if up and len(direct) == len(up):
-        return Finding("pass", "not applicable: no NVSwitch (every NVLink goes GPU-to-GPU)")
+        return not_applicable("no NVSwitch (every NVLink goes GPU-to-GPU)")
     # Without types: a GPU whose links all reach one device is bridged to a GPU; GPUs on an
     # NVSwitch baseboard spread their links over several switches.
     single_remote = []
@@ -612,17 +660,15 @@ def _not_nvswitch(ctx: Context) -> Finding:
                 len(remotes) >= 2 and None not in remotes and len(set(remotes)) == 1
             )
     if single_remote and all(single_remote):
-        return Finding(
-            "pass",
-            "not applicable: each GPU's NVLinks all reach one device (a bridged GPU), not a set "
-            "of NVSwitches",
+        return not_applicable(
+            "each GPU's NVLinks all reach one device (a bridged GPU), not a set of NVSwitches",
             confidence="medium",
         )
     pairs = [link for _, _, link in ctx.gpu_pairs()]
     topo_nv = [link for link in pairs if is_nvlink(link)]
     if not up and not topo_nv:
         if any(_links_known(g) for g in ctx.gpus) or (ctx.has_topology and pairs):
-            return Finding("pass", "not applicable: no NVLink, so no NVSwitch fabric")
+            return not_applicable("no NVLink, so no NVSwitch fabric")
         return Finding(
             "skip",
             "no NVLink or fabric facts in this capture",
@@ -631,10 +677,9 @@ def _not_nvswitch(ctx: Context) -> Finding:
         )
     if pairs and len(topo_nv) < len(pairs) and not any(link is None for link in pairs):
         # On an NVSwitch baseboard every GPU pair is NV#; a partial mesh is a direct design.
-        return Finding(
-            "pass",
-            "not applicable: not every GPU pair is NVLink, so this is a direct NVLink design, "
-            "not an NVSwitch fabric",
+        return not_applicable(
+            "not every GPU pair is NVLink, so this is a direct NVLink design, not an NVSwitch "
+            "fabric",
             confidence="medium",
         )
     nv = _common_nv(ctx, ctx.gpus)
@@ -678,89 +723,78 @@ def _not_nvswitch(ctx: Context) -> Finding:
     )
 
 
-@check("nvlink.fabric", "NVSwitch fabric and Fabric Manager", needs="facts")
-def nvlink_fabric(ctx: Context) -> list[Finding]:
-    """Judge NVLink fabric registration and the Fabric Manager on NVSwitch systems.
-
-    Args:
-        ctx: The machine.
-
-    Returns:
-        Failures for an unregistered fabric, bad status/health, a stopped or mismatched Fabric
-        Manager, or an MNNVL node without clique/cluster; a pass (not applicable) on machines
-        without NVSwitch; a skip when the facts cannot tell.
-    """
-    if not ctx.gpus:
-        return [_no_gpu(ctx)]
-    switch = [g for g in ctx.gpus if _to_switch(g)]
-    fabric = [g for g in ctx.gpus if _fabric_reported(g)]
+def _fabric_manager_findings(ctx: Context, kind: str, fm_evidence: list[Evidence]) -> list[Finding]:
+    """The Fabric Manager service of a single-node NVSwitch system: stopped or mismatched."""
     fm = ctx.driver.fabric_manager
-    if not switch and not fabric:
-        return [_not_nvswitch(ctx)]
-
-    mnnvl = _is_mnnvl(ctx)
-    findings: list[Finding] = []
-    kind = "multi-node NVLink (MNNVL)" if mnnvl else "NVSwitch"
-
-    # Fabric Manager service (single-node NVSwitch systems; MNNVL compute trays use IMEX).
-    fm_evidence = [
-        _ev("fabric manager active", fm.active),
-        _ev("fabric manager version", fm.version),
-        _ev("driver version", ctx.driver.driver_version),
-    ]
-    if not mnnvl:
-        if fm.active is False:
-            findings.append(
-                Finding(
-                    "fail",
-                    f"{kind} system but the NVIDIA Fabric Manager is not running: CUDA fails "
-                    "to start (error 802, system not ready) or P2P over NVSwitch is unavailable",
-                    evidence=fm_evidence,
-                    remediation=[
-                        "Install the `nvidia-fabricmanager` package of exactly the driver's "
-                        f"version ({ctx.driver.driver_version or 'see `nvidia-smi`'}) and start "
-                        "it: `sudo systemctl enable --now nvidia-fabricmanager`.",
-                        "If it fails, read why: `journalctl -u nvidia-fabricmanager`; on NVLink5 "
-                        "(B200-class) systems it also needs the `mlx5_ib` and `ib_umad` modules.",
-                    ],
-                    confidence="high",
-                )
+    findings = []
+    if fm.active is False:
+        findings.append(
+            Finding(
+                "fail",
+                f"{kind} system but the NVIDIA Fabric Manager is not running: CUDA fails "
+                "to start (error 802, system not ready) or P2P over NVSwitch is unavailable",
+                evidence=fm_evidence,
+                remediation=[
+                    "Install the `nvidia-fabricmanager` package of exactly the driver's "
+                    f"version ({ctx.driver.driver_version or 'see `nvidia-smi`'}) and start "
+                    "it: `sudo systemctl enable --now nvidia-fabricmanager`.",
+                    "If it fails, read why: `journalctl -u nvidia-fabricmanager`; on NVLink5 "
+                    "(B200-class) systems it also needs the `mlx5_ib` and `ib_umad` modules.",
+                ],
+                confidence="high",
             )
-        if fm.version and ctx.driver.driver_version and fm.version != ctx.driver.driver_version:
-            findings.append(
-                Finding(
-                    "fail",
-                    f"Fabric Manager {fm.version} does not match driver "
-                    f"{ctx.driver.driver_version}: it refuses to run with another version",
-                    evidence=fm_evidence,
-                    remediation=[
-                        "Install the `nvidia-fabricmanager` package matching the driver exactly "
-                        "(same branch and version) and restart it: `sudo systemctl restart "
-                        "nvidia-fabricmanager`.",
-                    ],
-                    confidence="high",
-                )
+        )
+    if fm.version and ctx.driver.driver_version and fm.version != ctx.driver.driver_version:
+        findings.append(
+            Finding(
+                "fail",
+                f"Fabric Manager {fm.version} does not match driver "
+                f"{ctx.driver.driver_version}: it refuses to run with another version",
+                evidence=fm_evidence,
+                remediation=[
+                    "Install the `nvidia-fabricmanager` package matching the driver exactly "
+                    "(same branch and version) and restart it: `sudo systemctl restart "
+                    "nvidia-fabricmanager`.",
+                ],
+                confidence="high",
             )
+        )
+    return findings
 
-    # Per-GPU fabric registration, grouped by problem.
-    problems: dict[tuple[Severity, str, str], list[Gpu]] = {}
-    for gpu in fabric:
-        fab = gpu.fabric
-        state = (fab.state or "").lower()
-        status = fab.status if (fab.status or "").strip().lower() not in ("", "n/a") else None
-        if state == "completed":
-            if status is not None and status.strip().lower() not in ("success", "ok"):
-                problems.setdefault(("fail", "status", status), []).append(gpu)
-            elif mnnvl and (fab.clique_id == 0 or _zero_uuid(fab.cluster_uuid)):
-                problems.setdefault(("fail", "clique", ""), []).append(gpu)
-        elif state == "in_progress":
-            problems.setdefault(("warn", "in_progress", ""), []).append(gpu)
-        elif state:
-            problems.setdefault(("fail", "state", state), []).append(gpu)
-        if fab.health:
-            problems.setdefault(("fail", "health", ", ".join(fab.health)), []).append(gpu)
 
-    fix = (
+def _fabric_problem(gpu: Gpu, mnnvl: bool) -> list[tuple[Severity, str, str]]:
+    """What is wrong with one GPU's fabric registration: ``(severity, what, detail)`` keys."""
+    fab = gpu.fabric
+    state = (fab.state or "").lower()
+    status = fab.status if (fab.status or "").strip().lower() not in ("", "n/a") else None
+    keys: list[tuple[Severity, str, str]] = []
+    if state == "completed":
+        if status is not None and status.strip().lower() not in ("success", "ok"):
+            keys.append(("fail", "status", status))
+        elif mnnvl and (fab.clique_id == 0 or _zero_uuid(fab.cluster_uuid)):
+            keys.append(("fail", "clique", ""))
+    elif state == "in_progress":
+        keys.append(("warn", "in_progress", ""))
+    elif state:
+        keys.append(("fail", "state", state))
+    if fab.health:
+        keys.append(("fail", "health", ", ".join(fab.health)))
+    return keys
+
+
+_FABRIC_SUMMARY = {
+    "status": "{who}: NVLink fabric registration completed with status '{detail}' instead of "
+    "success",
+    "clique": "{who}: MNNVL fabric completed but without a clique/cluster (clique id 0 or zero "
+    "cluster UUID): multi-node NVLink jobs cannot use this node",
+    "in_progress": "{who}: NVLink fabric registration still in progress",
+    "state": "{who}: NVLink fabric state is '{detail}' (not completed)",
+    "health": "{who}: NVLink fabric health reports {detail}",
+}
+
+
+def _fabric_fix(mnnvl: bool) -> str:
+    return (
         "Check the fabric service: `systemctl status nvidia-fabricmanager` and "
         "`journalctl -u nvidia-fabricmanager`"
         + (
@@ -771,6 +805,15 @@ def nvlink_fabric(ctx: Context) -> list[Finding]:
         )
         + "; then `nvidia-smi -q | grep -A 8 Fabric`."
     )
+
+
+def _registration_findings(fabric: list[Gpu], mnnvl: bool) -> list[Finding]:
+    """Per-GPU fabric registration problems, one finding per kind of problem."""
+    problems: dict[tuple[Severity, str, str], list[Gpu]] = {}
+    for gpu in fabric:
+        for key in _fabric_problem(gpu, mnnvl):
+            problems.setdefault(key, []).append(gpu)
+    findings = []
     for (severity, what, detail), gpus in problems.items():
         labels = [g.label for g in gpus]
         evidence = []
@@ -784,16 +827,7 @@ def nvlink_fabric(ctx: Context) -> list[Finding]:
                     _ev("clique id", g.fabric.clique_id, subject=g.label),
                     _ev("cluster uuid", g.fabric.cluster_uuid, subject=g.label),
                 ]
-        summary = {
-            "status": f"{_names(labels)}: NVLink fabric registration completed with status "
-            f"'{detail}' instead of success",
-            "clique": f"{_names(labels)}: MNNVL fabric completed but without a clique/cluster "
-            "(clique id 0 or zero cluster UUID): multi-node NVLink jobs cannot use this node",
-            "in_progress": f"{_names(labels)}: NVLink fabric registration still in progress",
-            "state": f"{_names(labels)}: NVLink fabric state is '{detail}' (not completed)",
-            "health": f"{_names(labels)}: NVLink fabric health reports {detail}",
-        }[what]
-        remediation = [fix]
+        remediation = [_fabric_fix(mnnvl)]
         if what == "in_progress":
             remediation.insert(
                 0, "Re-check in a minute; if it stays in progress, the fabric manager is failing."
@@ -801,16 +835,66 @@ def nvlink_fabric(ctx: Context) -> list[Finding]:
         findings.append(
             Finding(
                 severity,
-                summary,
+                _FABRIC_SUMMARY[what].format(who=_names(labels), detail=detail),
                 subjects=labels,
                 evidence=evidence,
                 remediation=remediation,
                 confidence="high",
             )
         )
+    return findings
 
-    unknown_state = [g for g in switch if not _fabric_reported(g)]
+
+def _fabric_pass(
+    ctx: Context, kind: str, fabric: list[Gpu], mnnvl: bool, fm_evidence: list[Evidence]
+) -> Finding:
+    fm = ctx.driver.fabric_manager
+    parts = []
+    if fabric:
+        parts.append(f"fabric registration completed on {len(fabric)} GPU(s)")
+    if fm.active:
+        parts.append(f"Fabric Manager active ({fm.version or 'version unknown'})")
+    elif mnnvl:
+        parts.append("clique/cluster assigned")
+    return Finding(
+        "pass",
+        f"{kind}: " + ("; ".join(parts) or "no fabric problem reported"),
+        evidence=fm_evidence,
+        confidence="high" if fabric or fm.active else "medium",
+    )
+
+
+@check("nvlink.fabric", "NVSwitch fabric and Fabric Manager", needs="facts")
+def nvlink_fabric(ctx: Context) -> list[Finding]:
+    """Judge NVLink fabric registration and the Fabric Manager on NVSwitch systems.
+
+    Args:
+        ctx: The machine.
+
+    Returns:
+        Failures for an unregistered fabric, bad status/health, a stopped or mismatched Fabric
+        Manager, or an MNNVL node without clique/cluster; a skip (not applicable) on machines
+        without NVSwitch; a skip when the facts cannot tell.
+    """
+    if not ctx.gpus:
+        return [_no_gpu(ctx)]
+    switch = [g for g in ctx.gpus if _to_switch(g)]
+    fabric = [g for g in ctx.gpus if _fabric_reported(g)]
+    fm = ctx.driver.fabric_manager
+    if not switch and not fabric:
+        return [_not_nvswitch(ctx)]
+    mnnvl = _is_mnnvl(ctx)
+    kind = "multi-node NVLink (MNNVL)" if mnnvl else "NVSwitch"
+    fm_evidence = [
+        _ev("fabric manager active", fm.active),
+        _ev("fabric manager version", fm.version),
+        _ev("driver version", ctx.driver.driver_version),
+    ]
+    # Fabric Manager service (single-node NVSwitch systems; MNNVL compute trays use IMEX).
+    findings = [] if mnnvl else _fabric_manager_findings(ctx, kind, fm_evidence)
+    findings += _registration_findings(fabric, mnnvl)
     if not fabric and fm.active is None and not mnnvl:
+        unknown_state = [g for g in switch if not _fabric_reported(g)]
         return findings or [
             Finding(
                 "skip",
@@ -822,19 +906,5 @@ def nvlink_fabric(ctx: Context) -> list[Finding]:
             )
         ]
     if not any(f.severity in ("warn", "fail") for f in findings):
-        parts = []
-        if fabric:
-            parts.append(f"fabric registration completed on {len(fabric)} GPU(s)")
-        if fm.active:
-            parts.append(f"Fabric Manager active ({fm.version or 'version unknown'})")
-        elif mnnvl:
-            parts.append("clique/cluster assigned")
-        findings.append(
-            Finding(
-                "pass",
-                f"{kind}: " + ("; ".join(parts) or "no fabric problem reported"),
-                evidence=fm_evidence,
-                confidence="high" if fabric or fm.active else "medium",
-            )
-        )
+        findings.append(_fabric_pass(ctx, kind, fabric, mnnvl, fm_evidence))
     return _with_gap(ctx, findings)

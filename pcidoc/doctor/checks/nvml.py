@@ -281,6 +281,29 @@ def nvml_health(ctx: Context) -> list[Finding]:
         drv = ctx.driver
         if findings:
             return findings
+        if (drv.driver_version or ctx.gpus) and not drv.nvml_available:
+            # No nvidia-smi output: never claim nvidia-smi worked. The tools that did run
+            # (nvbandwidth, nccl-tests, CUDA samples) needed a driver, nothing more is shown.
+            tools = sorted(
+                {f for src in ctx.capture.origin.sources for f in src.formats} - {"unknown"}
+            )
+            return [
+                Finding(
+                    "info",
+                    f"imported capture without nvidia-smi output: {', '.join(tools) or 'the tools'}"
+                    f" ran on {len(ctx.gpus)} GPU(s)"
+                    + (f" with driver {drv.driver_version}" if drv.driver_version else "")
+                    + "; NVML and the driver's health were not shown",
+                    evidence=[
+                        _ev("driver version", drv.driver_version),
+                        _ev("GPUs in the capture", len(ctx.gpus), "devices"),
+                        _ev("nvidia-smi output in the paste", False),
+                    ],
+                    confidence="low",
+                    needs="run `pcidoc check --only nvml.health` on the machine itself, or import "
+                    "its `nvidia-smi -q` output",
+                )
+            ]
         if drv.driver_version or ctx.gpus:
             what = f"driver {drv.driver_version}" if drv.driver_version else "GPUs listed"
             return [

@@ -15,6 +15,11 @@ from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import all_pairs as _all_pairs
+from pcidoc.doctor.wording import gbps as _gbps
+from pcidoc.doctor.wording import gpu_ref
+from pcidoc.doctor.wording import short_list as _list
+from pcidoc.doctor.wording import span as _span
 from pcidoc.model.facts import P2P_CODES, Gpu, PcieHop
 from pcidoc.model.links import is_nvlink, nvlink_count
 from pcidoc.model.measurements import P2PMatrixMeasurement
@@ -41,19 +46,10 @@ def pair_label(a: int, b: int) -> str:
     return f"GPU{lo}-GPU{hi}"
 
 
-def _gbps(value: float) -> str:
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
-
-
 def _pairs(indices: list[int]) -> Iterable[tuple[int, int]]:
     for pos, a in enumerate(indices):
         for b in indices[pos + 1 :]:
             yield a, b
-
-
-def _list(items: list[str], limit: int = 4) -> str:
-    shown = ", ".join(items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def is_amd_small_box(ctx: Context) -> bool:
@@ -442,10 +438,6 @@ def _refusal_finding(
         remediation=remediation,
         confidence="high" if reason != "CUDA" else "medium",
     )
-
-
-def _all_pairs(count: int) -> str:
-    return "the GPU pair" if count == 1 else f"all {count} pairs"
 
 
 def _granted_finding(ctx: Context, granted: list[tuple[int, int, str | None]]) -> Finding:
@@ -874,6 +866,13 @@ class _Verdicts:
     pcie_unjudged: bool = False
     nv_model: tuple[float, str] | None = None
     evidence: list[Evidence] = field(default_factory=list)
+    proven: list[tuple[int, int, str]] = field(default_factory=list)
+    """PCIe pairs whose weak unidirectional speedup was overruled by stronger evidence that
+    the peer path works (latency, bidirectional bandwidth): ``(a, b, what showed it)``."""
+    confirmed: set[tuple[int, int]] = field(default_factory=set)
+    """Pairs whose bad verdict stronger evidence confirmed (high confidence)."""
+    nv_inferred: list[float] = field(default_factory=list)
+    """Pairs of unknown path faster than any PCIe x16 link: NVLink without a topology."""
 
 
 @check("p2p.fallback", "P2P enabled vs staged copies", needs="probe")
@@ -940,6 +939,16 @@ def p2p_fallback(ctx: Context) -> Finding | list[Finding]:
             beyond = _beyond_pcie(v.ok_unknown_path, mode)
             if beyond:
                 parts.append(beyond)
+        if v.proven:
+            parts.append(
+                f"the peer path works on {len(v.proven)} direction(s) whose unidirectional gain "
+                "is small (stronger evidence decides)"
+            )
+            evidence += [
+                _ev("peer path works", what, subject=f"GPU{a}→GPU{b}") for a, b, what in v.proven
+            ]
+        if v.nv_inferred:
+            parts.append(_beyond_pcie(v.nv_inferred, mode) or "")
         if v.nv_ok:
             span = _span(v.nv_ok)
             parts.append(f"NVLink pairs {span} GB/s {mode}")
@@ -955,16 +964,12 @@ def p2p_fallback(ctx: Context) -> Finding | list[Finding]:
                 "pass",
                 "; ".join(parts) or f"peer copies measured on {len(indices)} GPUs",
                 evidence=_capped(evidence),
-                confidence="medium" if v.nv_rate_unknown or not ctx.has_topology else "high",
+                confidence="medium"
+                if v.nv_rate_unknown or v.nv_inferred or not ctx.has_topology
+                else "high",
             )
         )
     return findings
-
-
-def _span(values: list[float]) -> str:
-    """``"265–276"``, or one number when they round alike."""
-    low, high = _gbps(min(values)), _gbps(max(values))
-    return low if low == high else f"{low}–{high}"
 
 
 def _beyond_pcie(values: list[float], mode: str) -> str | None:
@@ -997,29 +1002,13 @@ def _judge_direction(
         return
     off = _first(baseline, a, b)
     link = ctx.gpu_link(a, b)
-    arrow = f"GPU{a}→GPU{b}"
     if is_nvlink(link):
-        model, basis = _nvlink_model(ctx, a, b, link or "")
-        if on < config.NVLINK_AT_PCIE_RATE_GBPS:
-            v.nv_unused.append(arrow)
-            v.evidence.append(_ev(f"P2P {arrow} over {link}", on, "GB/s", pair_label(a, b)))
-        elif model and on < config.NVLINK_P2P_WARN_FRACTION * model:
-            v.nv_slow.append(arrow)
-            v.evidence.append(
-                _ev(
-                    f"P2P {arrow} vs NVLink model ({basis})",
-                    f"{_gbps(on)} of {_gbps(model)}",
-                    "GB/s",
-                    pair_label(a, b),
-                )
-            )
-        else:
-            v.nv_ok.append(on)
-            v.nv_rate_unknown |= model is None
-            if model:
-                v.nv_model = (model, basis)
+        _judge_nvlink_direction(ctx, a, b, on, link or "", v)
         return
     available = ctx.p2p_available(a, b)
+    if link is None and on > _pcie_x16_limit(bool(enabled[0].bidirectional)):
+        v.nv_inferred.append(on)
+        return
     if off is None:
         v.pcie_unjudged = True
         return
@@ -1029,16 +1018,90 @@ def _judge_direction(
         if pair_label(a, b) not in v.fallback_pairs:
             v.fallback_pairs.append(pair_label(a, b))
         return
+    weak = speedup < config.P2P_MIN_SPEEDUP
+    stronger = peer_path_evidence(ctx, a, b) if weak else None
+    if stronger is not None and stronger[0] and speedup >= 1.0 - config.P2P_FALLBACK_TOLERANCE:
+        # The unidirectional speedup is the weakest evidence: healthy P2P through the CPU is
+        # often only ~1.1x the staged copy while its latency drops 10x.
+        v.proven.append((a, b, stronger[1]))
+        v.ok_speedups.append(speedup)
+        return
+    if stronger is not None and not stronger[0]:
+        v.confirmed.add((a, b))
     if available is None and abs(speedup - 1) <= config.P2P_FALLBACK_TOLERANCE:
         v.indistinct.append((a, b))
     elif speedup < 1.0:
         v.slower.append((a, b))
-    elif speedup < config.P2P_MIN_SPEEDUP:
+    elif weak:
         v.no_speedup.append((a, b))
     else:
         v.ok_speedups.append(speedup)
         if link is None:
             v.ok_unknown_path.append(on)
+
+
+def _judge_nvlink_direction(
+    ctx: Context, a: int, b: int, on: float, link: str, v: _Verdicts
+) -> None:
+    """An NVLink pair: at PCIe rates (not using NVLink), below the model, or fine."""
+    arrow = f"GPU{a}→GPU{b}"
+    model, basis = _nvlink_model(ctx, a, b, link)
+    if on < config.NVLINK_AT_PCIE_RATE_GBPS:
+        v.nv_unused.append(arrow)
+        v.evidence.append(_ev(f"P2P {arrow} over {link}", on, "GB/s", pair_label(a, b)))
+    elif model and on < config.NVLINK_P2P_WARN_FRACTION * model:
+        v.nv_slow.append(arrow)
+        v.evidence.append(
+            _ev(
+                f"P2P {arrow} vs NVLink model ({basis})",
+                f"{_gbps(on)} of {_gbps(model)}",
+                "GB/s",
+                pair_label(a, b),
+            )
+        )
+    else:
+        v.nv_ok.append(on)
+        v.nv_rate_unknown |= model is None
+        if model:
+            v.nv_model = (model, basis)
+
+
+def _pcie_x16_limit(bidirectional: bool) -> float:
+    """The fastest PCIe x16 link NCCL models (both directions summed when bidirectional)."""
+    ceiling = config.pcie_ceiling_gbps(config.PCIE_NEWEST_GEN, 16) or float("inf")
+    return 2 * ceiling if bidirectional else ceiling
+
+
+def peer_path_evidence(ctx: Context, a: int, b: int) -> tuple[bool, str] | None:
+    """Whether the peer path GPU ``a`` -> ``b`` works, from evidence stronger than a
+    unidirectional bandwidth ratio, strongest first; ``None`` when there is none.
+
+    1. latency with P2P enabled vs disabled: a direct path answers in ~1-3 us, a staged copy in
+       ~10-25 us (``P2P_LATENCY_STAGED_FRACTION``);
+    2. bidirectional bandwidth enabled vs disabled: a working peer path carries both directions
+       at once, staging through one host buffer does not (>= ``P2P_BIDIR_WORKS_SPEEDUP``).
+
+    (Byte-verified copies rank above both but prove correctness, not the path: they are judged
+    on their own in :func:`p2p_fallback`.)
+    """
+    lat_on, lat_off = _latency(ctx, "enabled", a, b), _latency(ctx, "disabled", a, b)
+    if lat_on is not None and lat_off:
+        works = lat_on < config.P2P_LATENCY_STAGED_FRACTION * lat_off
+        return works, f"latency {lat_on:.2f} vs {lat_off:.2f} us staged"
+    on = _best(ctx.p2p_matrices("bandwidth", "enabled", bidirectional=True), a, b)
+    off = _first(
+        ctx.p2p_matrices("bandwidth", "disabled", bidirectional=True)
+        + ctx.p2p_matrices("bandwidth", "staged", bidirectional=True),
+        a,
+        b,
+    )
+    if on is not None and off:
+        ratio = on / off
+        if ratio >= config.P2P_BIDIR_WORKS_SPEEDUP:
+            return True, f"bidirectional {_gbps(on)} vs {_gbps(off)} GB/s staged ({ratio:.1f}×)"
+        if ratio < config.P2P_MIN_SPEEDUP:
+            return False, f"bidirectional {_gbps(on)} vs {_gbps(off)} GB/s staged ({ratio:.1f}×)"
+    return None
 
 
 def _direction_evidence(
@@ -1130,7 +1193,7 @@ def _fallback_findings(ctx: Context, v: _Verdicts, mode: str) -> list[Finding]:
                 subjects=sorted({pair_label(a, b) for a, b in pairs}),
                 evidence=_direction_evidence(ctx, pairs[:6], "P2P") + causes,
                 remediation=_fallback_remediation(ctx, pairs, causes),
-                confidence="high" if ctx.has_topology else "medium",
+                confidence=_weak_or_confirmed(ctx, v, pairs),
             )
         )
     if v.indistinct:
@@ -1147,7 +1210,7 @@ def _fallback_findings(ctx: Context, v: _Verdicts, mode: str) -> list[Finding]:
                     "Check p2p.capability (`nvidia-smi topo -p2p r`) and p2p.acs-iommu; "
                     + NCCL_AB_TEST,
                 ],
-                confidence="medium",
+                confidence="high" if set(v.indistinct) <= v.confirmed else "medium",
             )
         )
     if v.fallback:
@@ -1189,6 +1252,17 @@ def _fallback_findings(ctx: Context, v: _Verdicts, mode: str) -> list[Finding]:
             )
         )
     return findings
+
+
+def _weak_or_confirmed(ctx: Context, v: _Verdicts, pairs: list[tuple[int, int]]) -> Confidence:
+    """High when stronger evidence (latency, bidirectional) confirmed every pair's verdict or
+    the drop is severe (slower than staging with a known path); medium on a weak
+    unidirectional gain alone or without a topology."""
+    if set(pairs) <= v.confirmed:
+        return "high"
+    if not ctx.has_topology:
+        return "medium"
+    return "high" if pairs is v.slower else "medium"
 
 
 def _unordered(arrow: str) -> str:
@@ -1277,7 +1351,8 @@ def _outliers(
                 findings.append(
                     Finding(
                         "warn",
-                        f"GPU{g} is the P2P outlier: its {group} peer copies run at "
+                        f"{gpu_ref(gpu) if gpu else f'GPU{g}'} is the P2P outlier: its {group} "
+                        "peer copies run at "
                         f"{_gbps(med)} GB/s "
                         f"vs {_gbps(ref)} GB/s for the other GPUs (narrow or downtrained link?)"
                         + (f"; its link is at {low}" if low else ""),

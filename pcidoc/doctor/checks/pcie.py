@@ -21,13 +21,15 @@ from dataclasses import dataclass, field
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
+from pcidoc.doctor.checks._common import not_applicable
 from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
-from pcidoc.model.cpulist import format_cpulist
+from pcidoc.doctor.wording import gpu_names as _names
+from pcidoc.doctor.wording import gpu_ref, outlier_factor
 from pcidoc.model.facts import Gpu, PcieHop
 from pcidoc.model.links import is_nvlink
-from pcidoc.model.report import Confidence
+from pcidoc.model.report import Confidence, Severity
 from pcidoc.model.units import link_label, pcie_raw_gbps
 
 _RESEAT = (
@@ -53,15 +55,6 @@ def _ceiling(gen: int | None, width: int | None) -> str:
     model = _model(gen, width)
     label = link_label(gen, width)
     return f"{label} = {model:.0f} GB/s model" if model is not None else label
-
-
-def _names(labels: Iterable[str]) -> str:
-    """``"GPU0, GPU2"``; five or more GPUs as ranges (``"GPUs 0-15"``) to keep lines short."""
-    labels = list(labels)
-    indices = [int(label[3:]) for label in labels if re.fullmatch(r"GPU\d+", label)]
-    if len(labels) > 4 and len(indices) == len(labels):
-        return f"GPUs {format_cpulist(set(indices))}"
-    return ", ".join(labels)
 
 
 def _min_known(*values: int | None) -> int | None:
@@ -675,44 +668,72 @@ def _replay_findings(ctx: Context, gpu: Gpu) -> list[Finding]:
     return findings
 
 
-def _replay_outliers(ctx: Context) -> list[Finding]:
-    groups: dict[str, list[Gpu]] = {}
+def identical_peer_groups(ctx: Context) -> list[list[Gpu]]:
+    """GPUs that should behave alike: same model name and same link class (the most the card
+    and slot allow: ``max_gen``/``max_width``, else the device's own), two or more per group."""
+    groups: dict[tuple[object, ...], list[Gpu]] = {}
     for gpu in ctx.gpus:
-        if gpu.replay_count is not None:
-            groups.setdefault(gpu.name or "?", []).append(gpu)
+        link = gpu.pcie
+        key = (
+            gpu.name or "?",
+            link.max_gen or link.device_max_gen,
+            link.max_width or link.device_max_width,
+        )
+        groups.setdefault(key, []).append(gpu)
+    return [peers for peers in groups.values() if len(peers) >= 2]
+
+
+def _replay_outliers(ctx: Context) -> list[Finding]:
+    """A GPU whose replay count stands out among identical peers, with or without a time base.
+
+    Peers are each other's reference: with a median above 0 the GPU must reach
+    ``REPLAY_OUTLIER_FACTOR`` times it (and ``REPLAY_OUTLIER_MIN``); when every peer has none,
+    any replay names the GPU (``warn`` from ``REPLAY_OUTLIER_MIN``, else ``info``).
+    """
     findings: list[Finding] = []
-    for peers in groups.values():
+    for group in identical_peer_groups(ctx):
+        peers = [g for g in group if g.replay_count is not None]
         if len(peers) < 2:
             continue
         for gpu in peers:
-            others = [p.replay_count or 0 for p in peers if p is not gpu]
-            median = statistics.median(others)
-            count = gpu.replay_count or 0
-            if (
-                count >= config.REPLAY_OUTLIER_MIN
-                and count >= config.REPLAY_OUTLIER_FACTOR * median
-            ):
-                findings.append(
-                    Finding(
-                        "warn",
-                        f"{gpu.label} has {count} PCIe replays while its {len(others)} identical "
-                        f"peers have a median of {median:g}: its link (slot, riser, cable) is "
-                        "the suspect",
-                        subjects=[gpu.label],
-                        evidence=[
-                            _ev("replays", count, "replays", gpu.label),
-                            _ev("peers' median", median, "replays"),
-                            _ev("outlier factor", config.REPLAY_OUTLIER_FACTOR, "x"),
-                        ],
-                        remediation=[
-                            "Swap the GPU with a peer's slot: if the replays follow the slot, "
-                            "the slot or riser is at fault; if they follow the card, the card.",
-                            _RESEAT,
-                        ],
-                        confidence="medium",
-                    )
-                )
+            finding = _replay_outlier(gpu, [p.replay_count or 0 for p in peers if p is not gpu])
+            if finding is not None:
+                findings.append(finding)
     return findings
+
+
+def _replay_outlier(gpu: Gpu, others: list[int]) -> Finding | None:
+    median = statistics.median(others)
+    count = gpu.replay_count or 0
+    if count <= 0:
+        return None
+    if median > 0 and not (
+        count >= config.REPLAY_OUTLIER_MIN and count >= config.REPLAY_OUTLIER_FACTOR * median
+    ):
+        return None
+    severity: Severity = "warn" if count >= config.REPLAY_OUTLIER_MIN else "info"
+    peers_text = (
+        "have none"
+        if median == 0
+        else f"have a median of {median:g} ({outlier_factor(count, median)})"
+    )
+    return Finding(
+        severity,
+        f"{gpu_ref(gpu)} has {count} PCIe replays while its {len(others)} identical peer(s) "
+        f"{peers_text}: its link (slot, riser, cable) is the suspect",
+        subjects=[gpu.label],
+        evidence=[
+            _ev("replays", count, "replays", gpu.label),
+            _ev("peers' median", median, "replays"),
+            _ev("outlier factor", outlier_factor(count, median)),
+        ],
+        remediation=[
+            "Swap the GPU with a peer's slot: if the replays follow the slot, "
+            "the slot or riser is at fault; if they follow the card, the card.",
+            _RESEAT,
+        ],
+        confidence="medium" if severity == "warn" else "low",
+    )
 
 
 def _aer_counts(obj: Gpu | PcieHop) -> tuple[int | None, int | None, int | None]:
@@ -1119,109 +1140,130 @@ def pcie_shared_uplink(ctx: Context) -> list[Finding]:
                     needs="run `pcidoc check` on the machine, or import `nvidia-smi topo -m`",
                 )
             ]
-        return [Finding("pass", "one GPU: no uplink is shared between GPUs")]
-    vm = bool(ctx.is_vm)
-    with_path = [g for g in ctx.gpus if g.path]
-    findings: list[Finding] = []
-    switch_pairs: list[tuple[int, int, str]] = []
-
-    if with_path:
-        uplinks = _shared_uplinks(ctx)
-        findings.extend(_fold_alike([_uplink_finding(ctx, u, vm) for u in uplinks]))
-        seen = set()
-        for u in uplinks:
-            idx = [g.index for g in u.gpus]
-            for i, a in enumerate(idx):
-                for b in idx[i + 1 :]:
-                    if (a, b) not in seen:
-                        seen.add((a, b))
-                        switch_pairs.append((a, b, ctx.gpu_link(a, b) or "same switch"))
-        missing = [g.label for g in ctx.gpus if not g.path]
-        if missing:
-            findings.append(
-                Finding(
-                    "info",
-                    f"PCIe path unknown for {_names(missing)}: not judged",
-                    subjects=missing,
-                    confidence="low",
-                    needs="a live capture (the PCIe tree comes from sysfs)",
-                )
+        return [not_applicable("one GPU, so no uplink is shared between GPUs")]
+    if any(g.path for g in ctx.gpus):
+        findings, switch_pairs = _uplinks_from_paths(ctx)
+    elif not ctx.has_topology:
+        return [
+            Finding(
+                "skip",
+                "neither the PCIe tree nor a topology matrix is in this capture",
+                needs="run `pcidoc check` on the machine (PCIe tree from sysfs), or import "
+                "`nvidia-smi topo -m`",
             )
-        if not uplinks:
-            findings.append(
-                Finding(
-                    "pass",
-                    f"no uplink is shared: each of {_names(g.label for g in with_path)} has "
-                    "its own path to the CPU",
-                    confidence="high" if not missing else "medium",
-                )
-            )
+        ]
     else:
-        if not ctx.has_topology:
-            return [
-                Finding(
-                    "skip",
-                    "neither the PCIe tree nor a topology matrix is in this capture",
-                    needs="run `pcidoc check` on the machine (PCIe tree from sysfs), or import "
-                    "`nvidia-smi topo -m`",
-                )
-            ]
         switch_pairs = _switch_pairs_from_matrix(ctx)
-        groups = _union([(a, b) for a, b, _ in switch_pairs])
-        for group in groups:
-            labels = [f"GPU{i}" for i in sorted(group)]
-            classes = sorted({link for a, b, link in switch_pairs if a in group and b in group})
-            findings.append(
-                Finding(
-                    "info",
-                    f"{_names(labels)} are {'/'.join(classes)} to each other in the topology "
-                    "matrix: probably behind one PCIe switch, so concurrent host transfers share "
-                    "its uplink",
-                    subjects=labels,
-                    evidence=[_ev("link class", "/".join(classes), subject="-".join(labels))],
-                    remediation=[
-                        "The matrix cannot show the uplink's speed: run `pcidoc check` on "
-                        "the machine to read the PCIe tree, or measure with "
-                        "`pcidoc check --probes full`."
-                    ],
-                    confidence="low",
-                )
-            )
-        nv_pairs = [(a, b) for a, b, link in ctx.gpu_pairs() if is_nvlink(link)]
-        unknown_pairs = [(a, b) for a, b, link in ctx.gpu_pairs() if link is None]
-        if not groups:
-            if nv_pairs and len(nv_pairs) == len(list(ctx.gpu_pairs())):
-                return [
-                    Finding(
-                        "skip",
-                        "every GPU pair is NVLink in the matrix, which hides the PCIe switches",
-                        needs="run `pcidoc check` on the machine to read the PCIe tree",
-                    )
-                ]
-            if ctx.is_vm is not False and _looks_flattened(ctx):
-                return [
-                    Finding(
-                        "info",
-                        "every GPU pair is SYS while all GPUs sit on one NUMA node: the topology "
-                        "looks flattened by a hypervisor, so PCIe switches (if any) are hidden",
-                        confidence="low",
-                        needs="run `pcidoc check` on the host, or measure concurrent H2D with "
-                        "`pcidoc check --probes full`",
-                    )
-                ]
-            note = ""
-            if nv_pairs or unknown_pairs:
-                note = "; NVLink or unknown pairs hide their PCIe path"
-            findings.append(
-                Finding(
-                    "pass",
-                    "no GPU pair is PIX/PXB in the topology matrix: no shared switch uplink seen"
-                    + note,
-                    confidence="low" if note else "medium",
-                )
-            )
+        findings = _uplinks_from_matrix(ctx, switch_pairs)
+        if (findings and findings[0].severity == "skip") or _is_flattened_finding(findings):
+            return findings
     findings.extend(_no_p2p_pairs(ctx, switch_pairs))
     return _with_gap(ctx, findings)
+
+
+def _uplinks_from_paths(ctx: Context) -> tuple[list[Finding], list[tuple[int, int, str]]]:
+    """Shared uplinks read from each GPU's PCIe path (a live capture)."""
+    vm = bool(ctx.is_vm)
+    with_path = [g for g in ctx.gpus if g.path]
+    uplinks = _shared_uplinks(ctx)
+    findings = _fold_alike([_uplink_finding(ctx, u, vm) for u in uplinks])
+    switch_pairs: list[tuple[int, int, str]] = []
+    seen = set()
+    for u in uplinks:
+        idx = [g.index for g in u.gpus]
+        for i, a in enumerate(idx):
+            for b in idx[i + 1 :]:
+                if (a, b) not in seen:
+                    seen.add((a, b))
+                    switch_pairs.append((a, b, ctx.gpu_link(a, b) or "same switch"))
+    missing = [g.label for g in ctx.gpus if not g.path]
+    if missing:
+        findings.append(
+            Finding(
+                "info",
+                f"PCIe path unknown for {_names(missing)}: not judged",
+                subjects=missing,
+                confidence="low",
+                needs="a live capture (the PCIe tree comes from sysfs)",
+            )
+        )
+    if not uplinks:
+        findings.append(
+            Finding(
+                "pass",
+                f"no uplink is shared: each of {_names(g.label for g in with_path)} has "
+                "its own path to the CPU",
+                confidence="high" if not missing else "medium",
+            )
+        )
+    return findings, switch_pairs
+
+
+_FLATTENED_TAIL = "the topology looks flattened by a hypervisor"
+
+
+def _is_flattened_finding(findings: list[Finding]) -> bool:
+    return len(findings) == 1 and _FLATTENED_TAIL in findings[0].summary
+
+
+def _uplinks_from_matrix(ctx: Context, switch_pairs: list[tuple[int, int, str]]) -> list[Finding]:
+    """Switch groups inferred from PIX/PXB pairs of the topology matrix (no PCIe tree)."""
+    findings = []
+    groups = _union([(a, b) for a, b, _ in switch_pairs])
+    for group in groups:
+        labels = [f"GPU{i}" for i in sorted(group)]
+        classes = sorted({link for a, b, link in switch_pairs if a in group and b in group})
+        findings.append(
+            Finding(
+                "info",
+                f"{_names(labels)} are {'/'.join(classes)} to each other in the topology "
+                "matrix: probably behind one PCIe switch, so concurrent host transfers share "
+                "its uplink",
+                subjects=labels,
+                evidence=[_ev("link class", "/".join(classes), subject="-".join(labels))],
+                remediation=[
+                    "The matrix cannot show the uplink's speed: run `pcidoc check` on "
+                    "the machine to read the PCIe tree, or measure with "
+                    "`pcidoc check --probes full`."
+                ],
+                confidence="low",
+            )
+        )
+    if groups:
+        return findings
+    return [_no_switch_in_matrix(ctx)]
+
+
+def _no_switch_in_matrix(ctx: Context) -> Finding:
+    """No PIX/PXB pair in the matrix: hidden by NVLink, flattened by a hypervisor, or none."""
+    pairs = list(ctx.gpu_pairs())
+    nv_pairs = [(a, b) for a, b, link in pairs if is_nvlink(link)]
+    unknown_pairs = [(a, b) for a, b, link in pairs if link is None]
+    if nv_pairs and len(nv_pairs) == len(pairs):
+        return Finding(
+            "skip",
+            "every GPU pair is NVLink in the matrix, which hides the PCIe switches",
+            needs="run `pcidoc check` on the machine to read the PCIe tree",
+        )
+    if ctx.flattened_view or (ctx.is_vm is not False and _looks_flattened(ctx)):
+        why = ctx.flattened_view or "every GPU pair is SYS while all GPUs sit on one NUMA node"
+        return Finding(
+            "info",
+            f"{why}: {_FLATTENED_TAIL}, so PCIe switches (if any) are hidden",
+            remediation=[
+                "Ask the provider for the real PCIe topology and give it to NCCL "
+                "with `NCCL_TOPO_FILE=<xml>` if the hypervisor does not inject one.",
+            ],
+            confidence="low",
+            needs="run `pcidoc check` on the host, or measure concurrent H2D with "
+            "`pcidoc check --probes full`",
+        )
+    note = "; NVLink or unknown pairs hide their PCIe path" if nv_pairs or unknown_pairs else ""
+    return Finding(
+        "pass",
+        "no GPU pair is PIX/PXB in the topology matrix: no shared switch uplink seen" + note,
+        confidence="low" if note else "medium",
+    )
 
 
 _FOLD_MIN = 4

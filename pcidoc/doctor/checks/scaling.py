@@ -11,6 +11,7 @@ from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks.numa import gpu_set, locality_groups, pcie_model_of
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import gbps as _gbps
 from pcidoc.model import linkmodel
 from pcidoc.model.links import is_nvlink, nvlink_count, rank
 from pcidoc.model.measurements import (
@@ -24,10 +25,6 @@ from pcidoc.model.units import format_bytes
 
 _RANK_CLASS = {2: "PIX", 3: "PXB", 4: "PHB", 5: "NODE", 6: "SYS"}
 _KIND_NAME = {"nvlink": "NVLink", "pcie": "PCIe", "sys": "cross-socket"}
-
-
-def _gbps(value: float) -> str:
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
 
 
 # --------------------------------------------------------------------------- link model
@@ -103,6 +100,22 @@ def _bottleneck_rank(ctx: Context, indices: list[int]) -> int | None:
             if joined == len(indices):
                 break
     return worst
+
+
+def _model_from_gpu_names(ctx: Context, indices: list[int]) -> LinkModel:
+    """No topology: the link model (issue 8) may still know the links from the GPU model."""
+    gpus = [ctx.gpu_by_index[i] for i in indices if i in ctx.gpu_by_index]
+    inferred = linkmodel.inferred_switch_links(gpus) if len(gpus) == len(indices) else None
+    if inferred is None:
+        return LinkModel(None, "unknown", "the topology between these GPUs is not known", "low")
+    model, links = inferred
+    cc = model.compute_capability
+    gbps = config.nccl_nvlink_model_gbps(model.nvlink_version, links, None, cc)
+    basis = (
+        f"{links} NVLinks × {(gbps or 0) / links:.1f} GB/s (NCCL's effective rate) inferred from "
+        f"the GPU model ({model.key} on NVSwitches; no topology in the capture)"
+    )
+    return LinkModel(gbps, "nvlink", basis, "medium", "NV")
 
 
 def _measured_pcie(ctx: Context, indices: list[int]) -> float | None:
@@ -184,7 +197,7 @@ def allreduce_model(ctx: Context, indices: list[int]) -> LinkModel:
         return LinkModel(None, "unknown", "fewer than two GPUs", "low")
     worst = _bottleneck_rank(ctx, indices)
     if worst is None:
-        return LinkModel(None, "unknown", "the topology between these GPUs is not known", "low")
+        return _model_from_gpu_names(ctx, indices)
     if worst == 1:
         return _nvlink_part(ctx, indices)
     edge = _RANK_CLASS.get(worst, "SYS")
@@ -401,6 +414,15 @@ def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
     if wrong is not None:
         findings.append(wrong)
     if not rows:
+        findings.append(
+            Finding(
+                "info",
+                f"all-reduce on {ranks or '?'} rank(s): no bus bandwidth was reported (busbw "
+                "N/A at every size), so it was not judged",
+                evidence=[_ev("sizes", len(m.rows))],
+                confidence="low",
+            )
+        )
         return findings
     cliff = _cliff_finding(rows)
     if cliff is not None:
@@ -408,8 +430,10 @@ def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
     large = [r for r in rows if r.size_bytes >= config.BUSBW_MIN_SIZE_BYTES]
     top = large[-1] if large else rows[-1]
     bw = top.busbw_gbps or 0.0
+    peak = max(rows, key=lambda r: r.busbw_gbps or 0.0)
     evidence = [
         _ev("busbw at the largest size", bw, "GB/s", subject=format_bytes(top.size_bytes)),
+        _ev("peak busbw", peak.busbw_gbps, "GB/s", subject=format_bytes(peak.size_bytes)),
         _ev("ranks", ranks or None),
     ]
     if m.avg_busbw_gbps is not None:
@@ -425,6 +449,22 @@ def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
         else LinkModel(None, "unknown", "which GPUs ran is not known", "low")
     )
     findings.append(_judge_busbw(ctx, m, bw, top, indices, model, gpus_confidence, evidence))
+    return _with_peak(findings, peak, top)
+
+
+def _with_peak(findings: list[Finding], peak: CollectiveRow, top: CollectiveRow) -> list[Finding]:
+    """Quote the peak busbw and its size, as nccl-tests users do, when it is not the largest
+    size's (issue 8: the peak can sit below the largest size, e.g. before a cliff)."""
+    if peak is top or (peak.busbw_gbps or 0) <= (top.busbw_gbps or 0):
+        return findings
+    text = f" (peak {_gbps(peak.busbw_gbps or 0)} GB/s at {format_bytes(peak.size_bytes)})"
+    for finding in findings:
+        if "busbw at" in finding.summary and "peak" not in finding.summary:
+            finding.summary = finding.summary.replace(
+                f"busbw at {format_bytes(top.size_bytes)}",
+                f"busbw at {format_bytes(top.size_bytes)}{text}",
+                1,
+            )
     return findings
 
 

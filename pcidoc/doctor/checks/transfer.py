@@ -10,16 +10,14 @@ from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import gbps as _gbps
+from pcidoc.model import linkmodel
 from pcidoc.model.facts import Gpu
 from pcidoc.model.measurements import TransferMeasurement, WorkloadEvidence
 from pcidoc.model.report import Confidence, Evidence, Severity
 from pcidoc.model.units import format_bytes, link_label
 
 _DIRECTION = {"h2d": "H2D", "d2h": "D2H"}
-
-
-def _gbps(value: float) -> str:
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
 
 
 def _is_sm_copy(t: TransferMeasurement) -> bool:
@@ -301,6 +299,14 @@ def _unknown_link(gpu: Gpu | None, transfers: list[TransferMeasurement]) -> Find
     best = _best(ordered)
     gen = link_class(best.bandwidth_gbps)
     device_gen = (gpu.pcie.device_max_gen or gpu.pcie.max_gen) if gpu else None
+    model = linkmodel.gpu_model_of(gpu)
+    if device_gen is None and model is not None and model.pcie_gen:
+        # The card's own generation from the link model (its datasheet), when the paste has
+        # no link facts: a Gen4-class number on a Gen5 card is still worth a look.
+        device_gen = model.pcie_gen
+        evidence.append(
+            _ev("PCIe generation of the card", f"Gen{device_gen}", subject=model.source)
+        )
     check_cmd = f"`nvidia-smi -q -d PCIE -i {index}`"
     if gen is None:
         g3 = config.pcie_nccl_model_gbps(3, 16) or 0
@@ -319,14 +325,16 @@ def _unknown_link(gpu: Gpu | None, transfers: list[TransferMeasurement]) -> Find
         )
     evidence.append(_ev("link class of the number", f"Gen{gen} x16", subject=label))
     if device_gen and device_gen > gen:
+        from_model = not ((gpu.pcie.device_max_gen or gpu.pcie.max_gen) if gpu else None)
         return Finding(
             "warn",
-            f"{head} is Gen{gen}-x16-class although the GPU supports Gen{device_gen}: the link "
-            "may be downtrained or slot-limited",
+            f"{head} is Gen{gen}-x16-class although the GPU supports Gen{device_gen}"
+            + (" (its model's datasheet)" if from_model else "")
+            + ": the link may be downtrained or slot-limited",
             subjects=[label],
             evidence=evidence,
             remediation=[f"Check the negotiated link under load with {check_cmd}."],
-            confidence="medium",
+            confidence="low" if from_model else "medium",
         )
     return Finding(
         "info",
@@ -501,6 +509,75 @@ def _placement(ctx: Context, t: TransferMeasurement) -> str | None:
     return None
 
 
+def _placement_comparisons(pinned: list[TransferMeasurement]) -> list[Finding]:
+    """The same copy run under different placements (``numactl -m/-N``...): their ratio.
+
+    Works without the GPU's own NUMA node: when one import holds the run with its buffer on
+    two nodes, the slower node is the remote one for this GPU.
+    """
+    runs: dict[tuple[int, str], dict[str, TransferMeasurement]] = {}
+    for t in pinned:
+        key = t.context or "no placement given"
+        slot = runs.setdefault((t.gpu, t.direction), {})
+        if key not in slot or t.bandwidth_gbps > slot[key].bandwidth_gbps:
+            slot[key] = t
+    findings = []
+    for (index, direction), by_context in sorted(runs.items()):
+        if len(by_context) < 2:
+            continue
+        fast = max(by_context.values(), key=lambda t: t.bandwidth_gbps)
+        slow = min(by_context.values(), key=lambda t: t.bandwidth_gbps)
+        if fast.bandwidth_gbps <= 0:
+            continue
+        findings.append(_placement_finding(index, direction, fast, slow))
+    return findings
+
+
+def _placement_finding(
+    index: int, direction: str, fast: TransferMeasurement, slow: TransferMeasurement
+) -> Finding:
+    label, name = f"GPU{index}", _DIRECTION[direction]
+    ratio = slow.bandwidth_gbps / fast.bandwidth_gbps
+    nodes = (fast.host_numa_node, slow.host_numa_node)
+    other_node = None not in nodes and nodes[0] != nodes[1]
+    fast_how, slow_how = fast.context or "no placement", slow.context or "no placement"
+    evidence = [
+        _ev(f"pinned {name} under {how}", t.bandwidth_gbps, "GB/s", label)
+        for t, how in ((fast, fast_how), (slow, slow_how))
+    ]
+    evidence.append(_ev("slow / fast", f"{ratio:.0%}", subject=label))
+    if ratio >= config.REMOTE_NUMA_WARN_FRACTION:
+        return Finding(
+            "pass",
+            f"{label} pinned {name} keeps {ratio:.0%} across placements ({slow_how} vs {fast_how})",
+            subjects=[label],
+            evidence=evidence,
+            confidence="medium",
+        )
+    slower = f"{1 / ratio:.1f}× slower" if ratio > 0 else "at 0 GB/s"
+    head = (
+        f"{label} pinned {name} is {slower} under `{slow_how}` than under `{fast_how}` "
+        f"({_gbps(slow.bandwidth_gbps)} vs {_gbps(fast.bandwidth_gbps)} GB/s)"
+    )
+    if other_node:
+        head += f": memory on node {nodes[1]} is remote to this GPU, node {nodes[0]} is local"
+    step = (
+        f"Run this GPU's work with its memory and threads placed like `{fast.context}` "
+        "(`numactl --cpunodebind=<n> --membind=<n>`; Slurm `--gpu-bind=closest "
+        "--cpu-bind=cores`)."
+        if fast.context
+        else "Compare with `nvidia-smi topo -m` (NUMA Affinity) to learn the GPU's node."
+    )
+    return Finding(
+        "warn" if other_node else "info",
+        head,
+        subjects=[label],
+        evidence=evidence,
+        remediation=[step],
+        confidence="medium",
+    )
+
+
 @check("transfer.remote-numa", "Pinned copies from the remote socket", needs="probe")
 def transfer_remote_numa(ctx: Context) -> Finding | list[Finding]:
     """Pinned H2D/D2H from the GPU's local NUMA node vs a remote one."""
@@ -522,6 +599,9 @@ def transfer_remote_numa(ctx: Context) -> Finding | list[Finding]:
             placed.setdefault((t.gpu, t.direction), {}).setdefault(where, []).append(t)
     comparable = {k: v for k, v in placed.items() if "local" in v and "remote" in v}
     if not comparable:
+        compared = _placement_comparisons(pinned)
+        if compared:
+            return compared
         if ctx.single_numa_node:
             return Finding("info", "single NUMA node: remote-socket memory does not apply")
         return ctx.unmeasured(

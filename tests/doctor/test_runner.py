@@ -1,0 +1,39 @@
+"""The runner: merging findings, the report's worst severity, timestamps."""
+
+from __future__ import annotations
+
+from pcidoc.doctor.registry import CheckSpec, Finding
+from pcidoc.doctor.runner import merge_findings, run
+from pcidoc.model import ReportSource
+from tests.builders import machine
+
+STAMP = "2026-01-01T00:00:00Z"
+
+
+def test_a_report_where_every_check_skipped_is_not_worse_than_pass() -> None:
+    # Nothing judged is nothing wrong: exit 0 and worst "pass", never "skip" (which would
+    # rank below pass and read as if something had been judged).
+    cap = machine(2, link="PHB")
+    for g in cap.gpus:
+        g.nvlinks = []
+    report = run(cap, ReportSource(kind="synthetic"), only=["scaling"], generated_at=STAMP)
+    assert {c.severity for c in report.checks} == {"skip"}
+    assert report.worst == "pass"
+    assert report.summary["pass"] == 0 and report.summary["skip"] == len(report.checks)
+
+
+def test_run_uses_the_callers_timestamp() -> None:
+    report = run(machine(1), ReportSource(kind="synthetic"), generated_at=STAMP)
+    assert report.generated_at == STAMP
+
+
+def test_merge_keeps_first_seen_order_without_duplicates() -> None:
+    spec = CheckSpec("pcie.errors", "t", "facts", lambda ctx: [])
+    findings = [
+        Finding("warn", "a", subjects=["GPU1", "GPU0"], remediation=["x", "y"]),
+        Finding("fail", "b", subjects=["GPU0", "GPU2"], remediation=["y", "z"]),
+    ]
+    merged = merge_findings(spec, findings)
+    assert merged.severity == "fail" and merged.summary == "b (+1 more)"
+    assert merged.subjects == ["GPU0", "GPU2", "GPU1"]
+    assert merged.remediation == ["y", "z", "x"]
