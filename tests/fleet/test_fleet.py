@@ -1,0 +1,136 @@
+"""``pcidoc fleet``: outliers, fleet-wide findings, exclude list, bad files, outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pcidoc.cli import main
+from pcidoc.collect.capture import save_capture
+from pcidoc.fleet.analyze import analyse, exit_code_for_fleet
+from tests.fleet.conftest import base_node, write_fleet
+
+
+def test_the_two_changed_nodes_and_only_they_are_outliers(fleet_dir: Path) -> None:
+    report = analyse([str(fleet_dir)], workers=1)
+    assert report.summary["nodes"] == 24
+    outliers = {n.name: n for n in report.nodes if n.outlier}
+    assert set(outliers) == {"node05", "node12"}
+    link = [d for d in outliers["node05"].differs if d.key == "GPU3.pcie_link"]
+    assert link and link[0].value == "Gen4 x8" and link[0].peers == "Gen4 x16"
+    assert link[0].subject == "GPU3 (0000:4a:00.0)" and link[0].degrades
+    replays = [d for d in outliers["node12"].differs if d.key == "GPU6.replays"]
+    assert replays and replays[0].value == "5000" and replays[0].degrades
+    # The verdicts differ too: the doctor judged each node on its own.
+    assert any(d.key == "check:pcie.link-speed" for d in outliers["node05"].differs)
+    assert any(d.key == "check:pcie.errors" for d in outliers["node12"].differs)
+
+
+def test_shared_nic_placement_is_a_fleet_finding_not_an_outlier(fleet_dir: Path) -> None:
+    report = analyse([str(fleet_dir)], workers=1)
+    shared = [f for f in report.fleet_findings if f.id == "numa.nic-affinity"]
+    assert shared and shared[0].nodes == 24 and shared[0].severity == "warn"
+    assert len(report.groups) == 1 and report.groups[0].peers_comparable
+
+
+def test_exclude_list_and_order(fleet_dir: Path) -> None:
+    report = analyse([str(fleet_dir)], workers=1)
+    assert [e.name for e in report.exclude] == ["node05", "node12"]
+    assert "x8" in report.exclude[0].reason and "5000" in report.exclude[1].reason
+    assert report.nodes[0].name == "node05" and report.nodes[0].worst == "fail"
+    assert report.nodes[1].name == "node12"  # the outlier before its equals
+    assert report.worst == "fail" and exit_code_for_fleet(report) == 2
+
+
+def test_identical_fleet_has_no_outliers(tmp_path: Path) -> None:
+    write_fleet(tmp_path / "caps", 5)
+    report = analyse([str(tmp_path / "caps")], workers=1)
+    assert not [n for n in report.nodes if n.outlier] and not report.exclude
+
+
+def test_a_different_driver_is_an_outlier_but_not_drained(tmp_path: Path) -> None:
+    def older(i: int, cap) -> None:
+        if i == 2:
+            cap.driver.driver_version = "535.104.05"
+
+    write_fleet(tmp_path / "caps", 6, older)
+    report = analyse([str(tmp_path / "caps")], workers=1)
+    odd = [n for n in report.nodes if n.outlier]
+    assert [n.name for n in odd] == ["node03"]
+    assert odd[0].differs[0].key == "driver" and not odd[0].differs[0].degrades
+    assert not report.exclude
+
+
+def test_a_lost_gpu_makes_its_node_a_signature_outlier(tmp_path: Path) -> None:
+    def lose(i: int, cap) -> None:
+        if i == 0:
+            cap.gpus.pop()
+            cap.topology.labels.pop(7)
+            cap.topology.links = [
+                row[:7] + row[8:] for k, row in enumerate(cap.topology.links) if k != 7
+            ]
+
+    write_fleet(tmp_path / "caps", 5, lose)
+    report = analyse([str(tmp_path / "caps")], workers=1)
+    node = next(n for n in report.nodes if n.name == "node01")
+    assert node.outlier and node.differs[0].kind == "signature" and node.differs[0].degrades
+    assert "7x" in node.differs[0].text and any(e.name == "node01" for e in report.exclude)
+
+
+def test_bad_files_are_named_and_skipped(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    folder = tmp_path / "caps"
+    write_fleet(folder, 4)
+    (folder / "broken.json").write_text("{not json", encoding="utf-8")
+    (folder / "other.json").write_text(json.dumps({"schema": "something/1"}), encoding="utf-8")
+    code = main(["fleet", "--json", str(folder), str(tmp_path / "missing.json")])
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["schema"] == "pcidoc.fleet/1" and doc["summary"]["nodes"] == 4
+    bad = {Path(u["path"]).name for u in doc["unreadable"]}
+    assert bad == {"broken.json", "other.json", "missing.json"}
+    assert "broken.json" in err and code == 3
+
+
+def test_no_readable_input_is_one_line_exit_3(tmp_path: Path, capsys) -> None:
+    (tmp_path / "x.json").write_text("[]", encoding="utf-8")
+    assert main(["fleet", str(tmp_path / "x.json")]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") <= 2 and "no readable capture" in err
+
+
+def test_report_files_and_duplicate_hostnames(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for n in range(3):
+        save_capture(base_node("same-host"), folder / f"c{n}.json")
+    assert main(["check", "--json", "--from", str(folder / "c0.json")]) in (0, 1, 2)
+    (folder / "r.json").write_text(capsys.readouterr().out, encoding="utf-8")
+    report = analyse([str(folder)], workers=1)
+    names = sorted(n.name for n in report.nodes)
+    assert len(names) == 4 and len(set(names)) == 4
+    assert all(name.startswith("same-host (") for name in names)
+
+
+def test_parallel_workers_give_the_same_report(tmp_path: Path) -> None:
+    from tests.fleet.conftest import downtrain_and_replays
+
+    write_fleet(tmp_path / "caps", 20, downtrain_and_replays)
+    one = analyse([str(tmp_path / "caps")], workers=1, generated_at="t")
+    two = analyse([str(tmp_path / "caps")], workers=2, generated_at="t")
+    assert one.model_dump() == two.model_dump()
+
+
+@pytest.mark.parametrize("suffix", [".md", ".html", ".json"])
+def test_output_files(fleet_dir: Path, tmp_path: Path, suffix: str, capsys) -> None:
+    out = tmp_path / f"fleet{suffix}"
+    assert main(["fleet", str(fleet_dir), "-o", str(out)]) == 2
+    text = out.read_text(encoding="utf-8")
+    assert "node05" in text and "node12" in text
+    assert "Exclude" in capsys.readouterr().out
+
+
+def test_unknown_output_format_is_bad_input(fleet_dir: Path, capsys) -> None:
+    assert main(["fleet", str(fleet_dir), "-o", "fleet.txt"]) == 3
+    assert "unknown format" in capsys.readouterr().err
