@@ -16,8 +16,8 @@
 
 from __future__ import annotations
 
+import bisect
 import os
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -191,11 +191,11 @@ def _compare_group(members: list[NodeSummary]) -> tuple[dict[int, list[Differenc
         known_c = [v for v in values_c if v is not None]
         if len(known_c) < MIN_PEERS:
             continue
+        ordered = sorted(known_c)
         for i, (member, mine_c) in enumerate(zip(members, values_c, strict=True)):
             if mine_c is None:
                 continue
-            others = [v for j, v in enumerate(values_c) if j != i and v is not None]
-            median = statistics.median(others) if others else 0
+            median = _median_without(ordered, mine_c)
             if mine_c > COUNTER_FACTOR * (median + 1) and mine_c - median >= COUNTER_FLOOR:
                 subject = _subject(member, key)
                 who = f"{subject}: " if subject else ""
@@ -238,6 +238,21 @@ def _compare_group(members: list[NodeSummary]) -> tuple[dict[int, list[Differenc
                 )
             )
     return diffs, split
+
+
+def _median_without(ordered: list[int], value: int) -> float:
+    """Median of the sorted ``ordered`` with one occurrence of ``value`` removed (the node's
+    peers), in O(log n): the group is compared with each of its members, so this runs
+    nodes x counters times."""
+    k = bisect.bisect_left(ordered, value)
+    m = len(ordered) - 1
+    if m <= 0:
+        return 0.0
+
+    def at(j: int) -> int:
+        return ordered[j] if j < k else ordered[j + 1]
+
+    return (at((m - 1) // 2) + at(m // 2)) / 2
 
 
 def _worse_fact(kind: str, mine: str, peers: str) -> bool:

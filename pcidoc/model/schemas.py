@@ -83,10 +83,9 @@ def capture_core_schema() -> dict[str, Any]:
 
 def json_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schemas of the capture, report and fleet formats, keyed by file name."""
+    from pcidoc.fleet.model import FleetReport
     from pcidoc.model.capture import Capture
     from pcidoc.model.report import Report
-
-    from pcidoc.fleet.model import FleetReport
 
     return {
         "capture.schema.json": Capture.model_json_schema(by_alias=True),

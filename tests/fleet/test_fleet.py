@@ -134,3 +134,18 @@ def test_output_files(fleet_dir: Path, tmp_path: Path, suffix: str, capsys) -> N
 def test_unknown_output_format_is_bad_input(fleet_dir: Path, capsys) -> None:
     assert main(["fleet", str(fleet_dir), "-o", "fleet.txt"]) == 3
     assert "unknown format" in capsys.readouterr().err
+
+
+def test_median_of_the_peers_leaves_one_occurrence_out() -> None:
+    import random
+    import statistics
+
+    from pcidoc.fleet.analyze import _median_without
+
+    rng = random.Random(7)
+    for _ in range(500):
+        values = [rng.randint(0, 6) for _ in range(rng.randint(2, 9))]
+        mine = rng.choice(values)
+        peers = list(values)
+        peers.remove(mine)
+        assert _median_without(sorted(values), mine) == statistics.median(peers)
