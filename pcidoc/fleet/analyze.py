@@ -302,6 +302,7 @@ def analyse(
     workers: int | None = None,
     generated_at: str | None = None,
     progress: Callable[[str], None] | None = None,
+    names: str = "host",
 ) -> FleetReport:
     """Diagnose every capture/report under ``paths`` and compare the nodes.
 
@@ -322,26 +323,30 @@ def analyse(
     if not summaries:
         detail = f": {unreadable[0].error}" if unreadable else ""
         raise PcidocError(f"no readable capture or report among the inputs{detail}")
-    return build_report(summaries, unreadable, generated_at or utc_now())
+    return build_report(summaries, unreadable, generated_at or utc_now(), names)
 
 
-def _unique_names(summaries: list[NodeSummary]) -> list[str]:
-    names = [display_name(s) for s in summaries]
+def _unique_names(summaries: list[NodeSummary], how: str = "host") -> list[str]:
+    names = [display_name(s, how) for s in summaries]
     counts = Counter(names)
     out = []
     for name, summary in zip(names, summaries, strict=True):
         if counts[name] > 1:
             base = os.path.basename(summary.path)
-            name = f"{name} ({base})" if summary.hostname else summary.path
+            name = f"{name} ({base})" if summary.hostname and how == "host" else summary.path
         out.append(name)
     return out
 
 
 def build_report(
-    summaries: list[NodeSummary], unreadable: list[UnreadableInput], generated_at: str
+    summaries: list[NodeSummary],
+    unreadable: list[UnreadableInput],
+    generated_at: str,
+    how_named: str = "host",
 ) -> FleetReport:
-    """Compare the summarised nodes and build the ``pcidoc.fleet/1`` report."""
-    names = _unique_names(summaries)
+    """Compare the summarised nodes and build the ``pcidoc.fleet/1`` report (nodes named by
+    hostname, or by file name with ``how_named="file"``)."""
+    names = _unique_names(summaries, how_named)
     by_signature: dict[str, list[int]] = defaultdict(list)
     for i, summary in enumerate(summaries):
         by_signature[summary.signature].append(i)

@@ -41,6 +41,13 @@ def add_fleet_commands(sub: Any, hidden_debug: dict[str, object]) -> None:
         metavar="N",
         help="worker processes (default: the usable CPU cores)",
     )
+    fleet.add_argument(
+        "--names",
+        choices=("host", "file"),
+        default="host",
+        help="name nodes by the capture's hostname (default) or by file name (Kubernetes pods "
+        "report their pod name as hostname)",
+    )
     fleet.add_argument("-v", "--verbose", action="store_true", help="list every node")
     fleet.add_argument("--debug", **hidden_debug)
 
@@ -125,7 +132,7 @@ def cmd_fleet(args: argparse.Namespace, progress: Callable[[str], None]) -> int:
         _check_output(args.output)
     if args.jobs is not None and args.jobs < 1:
         raise PcidocError("--jobs must be at least 1")
-    report = analyse(args.paths, workers=args.jobs, progress=progress)
+    report = analyse(args.paths, workers=args.jobs, progress=progress, names=args.names)
     for bad in report.unreadable:
         progress(f"pcidoc: skipped {bad.error}")
     if args.output:

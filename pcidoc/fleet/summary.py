@@ -210,9 +210,10 @@ def summarise_file(path: str) -> NodeSummary | tuple[str, str]:
         return (path, f"{path}: diagnosis failed ({exc.__class__.__name__}: {exc})")
 
 
-def display_name(summary: NodeSummary) -> str:
-    """The capture's hostname, else the file name without ``.json``/``.json.gz``."""
-    if summary.hostname:
+def display_name(summary: NodeSummary, names: str = "host") -> str:
+    """The capture's hostname (``names="host"``), else (or with ``names="file"``) the file name
+    without ``.json``/``.json.gz``."""
+    if summary.hostname and names == "host":
         return summary.hostname
     base = os.path.basename(summary.path)
     for suffix in (".gz", ".json"):

@@ -101,7 +101,8 @@ def slowest(
             medians[name] = statistics.median(values)
     node = None
     pool = [n for n in (candidates or names) if n in medians]
-    if len(medians) >= 2 and pool:
+    # With two nodes both see the same pair: a slow link cannot be pinned on either of them.
+    if len(medians) >= 3 and pool:
         worst = min(pool, key=lambda n: medians[n])
         others = [v for n, v in medians.items() if n != worst]
         reference = statistics.median(others)
@@ -553,6 +554,11 @@ def _run(state: _State, torch: Any, document: dict[str, Any], say: Callable[[str
             document["fabric"]["slowest_pair"] = pair
             if len(keys) < 2:
                 document["info"]["pairs"] = "one node: no node-to-node bandwidth to measure"
+            elif len(keys) == 2:
+                document["info"]["slowest_node"] = (
+                    "two nodes share their one pair: a slow pair cannot be attributed to either "
+                    "node (run with a third node to tell them apart)"
+                )
         phase("finish")
         dist.barrier()
     finally:

@@ -149,3 +149,14 @@ def test_median_of_the_peers_leaves_one_occurrence_out() -> None:
         peers = list(values)
         peers.remove(mine)
         assert _median_without(sorted(values), mine) == statistics.median(peers)
+
+
+def test_nodes_can_be_named_by_file(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for n in range(3):
+        save_capture(base_node(f"pod-{n}-xyz"), folder / f"gpu-node-{n}.json")
+    by_host = analyse([str(folder)], workers=1)
+    by_file = analyse([str(folder)], workers=1, names="file")
+    assert sorted(n.name for n in by_host.nodes) == ["pod-0-xyz", "pod-1-xyz", "pod-2-xyz"]
+    assert sorted(n.name for n in by_file.nodes) == ["gpu-node-0", "gpu-node-1", "gpu-node-2"]

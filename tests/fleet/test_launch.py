@@ -143,3 +143,5 @@ def test_slowest_node_and_pair() -> None:
     even = [[None if i == j else good for j in range(4)] for i in range(4)]
     node, _ = slowest(names, even)
     assert node is not None and not node["significant"]
+    node, pair = slowest(["a", "b"], [[None, 1.0], [2.0, None]])
+    assert node is None and pair == {"from": "a", "to": "b", "gbps": 1.0}
