@@ -55,8 +55,16 @@ PARALLEL_MIN_FILES = 16
 """Below this many files the doctor runs in this process (starting workers costs more)."""
 
 
+def _is_input(name: str) -> bool:
+    """``*.json``, ``*.json.gz``, and ``*.json.<node>`` (what ``clush --rcopy`` writes)."""
+    if name.startswith("."):
+        return False
+    return name.endswith(INPUT_SUFFIXES) or (".json." in name and not name.endswith(".tmp"))
+
+
 def find_inputs(paths: Iterable[str]) -> tuple[list[str], list[UnreadableInput]]:
-    """Expand directories (recursively, ``*.json`` and ``*.json.gz``, sorted) and keep files.
+    """Expand directories (recursively, ``*.json``, ``*.json.gz`` and ``*.json.<node>``,
+    sorted) and keep files.
 
     Returns the files and the inputs that do not exist.
     """
@@ -65,11 +73,7 @@ def find_inputs(paths: Iterable[str]) -> tuple[list[str], list[UnreadableInput]]
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(
-                str(p)
-                for p in path.rglob("*")
-                if p.is_file() and p.name.endswith(INPUT_SUFFIXES) and not p.name.startswith(".")
-            )
+            found = sorted(str(p) for p in path.rglob("*") if p.is_file() and _is_input(p.name))
             if not found:
                 missing.append(UnreadableInput(path=raw, error=f"{raw}: no .json files in it"))
             files.extend(found)

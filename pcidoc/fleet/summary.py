@@ -216,7 +216,7 @@ def display_name(summary: NodeSummary, names: str = "host") -> str:
     if summary.hostname and names == "host":
         return summary.hostname
     base = os.path.basename(summary.path)
-    for suffix in (".gz", ".json"):
-        if base.endswith(suffix):
-            base = base[: -len(suffix)]
-    return base or summary.path
+    head, sep, tail = base.partition(".json")
+    if sep and tail not in ("", ".gz"):
+        return tail.lstrip(".") or head  # clush --rcopy: capture.json.<node>
+    return head or summary.path

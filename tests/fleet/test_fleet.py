@@ -160,3 +160,15 @@ def test_nodes_can_be_named_by_file(tmp_path: Path) -> None:
     by_file = analyse([str(folder)], workers=1, names="file")
     assert sorted(n.name for n in by_host.nodes) == ["pod-0-xyz", "pod-1-xyz", "pod-2-xyz"]
     assert sorted(n.name for n in by_file.nodes) == ["gpu-node-0", "gpu-node-1", "gpu-node-2"]
+
+
+def test_clush_rcopy_names_are_read_and_named_by_node(tmp_path: Path) -> None:
+    folder = tmp_path / "caps"
+    folder.mkdir()
+    for n in range(3):
+        save_capture(base_node(f"h{n}"), folder / f"pcidoc-capture.json.node00{n}")
+    (folder / ".pcidoc-capture.json.x.tmp").write_text("partial", encoding="utf-8")
+    (folder / "notes.txt").write_text("not a capture", encoding="utf-8")
+    report = analyse([str(folder)], workers=1, names="file")
+    assert sorted(n.name for n in report.nodes) == ["node000", "node001", "node002"]
+    assert not report.unreadable
