@@ -390,7 +390,13 @@ def build_report(
                         nodes=len(members),
                     )
                 )
-        elif len(largest) >= MIN_PEERS and members is not largest:
+        elif (
+            len(largest) >= MIN_PEERS
+            and members is not largest
+            and summaries[members[0]].gpu_models == summaries[largest[0]].gpu_models
+        ):
+            # Same GPU model as the main group but fewer GPUs, other links or NICs: a node
+            # that lost something. Another GPU model is another kind of node, not an outlier.
             reference = summaries[largest[0]].signature
             for i in members:
                 diffs[i].append(

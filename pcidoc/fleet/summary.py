@@ -46,6 +46,8 @@ class NodeSummary:
     summary: dict[str, int] = field(default_factory=dict)
     gpus: int = 0
     link_utilisation: dict[str, float] = field(default_factory=dict)
+    gpu_models: tuple[str, ...] = ()
+    """Distinct GPU model names, sorted."""
 
 
 def _link_text(gen: int | None, width: int | None) -> str | None:
@@ -183,6 +185,7 @@ def summarise(capture: Capture, report: Report, path: str) -> NodeSummary:
         summary=dict(report.summary),
         gpus=len(capture.gpus),
         link_utilisation=utilisation_of(capture),
+        gpu_models=tuple(sorted({g.name or "unknown GPU" for g in capture.gpus})),
     )
 
 

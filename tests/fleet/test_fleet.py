@@ -172,3 +172,23 @@ def test_clush_rcopy_names_are_read_and_named_by_node(tmp_path: Path) -> None:
     report = analyse([str(folder)], workers=1, names="file")
     assert sorted(n.name for n in report.nodes) == ["node000", "node001", "node002"]
     assert not report.unreadable
+
+
+def test_another_gpu_model_is_its_own_group_not_an_outlier(tmp_path: Path) -> None:
+    from pcidoc.samples import load_sample
+
+    folder = tmp_path / "caps"
+    write_fleet(folder, 4)
+    other = load_sample("h800-8gpu-hgx")
+    other.host.hostname = "h800-node"
+    save_capture(other, folder / "h800.json")
+    report = analyse([str(folder)], workers=1)
+    assert len(report.groups) == 2
+    node = next(n for n in report.nodes if n.name == "h800-node")
+    assert not node.outlier and not report.exclude
+
+
+def test_schema_command_prints_the_fleet_schema(capsys) -> None:
+    assert main(["schema", "fleet"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["title"] == "FleetReport" and "exclude" in schema["properties"]
