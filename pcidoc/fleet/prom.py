@@ -24,7 +24,12 @@ if TYPE_CHECKING:
 
 
 def _registry() -> tuple[Any, Any]:
-    from prometheus_client import CollectorRegistry, Gauge
+    try:
+        from prometheus_client import CollectorRegistry, Gauge
+    except ImportError:
+        raise PcidocError(
+            ".prom output needs the prometheus_client package (`pip install prometheus_client`)"
+        ) from None
 
     registry = CollectorRegistry()
     mapping = Gauge(

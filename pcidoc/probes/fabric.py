@@ -194,6 +194,12 @@ def fabric_command(
     backend = getattr(args, "backend", None) or ("nccl" if torch.cuda.is_available() else "gloo")
     if backend == "nccl" and not torch.cuda.is_available():
         raise PcidocError("--backend nccl needs CUDA GPUs; use --backend gloo on CPU")
+    for option in ("gpus", "ranks"):
+        if getattr(args, option, None) and env.rank == 0:
+            progress(
+                f"pcidoc: note: --{option} does not apply to probe fabric (the launcher decides "
+                "the ranks; each uses GPU LOCAL_RANK)"
+            )
     state = _State(env=env, backend=backend, mode=mode, deadline_s=deadline)
     say = progress if env.rank == 0 else (lambda _m: None)
     watchdog = threading.Thread(
@@ -385,8 +391,10 @@ def _run(state: _State, torch: Any, document: dict[str, Any], say: Callable[[str
     # 2. process group -------------------------------------------------------------------
     phase("init_process_group")
     if state.backend == "nccl":
-        torch.cuda.set_device(env.local_rank)
-        device = torch.device("cuda", env.local_rank)
+        # With one GPU visible per task (srun --gpus-per-task=1) every rank uses its device 0.
+        ordinal = env.local_rank % max(1, torch.cuda.device_count())
+        torch.cuda.set_device(ordinal)
+        device = torch.device("cuda", ordinal)
     else:
         device = torch.device("cpu")
         torch.set_num_threads(1)

@@ -48,6 +48,8 @@ class FleetScreen(Screen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back to the node", show=False),
         Binding("q", "app.quit", "Quit"),
+        # The panes' keys act on the node behind this screen: not while the fleet is shown.
+        Binding("1,2,3,4,w,p,P,x,e,s", "ignore", show=False),
     ]
 
     def __init__(self, report: FleetReport, current: str | None = None) -> None:
@@ -107,6 +109,9 @@ class FleetScreen(Screen[str | None]):
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
         self.dismiss(str(event.row_key.value))
+
+    def action_ignore(self) -> None:
+        """Swallow the panes' keys while the node list is on screen."""
 
     def action_back(self) -> None:
         """Back to the node on display (nothing happens before one was opened)."""
