@@ -140,3 +140,25 @@ def test_a_rank_that_never_joins_is_named(tmp_path: Path) -> None:
     message = doc["errors"][0]["message"]
     assert "rank 1 on node rank 1" in message and "never joined" in message
     assert "never joined" in proc.stderr
+
+
+def test_the_deadline_ends_the_rank_and_names_the_phase() -> None:
+    """A deadline shorter than the join wait: the watchdog ends rank 0 during the join, and the
+    document names the phase and the rank that had not reached it."""
+    env = _env(
+        RANK="0",
+        WORLD_SIZE="2",
+        LOCAL_WORLD_SIZE="1",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(_free_port()),
+    )
+    proc = subprocess.run(
+        [PCIDOC, "probe", "fabric", "--backend", "gloo", "--json", "--timeout", "2"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    doc = json.loads(proc.stdout)
+    error = doc["errors"][0]
+    assert error["kind"] == "timeout"
+    assert "deadline of 2 s passed during join" in error["message"]
+    assert "1 (not joined)" in error["message"]
