@@ -47,7 +47,7 @@ at least ``COUNTER_FLOOR``: an order of magnitude above what the node's identica
 accumulated. A heuristic of pcidoc's (no published fleet threshold exists); the per-node
 ``pcie.errors``/``nvlink.errors`` checks judge the counters against their own thresholds."""
 
-DEGRADING_FACTS = ("pcie_link", "nvlinks_up", "peer_links", "state", "gpu_count")
+DEGRADING_FACTS = ("pcie_width", "pcie_gen", "nvlinks_up", "peer_links", "state", "gpu_count")
 """Facts whose difference costs bandwidth or a GPU (the node should be drained)."""
 
 INPUT_SUFFIXES = (".json", ".json.gz")
@@ -129,7 +129,8 @@ def _subject(summary: NodeSummary, key: str) -> str | None:
 
 
 _FACT_NAMES = {
-    "pcie_link": "PCIe link",
+    "pcie_width": "PCIe link width",
+    "pcie_gen": "PCIe link generation (P0 or under load)",
     "pcie_max": "PCIe maximum link",
     "nearest_nic": "nearest NIC",
     "numa_node": "NUMA node",
@@ -226,8 +227,9 @@ def _compare_group(members: list[NodeSummary]) -> tuple[dict[int, list[Differenc
         for i, (member, mine_v) in enumerate(zip(members, values_v, strict=True)):
             if mine_v is None or SEVERITY_ORDER[mine_v] <= SEVERITY_ORDER[value]:
                 continue
-            # Only a worse verdict marks a node; a better one is not a reason to look at it.
-            if mine_v == "skip":
+            # Only a worse verdict at warn or above marks a node: a better one is not a reason to
+            # look at it, and an info note (an idle link, a gap in the capture) is not a problem.
+            if SEVERITY_ORDER[mine_v] < SEVERITY_ORDER["warn"]:
                 continue
             summary = next((f[2] for f in member.findings if f[0] == check_id), "")
             diffs[i].append(
@@ -261,9 +263,7 @@ def _median_without(ordered: list[int], value: int) -> float:
 
 def _worse_fact(kind: str, mine: str, peers: str) -> bool:
     """True when this node's value of a degrading fact is worse than its peers'."""
-    if kind == "pcie_link":
-        return _link_rate(mine) < _link_rate(peers)
-    if kind == "nvlinks_up":
+    if kind in ("pcie_width", "pcie_gen", "nvlinks_up"):
         return _leading_int(mine) < _leading_int(peers)
     if kind == "gpu_count":
         return _leading_int(mine) < _leading_int(peers)
@@ -272,19 +272,10 @@ def _worse_fact(kind: str, mine: str, peers: str) -> bool:
     return True  # peer_links: a different NVLink wiring than identical peers
 
 
-def _link_rate(text: str) -> float:
-    try:
-        gen_text, width_text = text.replace("Gen", "").split(" x")
-        from pcidoc.model.units import pcie_raw_gbps
-
-        return pcie_raw_gbps(int(gen_text), int(width_text)) or 0.0
-    except ValueError:
-        return 0.0
-
-
 def _leading_int(text: str) -> int:
+    """The first number in ``text`` (``x8`` -> 8, ``Gen4`` -> 4, ``11/12`` -> 11)."""
     digits = ""
-    for ch in text:
+    for ch in text.lstrip("xGen"):
         if not ch.isdigit():
             break
         digits += ch

@@ -93,6 +93,13 @@ def _gpu_names(a: Capture, b: Capture) -> dict[str, str]:
 def _extra_facts(capture: Capture) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for gpu in capture.gpus:
+        # The raw negotiated link (the P-state is reported beside it): a diff shows facts as
+        # they are; the fleet's peer comparison is what leaves idle generations out.
+        out[f"{gpu.label}.pcie_link"] = (
+            None
+            if gpu.pcie.current_gen is None and gpu.pcie.current_width is None
+            else f"Gen{gpu.pcie.current_gen} x{gpu.pcie.current_width}"
+        )
         for link in gpu.nvlinks:
             out[f"{gpu.label}.nvlink{link.link}"] = link.state
         out[f"{gpu.label}.name"] = gpu.name
@@ -190,6 +197,9 @@ def diff_captures(
     facts_b, counters_b = facts_of(b)
     facts_a.update({k: v for k, v in _extra_facts(a).items() if v is not None})
     facts_b.update({k: v for k, v in _extra_facts(b).items() if v is not None})
+    for facts in (facts_a, facts_b):
+        for key in [k for k in facts if k.endswith((".pcie_width", ".pcie_gen"))]:
+            del facts[key]  # pcie_link says both
     for key in sorted(set(facts_a) | set(facts_b)):
         va, vb = facts_a.get(key), facts_b.get(key)
         if va == vb:

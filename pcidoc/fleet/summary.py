@@ -101,7 +101,14 @@ def facts_of(capture: Capture) -> tuple[dict[str, str | None], dict[str, int | N
     counters: dict[str, int | None] = {}
     for gpu in capture.gpus:
         label = gpu.label
-        facts[f"{label}.pcie_link"] = _link_text(gpu.pcie.current_gen, gpu.pcie.current_width)
+        # Width is compared always (it rarely drops at idle); the generation only in P0 or as
+        # read under load, because an idle GPU downclocks its link to save power and a fleet
+        # captured at rest would otherwise be full of false outliers.
+        if gpu.pcie.current_width is not None:
+            facts[f"{label}.pcie_width"] = f"x{gpu.pcie.current_width}"
+        gen = _gen_under_load(capture, gpu)
+        if gen is not None:
+            facts[f"{label}.pcie_gen"] = f"Gen{gen}"
         facts[f"{label}.pcie_max"] = _link_text(gpu.pcie.max_gen, gpu.pcie.max_width)
         facts[f"{label}.nearest_nic"] = _nearest_nic(capture, label) if capture.nics else None
         facts[f"{label}.numa_node"] = None if gpu.numa_node is None else str(gpu.numa_node)
@@ -128,6 +135,19 @@ def facts_of(capture: Capture) -> tuple[dict[str, str | None], dict[str, int | N
         if value is None:
             del facts[key]
     return facts, {k: v for k, v in counters.items() if v is not None}
+
+
+def _gen_under_load(capture: Capture, gpu: object) -> int | None:
+    """The link generation read under load (a probe's reading while copying), else the current
+    one when the GPU was in P0; ``None`` when only an idle reading exists."""
+    index = getattr(gpu, "index", None)
+    for t in capture.measurements.transfers:
+        if t.gpu == index and t.link_gen_under_load is not None:
+            return t.link_gen_under_load
+    pcie = getattr(gpu, "pcie", None)
+    if getattr(gpu, "pstate", None) == 0 and pcie is not None:
+        return pcie.current_gen
+    return None
 
 
 def _virtualization(capture: Capture) -> str | None:

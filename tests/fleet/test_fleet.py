@@ -18,8 +18,8 @@ def test_the_two_changed_nodes_and_only_they_are_outliers(fleet_dir: Path) -> No
     assert report.summary["nodes"] == 24
     outliers = {n.name: n for n in report.nodes if n.outlier}
     assert set(outliers) == {"node05", "node12"}
-    link = [d for d in outliers["node05"].differs if d.key == "GPU3.pcie_link"]
-    assert link and link[0].value == "Gen4 x8" and link[0].peers == "Gen4 x16"
+    link = [d for d in outliers["node05"].differs if d.key == "GPU3.pcie_width"]
+    assert link and link[0].value == "x8" and link[0].peers == "x16"
     assert link[0].subject == "GPU3 (0000:4a:00.0)" and link[0].degrades
     replays = [d for d in outliers["node12"].differs if d.key == "GPU6.replays"]
     assert replays and replays[0].value == "5000" and replays[0].degrades
@@ -192,3 +192,22 @@ def test_schema_command_prints_the_fleet_schema(capsys) -> None:
     assert main(["schema", "fleet"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert schema["title"] == "FleetReport" and "exclude" in schema["properties"]
+
+
+def test_an_idle_link_generation_is_not_an_outlier(tmp_path: Path) -> None:
+    """Idle GPUs downclock their link: a node captured at rest (P8, Gen1) is not odd; the same
+    Gen1 in P0 is."""
+
+    def idle(i: int, cap) -> None:
+        if i == 1:
+            for gpu in cap.gpus:
+                gpu.pstate, gpu.pcie.current_gen = 8, 1
+        if i == 3:
+            cap.gpus[5].pcie.current_gen = 1  # in P0: downtrained for real
+
+    write_fleet(tmp_path / "caps", 6, idle)
+    report = analyse([str(tmp_path / "caps")], workers=1)
+    odd = {n.name: n for n in report.nodes if n.outlier}
+    assert set(odd) == {"node04"}
+    assert [d.key for d in odd["node04"].differs if d.kind == "fact"] == ["GPU5.pcie_gen"]
+    assert odd["node04"].differs[0].degrades
