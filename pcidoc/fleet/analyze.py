@@ -421,7 +421,7 @@ def build_report(
                 for f in summary.findings
             ],
             gpus=summary.gpus,
-            link_utilisation=summary.link_utilisation,
+            link_speed_ratio=summary.link_speed_ratio,
         )
         nodes.append(node)
         reason = _exclude_reason(node)

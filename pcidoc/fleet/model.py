@@ -65,8 +65,8 @@ class FleetNode(Model):
     findings: list[NodeFinding] = Field(default_factory=list)
     """Its checks worse than pass, worst first."""
     gpus: int = 0
-    link_utilisation: dict[str, float] = Field(default_factory=dict)
-    """GPU label -> negotiated PCIe link (gen x width) as a fraction of its maximum."""
+    link_speed_ratio: dict[str, float] = Field(default_factory=dict)
+    """GPU label -> negotiated PCIe link rate (gen x width) as a fraction of its maximum."""
 
 
 class FleetGroup(Model):

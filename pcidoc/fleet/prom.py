@@ -43,8 +43,20 @@ def _registry() -> tuple[Any, Any]:
     return registry, Gauge
 
 
-def report_registry(report: Report, node: str | None = None) -> Any:
-    """A registry with the metrics of one machine's report."""
+def report_registry(
+    report: Report,
+    node: str | None = None,
+    utilisation: dict[tuple[str, str], float] | None = None,
+) -> Any:
+    """A registry with the metrics of one machine's report.
+
+    Args:
+        report: The diagnosis.
+        node: The ``node`` label (default: the capture's hostname).
+        utilisation: (GPU label, ``tx``/``rx``) -> throughput as a fraction of the link's rate
+            (``pcidoc watch`` passes rates from its counter samples); default: the capture's
+            momentary throughput readings.
+    """
     registry, gauge = _registry()
     host = node or report.machine.host.hostname or ""
     check = gauge(
@@ -66,17 +78,30 @@ def report_registry(report: Report, node: str | None = None) -> Any:
     )
     for severity, count in report.summary.items():
         counts.labels(node=host, severity=severity).set(count)
-    from pcidoc.fleet.summary import utilisation_of
+    from pcidoc.fleet.summary import speed_ratio_of, traffic_ratio_of
 
-    util = gauge(
-        "pcidoc_pcie_link_utilisation_ratio",
-        "Negotiated PCIe link rate (gen x width) as a fraction of the maximum it can train at",
-        ["node", "gpu", "bus_id"],
+    gpus = {g.label: g for g in report.machine.gpus}
+    speed = gauge(
+        "pcidoc_pcie_link_speed_ratio",
+        "Negotiated PCIe link rate (gen x width) as a fraction of the maximum it can train at "
+        "(idle GPUs downclock: see the pstate label)",
+        ["node", "gpu", "bus_id", "pstate"],
         registry=registry,
     )
-    buses = {g.label: g.bus_id or "" for g in report.machine.gpus}
-    for label, fraction in utilisation_of(report.machine).items():
-        util.labels(node=host, gpu=label, bus_id=buses.get(label, "")).set(fraction)
+    for label, fraction in speed_ratio_of(report.machine).items():
+        gpu = gpus[label]
+        pstate = "" if gpu.pstate is None else f"P{gpu.pstate}"
+        speed.labels(node=host, gpu=label, bus_id=gpu.bus_id or "", pstate=pstate).set(fraction)
+    util = gauge(
+        "pcidoc_pcie_link_utilisation_ratio",
+        "PCIe throughput per direction as a fraction of the negotiated link's rate",
+        ["node", "gpu", "bus_id", "direction"],
+        registry=registry,
+    )
+    traffic = traffic_ratio_of(report.machine) if utilisation is None else utilisation
+    for (label, direction), fraction in traffic.items():
+        bus = gpus[label].bus_id if label in gpus else None
+        util.labels(node=host, gpu=label, bus_id=bus or "", direction=direction).set(fraction)
     return registry
 
 
@@ -107,10 +132,10 @@ def fleet_registry(report: FleetReport) -> Any:
         ["node", "check"],
         registry=registry,
     )
-    util = gauge(
-        "pcidoc_pcie_link_utilisation_ratio",
+    speed = gauge(
+        "pcidoc_pcie_link_speed_ratio",
         "Negotiated PCIe link rate (gen x width) as a fraction of the maximum it can train at",
-        ["node", "gpu", "bus_id"],
+        ["node", "gpu"],
         registry=registry,
     )
     reasons = {e.name: e.reason for e in report.exclude}
@@ -121,8 +146,8 @@ def fleet_registry(report: FleetReport) -> Any:
             excluded.labels(node=node.name, reason=reasons[node.name][:200]).set(1)
         for finding in node.findings:
             check.labels(node=node.name, check=finding.id).set(SEVERITY_ORDER[finding.severity])
-        for label, fraction in node.link_utilisation.items():
-            util.labels(node=node.name, gpu=label, bus_id="").set(fraction)
+        for label, fraction in node.link_speed_ratio.items():
+            speed.labels(node=node.name, gpu=label).set(fraction)
     gauge("pcidoc_fleet_worst_severity", "Worst severity of the fleet", registry=registry).set(
         SEVERITY_ORDER[report.worst]
     )

@@ -45,7 +45,7 @@ class NodeSummary:
     worst: str = "pass"
     summary: dict[str, int] = field(default_factory=dict)
     gpus: int = 0
-    link_utilisation: dict[str, float] = field(default_factory=dict)
+    link_speed_ratio: dict[str, float] = field(default_factory=dict)
     gpu_models: tuple[str, ...] = ()
     """Distinct GPU model names, sorted."""
 
@@ -169,14 +169,29 @@ def _iommu(capture: Capture) -> str | None:
     return f"on ({iommu.default_domain_type})" if iommu.default_domain_type else "on"
 
 
-def utilisation_of(capture: Capture) -> dict[str, float]:
-    """GPU label -> negotiated PCIe link rate as a fraction of the maximum it could train at."""
+def speed_ratio_of(capture: Capture) -> dict[str, float]:
+    """GPU label -> negotiated PCIe link rate as a fraction of the maximum it could train at
+    (an idle GPU's downclocked link reads low too: see its P-state)."""
     out: dict[str, float] = {}
     for gpu in capture.gpus:
         now = pcie_raw_gbps(gpu.pcie.current_gen, gpu.pcie.current_width)
         top = pcie_raw_gbps(gpu.pcie.max_gen, gpu.pcie.max_width)
         if now is not None and top:
             out[gpu.label] = round(min(1.0, now / top), 4)
+    return out
+
+
+def traffic_ratio_of(capture: Capture) -> dict[tuple[str, str], float]:
+    """(GPU label, ``tx``/``rx``) -> PCIe throughput at collection time (NVML's momentary
+    reading) as a fraction of the negotiated link's per-direction rate."""
+    out: dict[tuple[str, str], float] = {}
+    for gpu in capture.gpus:
+        ceiling = pcie_raw_gbps(gpu.pcie.current_gen, gpu.pcie.current_width)
+        if not ceiling:
+            continue
+        for direction, value in (("tx", gpu.tx_bytes_per_s), ("rx", gpu.rx_bytes_per_s)):
+            if value is not None:
+                out[(gpu.label, direction)] = round(value / 1e9 / ceiling, 4)
     return out
 
 
@@ -204,7 +219,7 @@ def summarise(capture: Capture, report: Report, path: str) -> NodeSummary:
         worst=report.worst,
         summary=dict(report.summary),
         gpus=len(capture.gpus),
-        link_utilisation=utilisation_of(capture),
+        link_speed_ratio=speed_ratio_of(capture),
         gpu_models=tuple(sorted({g.name or "unknown GPU" for g in capture.gpus})),
     )
 

@@ -70,6 +70,9 @@ class Watcher:
         self._severity: dict[str, str] = {}
         self._errors: set[str] = set()
         self.samples = 0
+        self.utilisation: dict[tuple[str, str], float] = {}
+        """(GPU label, ``tx``/``rx``) -> throughput between the last two samples as a fraction
+        of the negotiated link's per-direction rate."""
 
     def _diagnose(self) -> Report:
         from pcidoc import doctor
@@ -121,6 +124,7 @@ class Watcher:
 
     def step(self) -> list[dict[str, Any]]:
         """Take one sample; return the change events it caused."""
+        from pcidoc.model.counters import rates
         from pcidoc.model.units import pcie_raw_gbps
 
         if self.previous is None:
@@ -177,6 +181,14 @@ class Watcher:
                 events.append(self._event("sample_error", message=message))
         self._apply(new)
         self.previous = new
+        self.utilisation = {}
+        for r in rates(old, new):
+            ceiling = pcie_raw_gbps(r.link_gen, r.link_width)
+            if not ceiling:
+                continue
+            for direction, gbps in (("tx", r.pcie_tx_gbps), ("rx", r.pcie_rx_gbps)):
+                if gbps is not None:
+                    self.utilisation[(f"GPU{r.index}", direction)] = round(gbps / ceiling, 4)
         self.report = self._diagnose()
         for check in self.report.checks:
             was_severity = self._severity.get(check.id)
@@ -201,7 +213,7 @@ class Watcher:
         from pcidoc.fleet.prom import report_registry
 
         assert self.report is not None
-        registry = report_registry(self.report, node=self.node)
+        registry = report_registry(self.report, node=self.node, utilisation=self.utilisation)
         Gauge(
             "pcidoc_watch_last_sample_timestamp_seconds",
             "Unix time of the last counter sample of pcidoc watch",

@@ -24,6 +24,7 @@ def test_check_prom_has_verdicts_worst_and_link_utilisation(tmp_path: Path, caps
 
     cap = base_node("n1")
     cap.gpus[2].pcie.current_width = 8
+    cap.gpus[0].tx_bytes_per_s = 6.3e9  # synthetic momentary reading: 20 % of Gen4 x16
     from pcidoc.collect.capture import save_capture
 
     save_capture(cap, tmp_path / "n1.json")
@@ -35,8 +36,14 @@ def test_check_prom_has_verdicts_worst_and_link_utilisation(tmp_path: Path, caps
     assert worst[0].labels["node"] == "n1" and worst[0].value == 5.0
     link = [s for s in samples["pcidoc_check_severity"] if s.labels["check"] == "pcie.link-speed"]
     assert {s.labels["subject"]: s.value for s in link} == {"GPU2": 5.0}
-    util = {s.labels["gpu"]: s.value for s in samples["pcidoc_pcie_link_utilisation_ratio"]}
-    assert util["GPU2"] == 0.5 and util["GPU0"] == 1.0
+    speed = {s.labels["gpu"]: s for s in samples["pcidoc_pcie_link_speed_ratio"]}
+    assert speed["GPU2"].value == 0.5 and speed["GPU0"].value == 1.0
+    assert speed["GPU2"].labels["pstate"] == "P0"
+    util = {
+        (s.labels["gpu"], s.labels["direction"]): s.value
+        for s in samples["pcidoc_pcie_link_utilisation_ratio"]
+    }
+    assert util == {("GPU0", "tx"): 0.2}
     assert not list(tmp_path.glob("*.prom.*")), "temporary file left behind"
 
 

@@ -44,6 +44,7 @@ def _machine(tmp_path: Path, clock: FakeClock) -> tuple[FakeNvmlBackend, Watcher
 def test_changes_become_events_and_ctrl_c_exits_130(tmp_path: Path) -> None:
     clock = FakeClock()
     fake, watcher = _machine(tmp_path, clock)
+    fake.gpus[0].pcie_tx_bytes_per_s = 12.6e9  # synthetic traffic: 20 % of Gen5 x16
     script = {
         1: lambda: setattr(fake.gpus[1], "pcie_current_width", 8),
         2: lambda: setattr(fake.gpus[0], "replay_count", fake.gpus[0].replay_count + 500),
@@ -95,11 +96,16 @@ def test_changes_become_events_and_ctrl_c_exits_130(tmp_path: Path) -> None:
         for s in family.samples
     }
     assert samples[("pcidoc_watch_samples", (("node", "gpu-node-1"),))] == 5
+    speed = samples[
+        ("pcidoc_pcie_link_speed_ratio",
+         (("bus_id", "0000:28:00.0"), ("gpu", "GPU1"), ("node", "gpu-node-1"), ("pstate", "P0")))
+    ]  # fmt: skip
+    assert speed == 0.5
     util = samples[
         ("pcidoc_pcie_link_utilisation_ratio",
-         (("bus_id", "0000:28:00.0"), ("gpu", "GPU1"), ("node", "gpu-node-1")))
+         (("bus_id", "0000:18:00.0"), ("direction", "tx"), ("gpu", "GPU0"), ("node", "gpu-node-1")))
     ]  # fmt: skip
-    assert util == 0.5
+    assert util == 0.2
 
 
 def test_count_stops_the_loop_with_0(tmp_path: Path) -> None:
