@@ -182,7 +182,10 @@ def launch_env(environ: Mapping[str, str]) -> LaunchEnv:
                 master_addr=addr,
                 master_port=port,
                 agent_store=environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true",
-                run_id=environ.get("TORCHELASTIC_RUN_ID") or "pcidoc",
+                # A restarted group shares the agent's store: keys of the earlier attempt must
+                # not count as this attempt's joins.
+                run_id=f"{environ.get('TORCHELASTIC_RUN_ID') or 'pcidoc'}."
+                f"{environ.get('TORCHELASTIC_RESTART_COUNT') or 0}",
                 local_world=local_world,
             )
         )

@@ -63,7 +63,7 @@ def test_torchrun_environment() -> None:
         1,
         1,
     )
-    assert env.nodes == 2 and env.agent_store and env.run_id == "job7"
+    assert env.nodes == 2 and env.agent_store and env.run_id == "job7.0"
     assert (env.master_addr, env.master_port) == ("10.0.0.1", 29400)
     assert env.expected_node(12) == "node rank 1"
 
