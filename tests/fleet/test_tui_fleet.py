@@ -28,6 +28,8 @@ async def test_fleet_screen_lists_worst_first_and_opens_a_node(fleet_dir: Path) 
         assert first[1] == "node05" and first[0] == "!*" and first[2] == "FAIL"
         assert second[1] == "node12" and "replays 5000" in second[4]
         assert [str(table.get_row_at(2)[0])] == [" "]  # a node like its peers: no mark
+        detail = plain(app.screen.query_one("#fleet-detail"))
+        assert "node05" in detail and "exclude:" in detail and "width x8" in detail
         # Enter on the second row opens node12 in the usual panes.
         await pilot.press("down", "enter")
         await wait_until(pilot, lambda: app.report is not None)

@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from pcidoc.fleet.model import FleetNode, FleetReport
 
@@ -37,13 +37,18 @@ def _what(node: FleetNode) -> str:
     if node.differs:
         more = f" (+{len(node.differs) - 1} more)" if len(node.differs) > 1 else ""
         return node.differs[0].text + more
-    top = next((f for f in node.findings if f.severity == node.worst), None)
-    return f"{top.id}: {top.summary}" if top else "matches its peers"
+    return "matches its peer group"
 
 
 class FleetScreen(Screen[str | None]):
     """Nodes worst first; returns the chosen node's file path (``None``: back to the node on
     display)."""
+
+    DEFAULT_CSS = """
+    FleetScreen #fleet-nodes { height: 1fr; }
+    FleetScreen #fleet-detail { height: auto; max-height: 12; padding: 0 1; }
+    FleetScreen #fleet-title, FleetScreen #fleet-shared { padding: 0 1; }
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back to the node", show=False),
@@ -80,17 +85,17 @@ class FleetScreen(Screen[str | None]):
                 id="fleet-nodes", cursor_type="row", zebra_stripes=True
             )
             yield table
+            yield Static(Text(""), id="fleet-detail")
             yield Static(
                 Text(
                     "* outlier  ! exclude · enter opens the node · escape returns to it · q quits",
                     style="dim",
                 )
             )
-        yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns(" ", "node", "worst", "group", "what differs / worst finding")
+        table.add_columns(" ", "node", "worst", "group", "what differs from its peers")
         excluded = {e.name for e in self.report.exclude}
         for node in self.report.nodes:
             mark = ("!" if node.name in excluded else "") + ("*" if node.outlier else "")
@@ -105,6 +110,30 @@ class FleetScreen(Screen[str | None]):
         if self.current in self.paths:
             table.move_cursor(row=self.paths.index(self.current))
         table.focus()
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Show everything that differs for the node under the cursor."""
+        node = self.node_at(event.cursor_row)
+        detail = Text()
+        if node is not None:
+            reason = next((e.reason for e in self.report.exclude if e.name == node.name), None)
+            detail.append(f"{node.name}", style="bold")
+            detail.append(f"  {node.worst.upper()}", style=_STYLE[node.worst])
+            detail.append(f"  group {node.group}  {node.path}\n", style="dim")
+            if reason:
+                detail.append("exclude: ", style="bold red")
+                detail.append(reason + "\n")
+            for difference in node.differs:
+                detail.append("differs: ", style="bold" if difference.degrades else "dim")
+                detail.append(difference.text + "\n")
+            if not node.differs:
+                detail.append("matches its peer group\n", style="dim")
+        self.query_one("#fleet-detail", Static).update(detail)
+
+    def node_at(self, row: int) -> FleetNode | None:
+        """The node shown in table row ``row``."""
+        return self.report.nodes[row] if 0 <= row < len(self.report.nodes) else None
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
