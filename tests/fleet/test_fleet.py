@@ -211,3 +211,19 @@ def test_an_idle_link_generation_is_not_an_outlier(tmp_path: Path) -> None:
     assert set(odd) == {"node04"}
     assert [d.key for d in odd["node04"].differs if d.kind == "fact"] == ["GPU5.pcie_gen"]
     assert odd["node04"].differs[0].degrades
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--fleet", "/nonexistent-pcidoc-dir"], "not a folder"),
+        (["probe", "fabric"], "torchrun or srun"),
+        (["fleet", "--jobs", "0", "."], "--jobs"),
+    ],
+)
+def test_fleet_entry_points_fail_in_one_line(argv, needle, monkeypatch, capsys) -> None:
+    for name in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
