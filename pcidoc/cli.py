@@ -263,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser(
         "schema",
-        help="print the JSON Schema of the capture or report format",
+        help="print the JSON Schema of the capture, report or fleet format",
         description="Print the JSON Schema generated from pcidoc's models.",
     )
     schema.add_argument("kind", choices=("capture", "report", "fleet"), help="which format")
@@ -750,6 +750,13 @@ def _flush_stdout() -> None:
         raise _StdoutFailed(exc.strerror or str(exc)) from None
 
 
+def _fleet_command(args: argparse.Namespace) -> int:
+    """``pcidoc fleet|diff|watch`` live in :mod:`pcidoc.fleet.commands`."""
+    from pcidoc.fleet.commands import run_command
+
+    return run_command(args, progress=_stderr)
+
+
 COMMANDS = {
     "check": cmd_check,
     "topo": cmd_topo,
@@ -759,17 +766,10 @@ COMMANDS = {
     "nccl-topo": cmd_nccl_topo,
     "samples": cmd_samples,
     "schema": cmd_schema,
-    "fleet": lambda args: _fleet_command(args),
-    "diff": lambda args: _fleet_command(args),
-    "watch": lambda args: _fleet_command(args),
+    "fleet": _fleet_command,
+    "diff": _fleet_command,
+    "watch": _fleet_command,
 }
-
-
-def _fleet_command(args: argparse.Namespace) -> int:
-    """``pcidoc fleet|diff|watch`` live in :mod:`pcidoc.fleet.commands`."""
-    from pcidoc.fleet.commands import run_command
-
-    return run_command(args, progress=_stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
