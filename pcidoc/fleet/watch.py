@@ -146,7 +146,13 @@ class Watcher:
                 rate_b = pcie_raw_gbps(gpu.link_gen, gpu.link_width) or 0.0
                 events.append(
                     self._event(
-                        "link_changed", **who, before=a, after=b, downtrained=rate_b < rate_a
+                        "link_changed",
+                        **who,
+                        before=a,
+                        after=b,
+                        downtrained=rate_b < rate_a,
+                        # An idle GPU (not P0) downclocks its link: read the change with this.
+                        pstate=None if gpu.pstate is None else f"P{gpu.pstate}",
                     )
                 )
             for kind, x, y in (

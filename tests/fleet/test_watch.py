@@ -80,7 +80,7 @@ def test_changes_become_events_and_ctrl_c_exits_130(tmp_path: Path) -> None:
         "Gen5 x8",
         True,
     )
-    assert link["time"] == "t+5s"
+    assert link["time"] == "t+5s" and link["pstate"] == "P0"
     replays = next(e for e in events if e["event"] == "replays_grew")
     assert (replays["gpu"], replays["delta"], replays["per_s"]) == ("GPU0", 500, 100.0)
     down = next(e for e in events if e["event"] == "nvlink_down")
