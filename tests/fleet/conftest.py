@@ -62,3 +62,14 @@ def fleet_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "caps"
     write_fleet(folder, 24, downtrain_and_replays)
     return folder
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_after():
+    """Fleet tests build and diagnose dozens of captures; collect their garbage before the next
+    test so that a later test timing the UI's responsiveness in the same worker does not pay
+    for a full collection of it."""
+    yield
+    import gc
+
+    gc.collect()
