@@ -8,7 +8,7 @@ from textual.widgets import DataTable
 
 from pcidoc.fleet.analyze import analyse
 from pcidoc.tui.screens.fleet import FleetScreen
-from tests.tui.conftest import make_app, plain, settle, wait_until
+from tests.tui.conftest import make_app, plain, wait_until
 
 
 def _app(fleet_dir: Path):
@@ -19,8 +19,8 @@ def _app(fleet_dir: Path):
 async def test_fleet_screen_lists_worst_first_and_opens_a_node(fleet_dir: Path) -> None:
     app = _app(fleet_dir)
     async with app.run_test(size=(160, 40)) as pilot:
-        await settle(pilot)
-        assert isinstance(app.screen, FleetScreen)
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.pause()
         table = app.screen.query_one(DataTable)
         assert table.row_count == 24
         first = [str(cell) for cell in table.get_row_at(0)]
@@ -50,7 +50,7 @@ async def test_fleet_screen_lists_worst_first_and_opens_a_node(fleet_dir: Path) 
 async def test_escape_before_any_node_stays_on_the_fleet(fleet_dir: Path) -> None:
     app = _app(fleet_dir)
     async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot)
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen)
