@@ -618,8 +618,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         capture = redact_capture(capture)
     text = capture_text(capture)
     if args.output and args.output != "-":
-        result = write_output(args.output, text)
-        _wrote("capture", result, f"{len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)")
+        written = write_output(args.output, text)
+        _wrote("capture", written, f"{len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)")
     else:
         _emit(text)
     return ExitCode.OK
