@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pcidoc.model.capture import Capture
     from pcidoc.model.report import Report, ReportSource
 
-PROBE_NAMES = ("transfer", "p2p", "allreduce", "scaling")
+PROBE_NAMES = ("transfer", "p2p", "allreduce", "scaling", "fabric")
 
 # `--debug` is accepted after the subcommand too; SUPPRESS keeps the top-level value.
 _HIDDEN_DEBUG: dict[str, Any] = {
@@ -110,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="live counter sampling interval of the TUI (default 1.0, minimum 0.2)",
     )
+    parser.add_argument(
+        "--fleet",
+        metavar="DIR",
+        default=None,
+        help="open the TUI on a fleet: a folder of captures/reports, nodes worst first",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     check = sub.add_parser(
@@ -134,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         "--output",
         metavar="FILE",
-        help="also write the report to FILE (.json, .md or .html by extension)",
+        help="also write the report to FILE (.json, .md, .html, or .prom for the "
+        "node_exporter textfile collector, by extension)",
     )
     check.add_argument(
         "--redact",
@@ -238,7 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument(
         "--force", action="store_true", help="run even when other processes use the GPUs"
     )
+    probe.add_argument(
+        "-o", "--output", metavar="FILE", help="fabric: rank 0 also writes its JSON to FILE"
+    )
     probe.add_argument("--debug", **_HIDDEN_DEBUG)
+
+    from pcidoc.fleet.commands import add_fleet_commands
+
+    add_fleet_commands(sub, _HIDDEN_DEBUG)
 
     samples = sub.add_parser(
         "samples",
@@ -249,10 +263,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser(
         "schema",
-        help="print the JSON Schema of the capture or report format",
+        help="print the JSON Schema of the capture, report or fleet format",
         description="Print the JSON Schema generated from pcidoc's models.",
     )
-    schema.add_argument("kind", choices=("capture", "report"), help="which format")
+    schema.add_argument("kind", choices=("capture", "report", "fleet"), help="which format")
     return parser
 
 
@@ -524,8 +538,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _validate_report_path(output: str) -> None:
     suffix = os.path.splitext(output)[1].lower()
-    if suffix not in (".json", ".md", ".html", ".htm"):
-        raise PcidocError(f"-o {output}: unknown report format; use .json, .md or .html")
+    if suffix not in (".json", ".md", ".html", ".htm", ".prom"):
+        raise PcidocError(f"-o {output}: unknown report format; use .json, .md, .html or .prom")
     folder = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(folder):
         raise PcidocError(f"-o {output}: folder {folder} does not exist")
@@ -543,6 +557,11 @@ def _write_report(report: Report, output: str, redact: bool = False) -> WriteRes
         from pcidoc.collect.capture import redact_report
 
         report = redact_report(report)
+    if output.lower().endswith(".prom"):
+        # node_exporter textfile format, built (and escaped) by prometheus_client.
+        from pcidoc.fleet.prom import render, report_registry
+
+        return write_output(output, render(report_registry(report)))
     return write_output(output, render_report_file(report, output))
 
 
@@ -617,6 +636,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """``pcidoc probe NAME``."""
+    if args.name == "fabric":
+        from pcidoc.probes.fabric import fabric_command
+
+        return fabric_command(args, progress=_stderr)
     from pcidoc.probes.session import probe_command
 
     return probe_command(args, progress=_stderr)
@@ -642,13 +665,17 @@ def cmd_samples(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    """``pcidoc schema capture|report``."""
+    """``pcidoc schema capture|report|fleet``."""
     import json
 
     from pcidoc.model.capture import Capture
     from pcidoc.model.report import Report
 
     model = Capture if args.kind == "capture" else Report
+    if args.kind == "fleet":
+        from pcidoc.fleet.model import FleetReport
+
+        model = FleetReport  # type: ignore[assignment]
     _emit(json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n")
     return ExitCode.OK
 
@@ -657,9 +684,16 @@ def cmd_tui(args: argparse.Namespace) -> int:
     """Bare ``pcidoc``: the TUI."""
     if not args.interval >= 0.2:  # also rejects nan
         raise PcidocError("--interval must be at least 0.2 seconds")
+    fleet = getattr(args, "fleet", None)
+    if fleet and not os.path.isdir(fleet):
+        raise PcidocError(f"--fleet {fleet}: not a folder")
     refusal = no_terminal_reason()
     if refusal is not None:
         raise PcidocError(refusal)
+    if fleet:
+        from pcidoc.fleet.commands import run_fleet_tui
+
+        return run_fleet_tui(args)
     from pcidoc.tui import TuiCrashed, run_tui
 
     from_file = getattr(args, "from_file", None)
@@ -725,6 +759,13 @@ def _flush_stdout() -> None:
         raise _StdoutFailed(exc.strerror or str(exc)) from None
 
 
+def _fleet_command(args: argparse.Namespace) -> int:
+    """``pcidoc fleet|diff|watch`` live in :mod:`pcidoc.fleet.commands`."""
+    from pcidoc.fleet.commands import run_command
+
+    return run_command(args, progress=_stderr)
+
+
 COMMANDS = {
     "check": cmd_check,
     "topo": cmd_topo,
@@ -734,6 +775,9 @@ COMMANDS = {
     "nccl-topo": cmd_nccl_topo,
     "samples": cmd_samples,
     "schema": cmd_schema,
+    "fleet": _fleet_command,
+    "diff": _fleet_command,
+    "watch": _fleet_command,
 }
 
 

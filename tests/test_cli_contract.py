@@ -130,7 +130,7 @@ def test_output_with_an_unknown_extension(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = run(["check", "--demo", "-o", str(tmp_path / "report.txt")], capsys)
-    assert_one_line_error(code, out, err, "unknown report format", ".json, .md or .html")
+    assert_one_line_error(code, out, err, "unknown report format", ".json, .md, .html or .prom")
 
 
 def test_output_folder_not_writable(

@@ -82,13 +82,15 @@ def capture_core_schema() -> dict[str, Any]:
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """JSON Schemas of the capture and report formats, keyed by file name."""
+    """JSON Schemas of the capture, report and fleet formats, keyed by file name."""
+    from pcidoc.fleet.model import FleetReport
     from pcidoc.model.capture import Capture
     from pcidoc.model.report import Report
 
     return {
         "capture.schema.json": Capture.model_json_schema(by_alias=True),
         "report.schema.json": Report.model_json_schema(by_alias=True),
+        "fleet.schema.json": FleetReport.model_json_schema(by_alias=True),
     }
 
 

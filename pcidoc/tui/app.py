@@ -152,6 +152,7 @@ class PcidocApp(App[int]):
         Binding("b", "toggle_banner", "Banner", show=False),
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("escape", "fleet", "Fleet", show=False),
     ]
 
     def __init__(
@@ -173,6 +174,7 @@ class PcidocApp(App[int]):
         export_dir: str | os.PathLike[str] | None = None,
         demo_fallback: bool = True,
         replay_demos: bool = False,
+        fleet: Any = None,
     ) -> None:
         super().__init__()
         self._live_machine: defaults.LiveMachine | None = None
@@ -198,6 +200,9 @@ class PcidocApp(App[int]):
         self.replay_demos = replay_demos
         """Demo machines replay a SYNTHETIC counter trace in the Links pane
         (:mod:`pcidoc.tui.replay`); ``pcidoc --demo`` turns it on."""
+        self.fleet = fleet
+        """A :class:`~pcidoc.fleet.model.FleetReport` for ``pcidoc --fleet DIR`` (escape goes
+        back to its node list), else ``None``."""
 
         self.capture: Capture | None = None
         """The machine on display (with any measurements the probes added)."""
@@ -256,6 +261,9 @@ class PcidocApp(App[int]):
     def _start(self) -> None:
         """Show what is known at once and start loading the rest."""
         main = self.main
+        if self.fleet is not None and self._initial is None:
+            self.action_fleet()
+            return
         if self._initial is None:
             main.header.show(
                 None, ReportSource(kind="live"), None, "collecting this machine's facts…"
@@ -710,6 +718,13 @@ class PcidocApp(App[int]):
             self.screen.dismiss(None)
             return
         self.push_screen(HelpScreen())
+
+    def action_fleet(self) -> None:
+        """Back to the fleet's node list (``pcidoc --fleet DIR`` only)."""
+        if self.fleet is not None:
+            from pcidoc.tui.screens.fleet import show_fleet
+
+            show_fleet(self)
 
     async def action_pane(self, pane: str) -> None:
         """Switch pane."""

@@ -1,0 +1,333 @@
+"""``pcidoc watch``: a headless loop over the live counters and the live checks.
+
+The machine is collected once; then every ``--interval`` seconds the counter sampler
+(:mod:`pcidoc.collect.counters`: one NVML field-values call per GPU, no 20 ms throughput calls)
+reads the link state and the cumulative counters, they update the facts, and the doctor re-runs
+over the updated facts (its checks are pure and take milliseconds). Each change becomes one JSON
+line:
+
+* ``link_changed``: a GPU's negotiated PCIe generation or width changed (``downtrained`` when the
+  new rate is lower);
+* ``replays_grew`` / ``aer_grew`` / ``nvlink_errors_grew``: a cumulative error counter grew
+  (with the delta and the rate per second);
+* ``nvlink_down`` / ``nvlink_up``;
+* ``check_changed``: a check changed severity (with the new summary);
+* ``sample_error``: the sampler could not read some counters (once per distinct message).
+
+The first line is ``started`` with the initial worst verdict. The ``--prom`` file is rewritten
+atomically after every sample (verdict metrics of :mod:`pcidoc.fleet.prom` plus the time of the
+last sample). Ctrl-C ends the loop with exit code 130. Clock, sleep and the NVML backend are
+injectable so that tests drive the loop with the fake backend on a fake clock.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pcidoc.errors import ExitCode, PcidocError
+
+if TYPE_CHECKING:
+    from pcidoc.collect.counters import CounterSampler
+    from pcidoc.model.capture import Capture
+    from pcidoc.model.counters import CounterSample
+    from pcidoc.model.report import Report
+
+MIN_INTERVAL_S = 0.2
+
+
+def _link(gen: int | None, width: int | None) -> str | None:
+    if gen is None or width is None:
+        return None
+    return f"Gen{gen} x{width}"
+
+
+class Watcher:
+    """Turns successive counter samples into facts, verdicts and change events.
+
+    Args:
+        capture: The machine collected once at start; its GPU facts are updated in place.
+        sampler: A counter sampler over its GPUs.
+        wall_time: Returns the time stamp written into events (ISO 8601 UTC).
+        node: Node name for the events and the metrics.
+    """
+
+    def __init__(
+        self,
+        capture: Capture,
+        sampler: CounterSampler,
+        wall_time: Callable[[], str],
+        node: str | None = None,
+    ) -> None:
+        self.capture = capture
+        self.sampler = sampler
+        self.wall_time = wall_time
+        self.node = node or capture.host.hostname or ""
+        self.report: Report | None = None
+        self.previous: CounterSample | None = None
+        self._severity: dict[str, str] = {}
+        self._errors: set[str] = set()
+        self.samples = 0
+        self.utilisation: dict[tuple[str, str], float] = {}
+        """(GPU label, ``tx``/``rx``) -> throughput between the last two samples as a fraction
+        of the negotiated link's per-direction rate."""
+
+    def _diagnose(self) -> Report:
+        from pcidoc import doctor
+        from pcidoc.model.report import ReportSource
+
+        return doctor.run(self.capture, ReportSource(kind="live"), generated_at=self.wall_time())
+
+    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        return {"event": kind, "time": self.wall_time(), "node": self.node, **fields}
+
+    def start(self) -> list[dict[str, Any]]:
+        """Diagnose the collected machine and take the first sample (the baseline)."""
+        self.previous = self.sampler.sample()
+        self._apply(self.previous)
+        self.report = self._diagnose()
+        self._severity = {c.id: c.severity for c in self.report.checks}
+        self.samples = 1
+        return [
+            self._event(
+                "started",
+                gpus=len(self.capture.gpus),
+                worst=self.report.worst,
+                checks={c.id: c.severity for c in self.report.checks},
+            )
+        ]
+
+    def _apply(self, sample: CounterSample) -> None:
+        """Copy the sampled link state and counters into the facts."""
+        gpus = {g.index: g for g in self.capture.gpus}
+        for counters in sample.gpus:
+            gpu = gpus.get(counters.index)
+            if gpu is None:
+                continue
+            if counters.link_gen is not None:
+                gpu.pcie.current_gen = counters.link_gen
+            if counters.link_width is not None:
+                gpu.pcie.current_width = counters.link_width
+            if counters.pstate is not None:
+                gpu.pstate = counters.pstate
+            if counters.replay_count is not None:
+                gpu.replay_count = counters.replay_count
+            if counters.aer_correctable is not None:
+                gpu.aer_correctable = counters.aer_correctable
+            links = {link.link: link for link in gpu.nvlinks}
+            for link_counter in counters.nvlinks:
+                link = links.get(link_counter.link)
+                if link is not None and link_counter.up is not None:
+                    link.state = "up" if link_counter.up else "down"
+
+    def step(self) -> list[dict[str, Any]]:
+        """Take one sample; return the change events it caused."""
+        from pcidoc.model.counters import rates
+        from pcidoc.model.units import pcie_raw_gbps
+
+        if self.previous is None:
+            return self.start()
+        old, new = self.previous, self.sampler.sample()
+        self.samples += 1
+        dt = max(1e-9, new.t - old.t)
+        events: list[dict[str, Any]] = []
+        bus = {g.index: g.bus_id for g in self.capture.gpus}
+        before = {g.index: g for g in old.gpus}
+        for gpu in new.gpus:
+            prev = before.get(gpu.index)
+            if prev is None:
+                continue
+            who = {"gpu": f"GPU{gpu.index}", "bus_id": bus.get(gpu.index)}
+            a, b = _link(prev.link_gen, prev.link_width), _link(gpu.link_gen, gpu.link_width)
+            if a is not None and b is not None and a != b:
+                rate_a = pcie_raw_gbps(prev.link_gen, prev.link_width) or 0.0
+                rate_b = pcie_raw_gbps(gpu.link_gen, gpu.link_width) or 0.0
+                events.append(
+                    self._event(
+                        "link_changed",
+                        **who,
+                        before=a,
+                        after=b,
+                        downtrained=rate_b < rate_a,
+                        # An idle GPU (not P0) downclocks its link: read the change with this.
+                        pstate=None if gpu.pstate is None else f"P{gpu.pstate}",
+                    )
+                )
+            for kind, x, y in (
+                ("replays_grew", prev.replay_count, gpu.replay_count),
+                ("aer_grew", prev.aer_correctable, gpu.aer_correctable),
+            ):
+                if x is not None and y is not None and y > x:
+                    events.append(
+                        self._event(kind, **who, delta=y - x, total=y, per_s=round((y - x) / dt, 3))
+                    )
+            links_before = {link.link: link for link in prev.nvlinks}
+            for link in gpu.nvlinks:
+                was = links_before.get(link.link)
+                if was is None:
+                    continue
+                if was.up is not None and link.up is not None and was.up != link.up:
+                    kind = "nvlink_up" if link.up else "nvlink_down"
+                    events.append(self._event(kind, **who, link=link.link))
+                if was.errors is not None and link.errors is not None and link.errors > was.errors:
+                    events.append(
+                        self._event(
+                            "nvlink_errors_grew",
+                            **who,
+                            link=link.link,
+                            delta=link.errors - was.errors,
+                            total=link.errors,
+                        )
+                    )
+        for message in new.errors:
+            if message not in self._errors:
+                self._errors.add(message)
+                events.append(self._event("sample_error", message=message))
+        self._apply(new)
+        self.previous = new
+        self.utilisation = {}
+        for r in rates(old, new):
+            ceiling = pcie_raw_gbps(r.link_gen, r.link_width)
+            if not ceiling:
+                continue
+            for direction, gbps in (("tx", r.pcie_tx_gbps), ("rx", r.pcie_rx_gbps)):
+                if gbps is not None:
+                    self.utilisation[(f"GPU{r.index}", direction)] = round(gbps / ceiling, 4)
+        self.report = self._diagnose()
+        for check in self.report.checks:
+            was_severity = self._severity.get(check.id)
+            if was_severity is not None and was_severity != check.severity:
+                events.append(
+                    self._event(
+                        "check_changed",
+                        check=check.id,
+                        before=was_severity,
+                        after=check.severity,
+                        summary=check.summary,
+                        subjects=check.subjects,
+                    )
+                )
+        self._severity = {c.id: c.severity for c in self.report.checks}
+        return events
+
+    def registry(self, unix_time: float) -> Any:
+        """The metrics of the latest diagnosis, plus the time of the last sample."""
+        from prometheus_client import Gauge
+
+        from pcidoc.fleet.prom import report_registry
+
+        assert self.report is not None
+        registry = report_registry(self.report, node=self.node, utilisation=self.utilisation)
+        Gauge(
+            "pcidoc_watch_last_sample_timestamp_seconds",
+            "Unix time of the last counter sample of pcidoc watch",
+            ["node"],
+            registry=registry,
+        ).labels(node=self.node).set(unix_time)
+        Gauge(
+            "pcidoc_watch_samples",
+            "Samples taken since pcidoc watch started",
+            ["node"],
+            registry=registry,
+        ).labels(node=self.node).set(self.samples)
+        return registry
+
+
+def run_loop(
+    watcher: Watcher,
+    *,
+    interval: float,
+    sleep: Callable[[float], None],
+    unix_time: Callable[[], float],
+    emit: Callable[[dict[str, Any]], None],
+    prom: str | None = None,
+    count: int | None = None,
+) -> int:
+    """Sample until ``count`` samples were taken or Ctrl-C; returns 0, or 130 when interrupted."""
+    from pcidoc.fleet.prom import write_prom
+
+    try:
+        taken = 0
+        while True:
+            for event in watcher.step():
+                emit(event)
+            if prom:
+                write_prom(watcher.registry(unix_time()), prom)
+            taken += 1
+            if count is not None and taken >= count:
+                return int(ExitCode.OK)
+            sleep(interval)
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+
+
+def watch_command(
+    args: Any,
+    progress: Callable[[str], None],
+    backend_factory: Callable[[], Any] | None = None,
+) -> int:
+    """``pcidoc watch``: collect, then loop until Ctrl-C (130) or ``--count`` samples (0)."""
+    import time
+
+    from pcidoc.collect.capture import utc_now
+    from pcidoc.collect.counters import CounterSampler
+    from pcidoc.collect.live import collect_live
+
+    if args.interval < MIN_INTERVAL_S:
+        raise PcidocError(f"--interval must be at least {MIN_INTERVAL_S} seconds")
+    if args.count is not None and args.count < 1:
+        raise PcidocError("--count must be at least 1")
+    for option, path in (("--prom", args.prom), ("--jsonl", args.jsonl)):
+        if path:
+            import os
+
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise PcidocError(f"{option} {path}: folder {folder} does not exist")
+    if backend_factory is None:
+        from pcidoc.collect.nvml import PynvmlBackend
+
+        backend_factory = PynvmlBackend
+    backend = backend_factory()
+    failure = backend.init()
+    try:
+        capture = collect_live(backend=backend)
+        if failure is not None or not capture.gpus:
+            reason = capture.unavailable.get("gpus") or getattr(failure, "reason", "no GPUs")
+            raise PcidocError(f"watch needs NVML and at least one GPU ({reason})")
+        sampler = CounterSampler.for_capture(backend, capture)
+        watcher = Watcher(capture, sampler, utc_now)
+        handle = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None  # noqa: SIM115
+        try:
+
+            def emit(event: dict[str, Any]) -> None:
+                line = json.dumps(event, sort_keys=True) + "\n"
+                target = handle or sys.stdout
+                target.write(line)
+                target.flush()
+
+            progress(
+                f"pcidoc: watching {len(capture.gpus)} GPU(s) every {args.interval:g} s"
+                + (f", metrics in {args.prom}" if args.prom else "")
+                + " (Ctrl-C to stop)"
+            )
+            code = run_loop(
+                watcher,
+                interval=args.interval,
+                sleep=time.sleep,
+                unix_time=time.time,
+                emit=emit,
+                prom=args.prom,
+                count=args.count,
+            )
+        finally:
+            if handle is not None:
+                handle.close()
+    finally:
+        if failure is None:
+            backend.shutdown()
+    if code == ExitCode.INTERRUPTED:
+        progress("pcidoc: interrupted")
+    return code

@@ -1,0 +1,185 @@
+"""The fleet screen of ``pcidoc --fleet DIR``: every node worst first, outliers marked, what
+differs from the peer group; enter opens the node's capture in the usual panes, escape there
+comes back here.
+
+The fleet report is computed before the app starts (:func:`run_fleet_tui`), so this screen only
+renders a :class:`~pcidoc.fleet.model.FleetReport`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Static
+
+from pcidoc.fleet.model import FleetNode, FleetReport
+
+if TYPE_CHECKING:
+    from pcidoc.tui.app import PcidocApp
+
+_STYLE = {
+    "fail": "bold red",
+    "error": "bold magenta",
+    "warn": "yellow",
+    "info": "cyan",
+    "pass": "green",
+    "skip": "dim",
+}
+
+
+def _what(node: FleetNode) -> str:
+    if node.differs:
+        more = f" (+{len(node.differs) - 1} more)" if len(node.differs) > 1 else ""
+        return node.differs[0].text + more
+    return "matches its peer group"
+
+
+class FleetScreen(Screen[str | None]):
+    """Nodes worst first; returns the chosen node's file path (``None``: back to the node on
+    display)."""
+
+    DEFAULT_CSS = """
+    FleetScreen #fleet-nodes { height: 1fr; }
+    FleetScreen #fleet-detail { height: auto; max-height: 12; padding: 0 1; }
+    FleetScreen #fleet-title, FleetScreen #fleet-shared { padding: 0 1; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back to the node", show=False),
+        Binding("q", "app.quit", "Quit"),
+        # The panes' keys act on the node behind this screen: not while the fleet is shown.
+        Binding("1,2,3,4,w,p,P,x,e,s", "ignore", show=False),
+    ]
+
+    def __init__(self, report: FleetReport, current: str | None = None) -> None:
+        super().__init__()
+        self.report = report
+        self.current = current
+        """Path of the node on display behind this screen, if any."""
+        self.paths: list[str] = [node.path for node in report.nodes]
+
+    def compose(self) -> ComposeResult:
+        s = self.report.summary
+        title = Text("Fleet: ", style="bold")
+        title.append(
+            f"{s.get('nodes', 0)} nodes, {len(self.report.groups)} group(s), "
+            f"{s.get('outliers', 0)} outlier(s), {s.get('excluded', 0)} to exclude"
+        )
+        if s.get("unreadable"):
+            title.append(f", {s['unreadable']} unreadable file(s)", style="red")
+        with Vertical(id="fleet-box"):
+            yield Static(title, id="fleet-title")
+            shared = Text()
+            for finding in self.report.fleet_findings[:3]:
+                shared.append("fleet-wide ", style="dim")
+                shared.append(f"{finding.severity.upper()} ", style=_STYLE[finding.severity])
+                shared.append(f"{finding.id}: {finding.summary}\n")
+            yield Static(shared, id="fleet-shared")
+            table: DataTable[Any] = DataTable(
+                id="fleet-nodes", cursor_type="row", zebra_stripes=True
+            )
+            yield table
+            yield Static(Text(""), id="fleet-detail")
+            yield Static(
+                Text(
+                    "* outlier  ! exclude · enter opens the node · escape returns to it · q quits",
+                    style="dim",
+                )
+            )
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns(" ", "node", "worst", "group", "what differs from its peers")
+        excluded = {e.name for e in self.report.exclude}
+        for node in self.report.nodes:
+            mark = ("!" if node.name in excluded else "") + ("*" if node.outlier else "")
+            table.add_row(
+                Text(mark or " ", style="bold red" if mark else ""),
+                Text(node.name, style="bold" if node.outlier else ""),
+                Text(node.worst.upper(), style=_STYLE[node.worst]),
+                node.group,
+                _what(node),
+                key=node.path,
+            )
+        if self.current in self.paths:
+            table.move_cursor(row=self.paths.index(self.current))
+        table.focus()
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Show everything that differs for the node under the cursor."""
+        node = self.node_at(event.cursor_row)
+        detail = Text()
+        if node is not None:
+            reason = next((e.reason for e in self.report.exclude if e.name == node.name), None)
+            detail.append(f"{node.name}", style="bold")
+            detail.append(f"  {node.worst.upper()}", style=_STYLE[node.worst])
+            detail.append(f"  group {node.group}  {node.path}\n", style="dim")
+            if reason:
+                detail.append("exclude: ", style="bold red")
+                detail.append(reason + "\n")
+            for difference in node.differs:
+                detail.append("differs: ", style="bold" if difference.degrades else "dim")
+                detail.append(difference.text + "\n")
+            if not node.differs:
+                detail.append("matches its peer group\n", style="dim")
+        self.query_one("#fleet-detail", Static).update(detail)
+
+    def node_at(self, row: int) -> FleetNode | None:
+        """The node shown in table row ``row``."""
+        return self.report.nodes[row] if 0 <= row < len(self.report.nodes) else None
+
+    @on(DataTable.RowSelected)
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.dismiss(str(event.row_key.value))
+
+    def action_ignore(self) -> None:
+        """Swallow the panes' keys while the node list is on screen."""
+
+    def action_back(self) -> None:
+        """Back to the node on display (nothing happens before one was opened)."""
+        if self.current is not None:
+            self.dismiss(None)
+
+
+def show_fleet(app: PcidocApp) -> None:
+    """Push the fleet screen; the chosen node opens in the usual panes."""
+    report = getattr(app, "fleet", None)
+    if report is None or isinstance(app.screen, FleetScreen):
+        return
+    current = app.source.path if app.source is not None else None
+
+    def chosen(path: str | None) -> None:
+        if path is None:
+            return
+        from pcidoc.collect.capture import load_capture
+        from pcidoc.errors import PcidocError
+        from pcidoc.model.report import ReportSource
+        from pcidoc.tui.messages import FactsCollected
+
+        try:
+            capture = load_capture(path)
+        except PcidocError as exc:
+            app.notify(exc.message, severity="error")
+            app.call_after_refresh(lambda: show_fleet(app))
+            return
+        source = ReportSource.for_file(path, capture.origin.kind)
+        app.post_message(FactsCollected(capture, source))
+        app.load_machine(capture, source, live=False)
+
+    app.push_screen(FleetScreen(report, current), chosen)
+
+
+def run_fleet_tui(report: FleetReport, interval: float = 1.0) -> int:
+    """Run the TUI on a fleet report (``pcidoc --fleet DIR``)."""
+    from pcidoc.tui.app import PcidocApp
+
+    app = PcidocApp(None, None, fleet=report, interval=interval, demo_fallback=False)
+    app.freeze_gc = True
+    return int(app.run() or 0)

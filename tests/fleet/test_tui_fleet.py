@@ -1,0 +1,56 @@
+"""``pcidoc --fleet DIR``: the fleet screen, Enter opens a node, Escape comes back (Pilot)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from pcidoc.fleet.analyze import analyse
+from pcidoc.tui.screens.fleet import FleetScreen
+from tests.tui.conftest import make_app, plain, wait_until
+
+
+def _app(fleet_dir: Path):
+    report = analyse([str(fleet_dir)], workers=1, generated_at="t")
+    return make_app(None, None, collect=lambda: None, fleet=report, allow_probes=False)
+
+
+async def test_fleet_screen_lists_worst_first_and_opens_a_node(fleet_dir: Path) -> None:
+    app = _app(fleet_dir)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        assert table.row_count == 24
+        first = [str(cell) for cell in table.get_row_at(0)]
+        second = [str(cell) for cell in table.get_row_at(1)]
+        assert first[1] == "node05" and first[0] == "!*" and first[2] == "FAIL"
+        assert second[1] == "node12" and "replays 5000" in second[4]
+        assert [str(table.get_row_at(2)[0])] == [" "]  # a node like its peers: no mark
+        detail = plain(app.screen.query_one("#fleet-detail"))
+        assert "node05" in detail and "exclude:" in detail and "width x8" in detail
+        # Enter on the second row opens node12 in the usual panes.
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: app.report is not None)
+        assert not isinstance(app.screen, FleetScreen)
+        assert app.source is not None and app.source.path.endswith("node12.json")
+        assert "node12" in plain(app.main.query_one("#header-machine"))
+        # Escape returns to the fleet, the cursor on the node that was open.
+        await pilot.press("escape", "w", "s", "e")
+        await pilot.pause()
+        assert isinstance(app.screen, FleetScreen)  # the panes' keys do nothing here
+        assert app.screen.query_one(DataTable).cursor_row == 1
+        # Escape again goes back to that node without reloading.
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, FleetScreen)
+
+
+async def test_escape_before_any_node_stays_on_the_fleet(fleet_dir: Path) -> None:
+    app = _app(fleet_dir)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, FleetScreen)
