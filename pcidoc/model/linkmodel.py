@@ -263,7 +263,25 @@ GPU_MODELS: tuple[GpuModel, ...] = (
         (r"V100S? PCIE",), (0x1DB4, 0x1DB6, 0x1DF6)),
     _nv("t4", "Turing", 7.5, (3, 16), "pcie", _NO_NVLINK,
         "[A] NVIDIA T4 datasheet: PCIe Gen3 x16, no NVLink", (r"\bT4\b",), (0x1EB8,)),
+    _nv("rtx-2080-ti", "Turing", 7.5, (3, 16), "pcie", ("2.0", 25.0, 2, "bridge"),
+        "[A] NVIDIA GeForce RTX 2080 Ti specifications: PCIe Gen3 x16, NVLink bridge "
+        "100 GB/s bidirectional (2 NVLink 2 links). [U] the stock GeForce driver allows P2P "
+        "only over the NVLink bridge", (r"RTX 2080 TI",), (0x1E04, 0x1E07), "nvlink-only"),
+    _nv("quadro-rtx-8000-6000", "Turing", 7.5, (3, 16), "pcie", ("2.0", 25.0, 2, "bridge"),
+        "[A] NVIDIA Quadro RTX 8000 / RTX 6000 datasheets: PCIe Gen3 x16, NVLink bridge "
+        "100 GB/s bidirectional (2 NVLink 2 links)", (r"^RTX [68]000$", r"QUADRO RTX [68]000"), (0x1E30,)),
     # ---- Ampere
+    _nv("a10g", "Ampere", 8.6, (4, 16), "pcie", _NO_NVLINK,
+        "[A] AWS EC2 G5 instance documentation: NVIDIA A10G Tensor Core GPU (GA102) on "
+        "PCIe Gen4 x16, no NVLink", (r"\bA10G\b",), (0x2237,)),
+    _nv("rtx-a5000", "Ampere", 8.6, (4, 16), "pcie", _GA102_BRIDGE,
+        f"[A] NVIDIA RTX A5000 datasheet: {_SRC_GA102}; PCIe Gen4 x16",
+        (r"RTX A5000",), (0x2231,)),
+    _nv("rtx-a4000", "Ampere", 8.6, (4, 16), "pcie", _NO_NVLINK,
+        "[A] NVIDIA RTX A4000 datasheet: PCIe Gen4 x16, no NVLink", (r"RTX A4000",), (0x24B0,)),
+    _nv("rtx-3080", "Ampere", 8.6, (4, 16), "pcie", _NO_NVLINK,
+        "[A] NVIDIA GeForce RTX 3080 / 3080 Ti specifications: PCIe Gen4 x16, no NVLink. "
+        "[U] the stock GeForce driver refuses P2P", (r"RTX 3080",), (), "refused"),
     _nv("a100-sxm4", "Ampere", 8.0, (4, 16), "sxm", ("3.0", 25.0, 12, "nvswitch"),
         "[A] NVIDIA A100 datasheet: SXM4 NVLink 600 GB/s bidirectional (12 NVLink 3 links); "
         "PCIe Gen4 x16", (r"A100 SXM",), (0x20B0, 0x20B2)),

@@ -57,7 +57,7 @@ def test_lookup_by_pci_device_id_bare_and_nvml_packed() -> None:
 
 
 def test_unknown_names_are_none_not_a_guess() -> None:
-    assert lookup_gpu("NVIDIA A10G") is None
+    assert lookup_gpu("Tesla K80") is None
     assert lookup_gpu("") is None
     assert lookup_gpu(None) is None
     # Family entries know the NVLink version but not how many links the form factor carries.
