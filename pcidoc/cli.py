@@ -816,30 +816,27 @@ def main(argv: list[str] | None = None) -> int:
         return int(ExitCode.OK)
     except OSError as exc:
         if exc.errno not in _WRITE_ERRORS or debug:
-            if debug:
-                raise
-            _stderr(
-                f"pcidoc: internal error: {exc.__class__.__name__}: {exc} "
-                "(run with --debug for the traceback; please report it)"
-            )
-            return int(ExitCode.BAD_INPUT)
-        with contextlib.suppress(OSError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+            return _internal_error(exc, debug)
+        _silence_stdout()
         _stderr(f"pcidoc: cannot write the output ({exc.strerror or exc})")
         return int(ExitCode.BAD_INPUT)
     except _StdoutFailed as exc:
-        with contextlib.suppress(OSError):
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        _silence_stdout()
         _stderr(f"pcidoc: cannot write to standard output ({exc})")
         return int(ExitCode.BAD_INPUT)
     except Exception as exc:
-        if debug:
-            raise
-        _stderr(
-            f"pcidoc: internal error: {exc.__class__.__name__}: {exc} "
-            "(run with --debug for the traceback; please report it)"
-        )
-        return int(ExitCode.BAD_INPUT)
+        return _internal_error(exc, debug)
+
+
+def _internal_error(exc: BaseException, debug: bool) -> int:
+    """One line for a bug of ours (the traceback with ``--debug``); exit 3."""
+    if debug:
+        raise exc
+    _stderr(
+        f"pcidoc: internal error: {exc.__class__.__name__}: {exc} "
+        "(run with --debug for the traceback; please report it)"
+    )
+    return int(ExitCode.BAD_INPUT)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -269,7 +269,8 @@ GPU_MODELS: tuple[GpuModel, ...] = (
         "only over the NVLink bridge", (r"RTX 2080 TI",), (0x1E04, 0x1E07), "nvlink-only"),
     _nv("quadro-rtx-8000-6000", "Turing", 7.5, (3, 16), "pcie", ("2.0", 25.0, 2, "bridge"),
         "[A] NVIDIA Quadro RTX 8000 / RTX 6000 datasheets: PCIe Gen3 x16, NVLink bridge "
-        "100 GB/s bidirectional (2 NVLink 2 links)", (r"^RTX [68]000$", r"QUADRO RTX [68]000"), (0x1E30,)),
+        "100 GB/s bidirectional (2 NVLink 2 links)", (r"^RTX [68]000$", r"QUADRO RTX [68]000"),
+        (0x1E30,)),
     # ---- Ampere
     _nv("a10g", "Ampere", 8.6, (4, 16), "pcie", _NO_NVLINK,
         "[A] AWS EC2 G5 instance documentation: NVIDIA A10G Tensor Core GPU (GA102) on "

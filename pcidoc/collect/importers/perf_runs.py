@@ -17,19 +17,13 @@ import re
 from typing import Any
 
 from pcidoc.collect.importers.nccl_log import clean
+from pcidoc.collect.importers.nccl_tests import _NTHREAD_RE, _RANK_RE, _USING_RE
 from pcidoc.collect.importers.text import Doc, lazy, to_float, to_int
 from pcidoc.model.evidence import PerfRank, PerfRun
 from pcidoc.model.measurements import CollectiveMeasurement, CollectiveRow
 
 FORMAT = "nccl-tests-launch"
 
-_NTHREAD_RE = lazy(r"^\s*#?\s*nThread\s+(\d+)\s+nGpus\s+(\d+)", re.IGNORECASE)
-_USING_RE = lazy(r"^\s*#?\s*Using devices\s*$", re.IGNORECASE)
-_RANK_RE = lazy(
-    r"^\s*#?\s*Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
-    r"\[([^\]]*)\]\s*(.*)$",
-    re.IGNORECASE,
-)
 _RCCL_RE = lazy(r"^\s*#?\s*rccl-tests\s*:\s*Version\s+(\S+)", re.IGNORECASE)
 _NCCL_TESTS_RE = lazy(r"nccl-tests version\s+(\S+)", re.IGNORECASE)
 
