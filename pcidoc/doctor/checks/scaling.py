@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from pcidoc.doctor import alpha_beta, config
 from pcidoc.doctor.checks._common import ev as _ev
-from pcidoc.doctor.checks.numa import gpu_set, locality_groups, pcie_model_of
+from pcidoc.doctor.checks.numa._shared import gpu_set, locality_groups, pcie_model_of
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import gbps as _gbps
