@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcidoc.doctor import run
-from pcidoc.doctor.checks import env as env_checks
+from pcidoc.doctor.checks.env.nccl import env_nccl
+from pcidoc.doctor.checks.env.virtualization import env_virtualization
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import load_checks
 from pcidoc.doctor.runner import run_check
@@ -215,7 +216,7 @@ def test_cuda_device_order_on_mixed_gpus(order, mixed, warned):
         cap.gpus[1].name = "NVIDIA L4"
     if order:
         cap.host.environment["CUDA_DEVICE_ORDER"] = order
-    findings = env_checks.env_nccl(Context(cap))
+    findings = env_nccl(Context(cap))
     hits = [f for f in findings if "fastest GPU first" in f.summary]
     assert bool(hits) == warned
     if warned:
@@ -260,7 +261,7 @@ def test_vgpu_guest_is_explained():
     cap = machine(2, hypervisor=True)
     for g in cap.gpus:
         g.virtualization_mode = "vgpu"
-    findings = env_checks.env_virtualization(Context(cap))
+    findings = env_virtualization(Context(cap))
     assert any("vGPU guest" in f.summary for f in findings)
 
 
@@ -268,7 +269,7 @@ def test_mig_and_pending_mode_are_info():
     cap = machine(2)
     cap.gpus[0].mig.enabled, cap.gpus[0].mig.pending = True, True
     cap.gpus[1].mig.enabled, cap.gpus[1].mig.pending = False, True
-    findings = env_checks.env_virtualization(Context(cap))
+    findings = env_virtualization(Context(cap))
     assert {f.severity for f in findings} == {"info"}
     text = " ".join(f.summary for f in findings)
     assert "MIG enabled on GPU0" in text
@@ -336,7 +337,7 @@ def test_hostile_environment_does_not_crash_the_checks():
 
 def test_every_gpu_hidden_skips_the_pair_analysis():
     cap = with_env(machine(2, link="NV18"), CUDA_VISIBLE_DEVICES="", NCCL_P2P_DISABLE="01")
-    findings = env_checks.env_nccl(Context(cap))
+    findings = env_nccl(Context(cap))
     assert [f.severity for f in findings] == ["warn"]
     assert "hides every GPU" in findings[0].summary
 

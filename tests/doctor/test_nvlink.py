@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcidoc.doctor import run
-from pcidoc.doctor.checks import nvlink
+from pcidoc.doctor.checks.nvlink.fabric import nvlink_fabric
+from pcidoc.doctor.checks.nvlink.state import nvlink_state
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import load_checks
 from pcidoc.doctor.runner import run_check
@@ -120,7 +121,7 @@ def test_degraded_gpu_in_the_matrix_fails_only_that_gpu():
     for b in range(8):
         if b != 5:
             cap.topology.links[5][b] = cap.topology.links[b][5] = "NV16"
-    findings = nvlink.nvlink_state(Context(cap))
+    findings = nvlink_state(Context(cap))
     failed = [f for f in findings if f.severity == "fail"]
     assert [f.subjects for f in failed] == [["GPU5"]]
 
@@ -142,7 +143,7 @@ def test_mig_links_down_are_not_a_failure():
     res = result(cap, "nvlink.state")
     assert res.severity == "info"
     assert "MIG" in res.summary
-    findings = nvlink.nvlink_state(Context(cap))
+    findings = nvlink_state(Context(cap))
     assert all(f.severity not in ("warn", "fail") for f in findings)
 
 
@@ -354,7 +355,7 @@ def test_fabric_state_table(state, status, severity):
 
 
 def test_fabric_findings_are_grouped_not_repeated_per_gpu():
-    findings = nvlink.nvlink_fabric(Context(fabric_box("not_started", None)))
+    findings = nvlink_fabric(Context(fabric_box("not_started", None)))
     failed = [f for f in findings if f.severity == "fail"]
     assert len(failed) == 1
     assert len(failed[0].subjects) == 8

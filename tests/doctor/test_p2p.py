@@ -791,7 +791,7 @@ def test_checks_survive_sparse_and_odd_captures(cap: Capture) -> None:
 @pytest.mark.parametrize(("vendor", "uses"), [("amd", True), ("intel", False)])
 def test_nccl_uses_p2p_across_sys_only_on_small_amd_hosts(vendor: str, uses: bool) -> None:
     # NCCL paths.cc: P2P up to PXB by default, up to SYS on AMD CPUs with <= 2 GPUs.
-    from pcidoc.doctor.checks.p2p import pair_path
+    from pcidoc.doctor.checks.p2p._shared import pair_path
 
     cap = machine(2, link="SYS", numa_nodes=2, cpu_vendor=vendor)
     if vendor == "amd":

@@ -7,7 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcidoc.doctor import config, run
-from pcidoc.doctor.checks import pcie
+from pcidoc.doctor.checks.pcie.errors import pcie_errors
+from pcidoc.doctor.checks.pcie.link_speed import pcie_link_speed
+from pcidoc.doctor.checks.pcie.shared_uplink import pcie_shared_uplink
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import load_checks
 from pcidoc.doctor.runner import run_check
@@ -222,7 +224,7 @@ def test_bare_metal_host_max_cap_is_a_warning():
     link = cap.gpus[0].pcie
     link.current_gen, link.max_gen, link.device_max_gen, link.host_max_gen = 3, 4, 4, 3
     # current 3 < max 4 in P0 is downtrained; the host cap is reported as well
-    findings = pcie.pcie_link_speed(Context(cap))
+    findings = pcie_link_speed(Context(cap))
     assert {f.severity for f in findings} >= {"fail", "warn"}
     assert any("slot-limited" in f.summary for f in findings)
 
@@ -239,7 +241,7 @@ def test_downtrained_switch_uplink_is_flagged_by_bus_id(pstate, severity):
     assert res.severity == severity
     assert "0000:10:00.0" in res.summary
     assert "GPU0, GPU1" in res.summary
-    downtrained = [f for f in pcie.pcie_link_speed(Context(cap)) if "ceiling" in f.summary]
+    downtrained = [f for f in pcie_link_speed(Context(cap)) if "ceiling" in f.summary]
     assert len(downtrained) == 1  # the uplink is one link, reported once for both GPUs
 
 
@@ -372,7 +374,7 @@ def test_replay_outlier_among_identical_peers(count, peers, warned):
     for g in cap.gpus:
         g.replay_count = peers
     cap.gpus[6].replay_count = count
-    findings = pcie.pcie_errors(Context(cap))
+    findings = pcie_errors(Context(cap))
     outliers = [f for f in findings if "identical" in f.summary and f.severity == "warn"]
     assert bool(outliers) == warned
     if warned:
@@ -387,7 +389,7 @@ def test_replays_on_one_gpu_whose_identical_peers_have_none_are_named_without_a_
     for g in cap.gpus:
         g.replay_count = 0
     cap.gpus[2].replay_count = 3
-    findings = pcie.pcie_errors(Context(cap))
+    findings = pcie_errors(Context(cap))
     named = [f for f in findings if "identical" in f.summary]
     assert len(named) == 1 and named[0].subjects == ["GPU2"]
     assert named[0].severity == "info"
@@ -400,7 +402,7 @@ def test_different_models_are_not_peers():
     cap = gen4(2)
     cap.gpus[1].name = "NVIDIA L4"
     cap.gpus[0].replay_count = 15
-    findings = pcie.pcie_errors(Context(cap))
+    findings = pcie_errors(Context(cap))
     assert not any("identical" in f.summary for f in findings)
 
 
@@ -426,7 +428,7 @@ def test_nonfatal_aer_on_an_upstream_port_fails_naming_it():
         g.path = switch_path(dsp=str(g.index))
     cap.gpus[0].path[1].aer_nonfatal = 2
     cap.gpus[1].path[1].aer_nonfatal = 2  # the same port seen from both GPUs
-    findings = [f for f in pcie.pcie_errors(Context(cap)) if f.severity == "fail"]
+    findings = [f for f in pcie_errors(Context(cap)) if f.severity == "fail"]
     assert len(findings) == 1
     assert "0000:10:00.0" in findings[0].summary
     assert set(findings[0].subjects) >= {"GPU0", "GPU1"}
@@ -524,7 +526,7 @@ def test_nested_switches_report_each_shared_uplink():
     cap.gpus[0].path = [hop("0000:31:00.0", "switch_downstream"), *inner, *outer]
     cap.gpus[1].path = [hop("0000:31:01.0", "switch_downstream"), *inner, *outer]
     cap.gpus[2].path = [hop("0000:20:02.0", "switch_downstream"), *outer]
-    findings = pcie.pcie_shared_uplink(Context(cap))
+    findings = pcie_shared_uplink(Context(cap))
     buses = {s for f in findings for s in f.subjects if s.startswith("0000:")}
     assert buses == {"0000:30:00.0", "0000:20:00.0"}
 
@@ -546,7 +548,7 @@ def test_many_identical_switches_are_reported_as_one_finding():
             usp_bus=f"0000:{0x40 + pair:02x}:00.0",
             root_bus=f"0000:00:0{pair}.0",
         )
-    findings = pcie.pcie_shared_uplink(Context(cap))
+    findings = pcie_shared_uplink(Context(cap))
     uplinks = [f for f in findings if "uplink" in f.summary]
     assert len(uplinks) == 1
     assert uplinks[0].summary.startswith("4 uplinks alike, e.g. GPU0, GPU1 share uplink")
@@ -563,7 +565,7 @@ def test_a_few_identical_switches_stay_separate():
             usp_bus=f"0000:{0x40 + pair:02x}:00.0",
             root_bus=f"0000:00:0{pair}.0",
         )
-    findings = pcie.pcie_shared_uplink(Context(cap))
+    findings = pcie_shared_uplink(Context(cap))
     assert len([f for f in findings if "share uplink" in f.summary]) == 2
 
 
@@ -603,7 +605,7 @@ def test_switch_pair_without_p2p_bounces_through_the_uplink(code, trap):
     # The GeForce trap (NVIDIA/nccl#1309): p2p-bandwidth/rtx2080ti-x2-pix-no-p2p.
     cap = machine(2, link="PIX", gpu_fields={"name": "NVIDIA GeForce RTX 2080 Ti", "gen": 3})
     cap.p2p.matrices["read"] = [["X", code], [code, "X"]]
-    findings = pcie.pcie_shared_uplink(Context(cap))
+    findings = pcie_shared_uplink(Context(cap))
     hits = [f for f in findings if "nccl#1309" in " ".join(f.remediation)]
     assert bool(hits) == trap
     if trap:

@@ -1,12 +1,10 @@
-"""Check modules, one topic each. Importing this package registers every check."""
+"""Check packages, one per topic, one module per check id (``p2p.acs-iommu`` lives in
+``p2p/acs_iommu.py``). Importing this package registers every check.
+"""
 
 from pcidoc.doctor.checks import (  # noqa: F401
     env,
-    nccl_launch,
-    nccl_lspci,
-    nccl_setup,
-    nccl_topofile,
-    nccl_transport,
+    nccl,
     numa,
     nvlink,
     nvml,

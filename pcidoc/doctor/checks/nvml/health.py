@@ -1,11 +1,4 @@
-"""Check ``nvml.health``: can pcidoc (and every CUDA program) talk to the NVIDIA driver?
-
-Reads ``driver.nvml_available`` / ``driver.nvml_error`` (why NVML did not initialise),
-``driver.nvidia_pci_devices`` (NVIDIA GPUs counted on the PCI bus without the driver), each
-GPU's ``nvml_error`` (``GPU_IS_LOST``, ``NO_PERMISSION``...) and the virtualization facts that
-explain why a container or VM sees fewer GPUs than the bus. Imported captures carry no NVML
-state of the machine as it is now, so they never pass this check.
-"""
+"""The ``nvml.health`` check."""
 
 from __future__ import annotations
 
@@ -18,7 +11,10 @@ from pcidoc.model.report import Evidence
 
 _BUG_REPORT = "Collect a driver log for the vendor or your admin: `sudo nvidia-bug-report.sh`."
 
+
 _NO_DRIVER_ERRORS = ("LIBRARY_NOT_FOUND", "DRIVER_NOT_LOADED")
+
+
 _HARDWARE_STATE_ERRORS = ("INSUFFICIENT_POWER", "IRQ_ISSUE", "RESET_REQUIRED", "GPU_IS_LOST")
 
 

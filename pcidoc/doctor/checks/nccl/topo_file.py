@@ -1,10 +1,11 @@
 """``nccl.topo-file``: an NCCL topology file NCCL rejects or misreads, or that does not match the
 machine's GPUs (count, bus ids). On a live machine this judges the file named by
-``NCCL_TOPO_FILE``."""
+``NCCL_TOPO_FILE``.
+"""
 
 from __future__ import annotations
 
-from pcidoc.doctor.checks.nccl_common import evidence, quote
+from pcidoc.doctor.checks.nccl._shared import evidence, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 

@@ -1,0 +1,100 @@
+"""``nccl.version``: an NCCL older than the first release that supports the GPU architecture."""
+
+from __future__ import annotations
+
+import re
+
+from pcidoc.doctor.checks.nccl._shared import evidence, gpu_names, logs, quote
+from pcidoc.doctor.context import Context
+from pcidoc.doctor.registry import Finding, check
+
+# First NCCL release supporting each compute capability (GPU models are resolved by
+# pcidoc.model.linkmodel). Source: NCCL 2.7.3 release notes, "Added support for A100 GPU and
+# related platforms" (docs.nvidia.com/deeplearning/sdk/nccl-release-notes/rel_2-7-3.html).
+# Compute capabilities whose first supporting release we could not cite are not judged.
+_MIN_NCCL: tuple[tuple[float, str, tuple[int, int, int]], ...] = (
+    (8.0, "Ampere (sm_80)", (2, 7, 3)),
+)
+
+
+def _cc(name: str) -> float | None:
+    from pcidoc.model.linkmodel import lookup_gpu
+
+    model = lookup_gpu(name)
+    return model.compute_capability if model is not None else None
+
+
+def _version(text: str | None) -> tuple[int, int, int] | None:
+    if not text:
+        return None
+    match = re.match(r"^\s*(\d+)\.(\d+)\.(\d+)", text)
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+@check("nccl.version", "NCCL version vs the GPU architecture")
+def version(ctx: Context) -> list[Finding]:
+    """An NCCL release older than the GPU architecture."""
+    found: list[tuple[str, str]] = []
+    for log in logs(ctx):
+        if log.version:
+            found.append((log.version, f"NCCL log ({log.source})"))
+    for report in evidence(ctx).env_reports:
+        if report.nccl_version:
+            found.append((report.nccl_version, f"{report.tool} collect_env"))
+    if not found:
+        return [
+            Finding(
+                "skip",
+                "no NCCL version in the evidence",
+                needs="import an NCCL_DEBUG=INFO log (it prints `NCCL version`) or a "
+                "collect_env report",
+            )
+        ]
+    names = gpu_names(ctx)
+    text, where = found[0]
+    have = _version(text)
+    if have is None:
+        return [Finding("skip", f"NCCL version '{text}' is not a release number")]
+    if not names:
+        return [
+            Finding(
+                "skip",
+                f"NCCL {text} ({where}); the GPU model is not in the evidence",
+                needs="import nvidia-smi output or a collect_env report with the GPU names",
+            )
+        ]
+    for cc, arch, minimum in _MIN_NCCL:
+        matching = [n for n in names if _cc(n) == cc]
+        if matching and have < minimum:
+            need = ".".join(map(str, minimum))
+            return [
+                Finding(
+                    "fail",
+                    f"NCCL {text} predates support for {arch} GPUs ({matching[0]}); "
+                    f"{need} is the first release that supports them",
+                    evidence=[quote(text, "NCCL version"), quote(matching[0], "GPU")],
+                    remediation=[
+                        "Use an NCCL build for this architecture: upgrade the framework "
+                        "(its bundled NCCL) or the container image, or point LD_LIBRARY_PATH "
+                        "at a newer libnccl.",
+                    ],
+                )
+            ]
+    judged = [n for n in names if any(_cc(n) == cc for cc, _, _ in _MIN_NCCL)]
+    if judged:
+        return [
+            Finding(
+                "pass",
+                f"NCCL {text} supports {judged[0]}",
+                evidence=[quote(text, "NCCL version")],
+            )
+        ]
+    return [
+        Finding(
+            "skip",
+            f"NCCL {text}; no cited minimum version for {names[0]}",
+            needs="pcidoc's table covers the architectures whose first NCCL release is cited",
+        )
+    ]

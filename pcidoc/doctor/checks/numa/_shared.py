@@ -1,0 +1,105 @@
+"""Helpers shared by several ``numa.*`` checks."""
+
+from __future__ import annotations
+
+from pcidoc.doctor import config
+from pcidoc.doctor.context import Context
+from pcidoc.model.cpulist import format_cpulist
+from pcidoc.model.facts import Gpu, Nic
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def gpu_set(indices: list[int] | set[int]) -> str:
+    """``[0, 1, 2, 3]`` -> ``"GPUs 0-3"``; one GPU -> ``"GPU0"``."""
+    ordered = sorted(indices)
+    if len(ordered) == 1:
+        return f"GPU{ordered[0]}"
+    return f"GPUs {format_cpulist(set(ordered))}"
+
+
+def gpu_node(gpu: Gpu) -> int | None:
+    """The GPU's NUMA node, ``None`` when unknown or -1."""
+    return gpu.numa_node if gpu.numa_node is not None and gpu.numa_node >= 0 else None
+
+
+def socket_of_node(ctx: Context) -> dict[int, int]:
+    """NUMA node -> socket key, merging nodes of one socket (NPS/SNC) by SLIT distance.
+
+    Without distances, nodes are taken as sockets (the common case) unless the host reports a
+    single socket, in which case every node is on socket 0.
+    """
+    nodes = sorted(ctx.host.numa_nodes, key=lambda n: n.id)
+    ids = [n.id for n in nodes]
+    if ctx.host.sockets == 1:
+        return dict.fromkeys(ids, 0)
+    parent = {i: i for i in ids}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for node in nodes:
+        for pos, dist in enumerate(node.distances or []):
+            if (
+                pos < len(ids)
+                and ids[pos] != node.id
+                and dist <= config.NUMA_SAME_SOCKET_DISTANCE_MAX
+            ):
+                parent[find(ids[pos])] = find(node.id)
+    return {i: find(i) for i in ids}
+
+
+def pcie_model_of(gpu: Gpu) -> float | None:
+    """NCCL's model of the GPU's PCIe link at its maximum (slot-limited) gen and width."""
+    link = gpu.pcie
+    return config.pcie_nccl_model_gbps(
+        link.max_gen or link.current_gen, link.max_width or link.current_width
+    )
+
+
+def locality_groups(ctx: Context, indices: list[int]) -> list[list[int]]:
+    """GPU sets that avoid the socket interconnect: connected by links better than SYS, or
+    (when every pair is SYS) by NUMA socket."""
+    parent = {i: i for i in indices}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for pos, a in enumerate(indices):
+        for b in indices[pos + 1 :]:
+            link = ctx.gpu_link(a, b)
+            if link is not None and link != "SYS":
+                parent[find(b)] = find(a)
+    groups: dict[int, list[int]] = {}
+    for i in indices:
+        groups.setdefault(find(i), []).append(i)
+    result = sorted(groups.values())
+    if all(len(g) == 1 for g in result) and len(result) > 1:
+        sockets = socket_of_node(ctx)
+        by_socket: dict[int, list[int]] = {}
+        for i in indices:
+            node = gpu_node(ctx.gpu_by_index[i]) if i in ctx.gpu_by_index else None
+            if node is None:
+                return result
+            by_socket.setdefault(sockets.get(node, node), []).append(i)
+        result = sorted(by_socket.values())
+    return result
+
+
+def is_bond(nic: Nic) -> bool:
+    """A bonded (management) interface such as ``mlx5_bond_0``."""
+    return "bond" in (nic.name or "").lower() or any("bond" in n for n in nic.netdevs)
+
+
+def _nic_name(nic: Nic) -> str:
+    return f"{nic.label} ({nic.name})" if nic.name and nic.name != nic.label else nic.label
+
+
+def _single_known_node(ctx: Context) -> bool:
+    """Every GPU reports the same NUMA node (unknown nodes do not count as one)."""
+    nodes = [gpu_node(g) for g in ctx.gpus]
+    return bool(nodes) and None not in nodes and len(set(nodes)) == 1

@@ -1,0 +1,239 @@
+"""The ``numa.cross-socket`` check."""
+
+from __future__ import annotations
+
+from pcidoc.doctor import config
+from pcidoc.doctor.checks._common import ev as _ev
+from pcidoc.doctor.checks.numa._shared import (
+    _nic_name,
+    _single_known_node,
+    gpu_node,
+    gpu_set,
+    is_bond,
+    locality_groups,
+    pcie_model_of,
+    socket_of_node,
+)
+from pcidoc.doctor.context import Context
+from pcidoc.doctor.registry import Finding, check
+from pcidoc.model.report import Confidence, Evidence, Severity
+from pcidoc.model.units import link_label
+
+
+def _flattened(ctx: Context, sys_pairs: list[tuple[int, int]]) -> bool:
+    """Every SYS pair sits on one NUMA node (or nodes are unknown): a VM's flattened view."""
+    if not sys_pairs:
+        return False
+    for a, b in sys_pairs:
+        na = gpu_node(ctx.gpu_by_index[a]) if a in ctx.gpu_by_index else None
+        nb = gpu_node(ctx.gpu_by_index[b]) if b in ctx.gpu_by_index else None
+        if na is not None and nb is not None and na != nb:
+            return False
+    return bool(ctx.is_vm) or _single_known_node(ctx)
+
+
+# ---------------------------------------------------------------------- numa.cross-socket
+
+
+@check("numa.cross-socket", "GPU pairs and NIC paths across sockets", needs="facts")
+def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
+    """GPU pairs at SYS not bridged by NVLink, and GPU↔NIC paths at SYS."""
+    indices = [g.index for g in ctx.gpus]
+    if len(indices) < 2 and not ctx.nics:
+        return Finding("skip", "fewer than two GPUs and no NICs: nothing can cross a socket")
+    if not ctx.has_topology:
+        return Finding(
+            "skip",
+            "no topology matrix in the capture",
+            needs="the topology: `pcidoc capture` on the machine, or import `nvidia-smi topo -m`",
+        )
+    pairs = list(ctx.gpu_pairs())
+    sys_pairs = [(a, b) for a, b, link in pairs if link == "SYS"]
+    unknown = [(a, b) for a, b, link in pairs if link is None]
+    findings: list[Finding] = []
+    if _flattened(ctx, sys_pairs) or ctx.flattened_view:
+        nodes = sorted({n for g in ctx.gpus if (n := gpu_node(g)) is not None})
+        why = ctx.flattened_view or (
+            f"{len(sys_pairs)} of {len(pairs)} GPU pairs read SYS while all GPUs report "
+            f"{'NUMA node ' + str(nodes[0]) if nodes else 'no NUMA node'}"
+        )
+        return Finding(
+            "info",
+            f"{why}: the topology looks flattened (typical of a VM), so socket locality "
+            "cannot be judged",
+            evidence=[
+                _ev("SYS pairs", len(sys_pairs)),
+                _ev("virtual machine", ctx.is_vm),
+                _ev("GPU NUMA nodes", ", ".join(map(str, nodes)) or "unknown"),
+            ],
+            remediation=[
+                "Ask the provider which GPUs share a socket or PCIe switch, and give NCCL the "
+                "real topology with `NCCL_TOPO_FILE=<xml>` if the hypervisor does not inject one.",
+            ],
+            confidence="low",
+        )
+    sockets = socket_of_node(ctx)
+    same_socket: list[tuple[int, int]] = []
+    cross: list[tuple[int, int]] = []
+    for a, b in sys_pairs:
+        na, nb = gpu_node(ctx.gpu_by_index[a]), gpu_node(ctx.gpu_by_index[b])
+        if na is not None and nb is not None and sockets.get(na, na) == sockets.get(nb, nb):
+            same_socket.append((a, b))
+        else:
+            cross.append((a, b))
+    groups = locality_groups(ctx, indices)
+    group_text = " or ".join(gpu_set(g) for g in groups)
+    group_evidence = [
+        _ev("GPU set without a SYS hop", gpu_set(g), subject=_node_label(ctx, g)) for g in groups
+    ]
+    if cross:
+        findings.append(_cross_finding(ctx, cross, groups, group_text, group_evidence))
+    if same_socket:
+        findings.append(
+            Finding(
+                "info",
+                f"{len(same_socket)} GPU pair(s) read SYS between NUMA nodes of one socket "
+                "(NPS/SNC "
+                "mode): a smaller penalty than crossing sockets",
+                subjects=[f"GPU{a}-GPU{b}" for a, b in same_socket],
+                evidence=[
+                    _ev(
+                        "NUMA nodes per socket",
+                        f"{len(ctx.host.numa_nodes)} nodes on {ctx.host.sockets or '?'} socket(s)",
+                    )
+                ],
+                confidence="medium",
+            )
+        )
+    findings.extend(_nic_sys_findings(ctx))
+    if unknown:
+        findings.append(
+            Finding(
+                "info",
+                f"link class unknown for {len(unknown)} GPU pair(s): not judged",
+                subjects=[f"GPU{a}-GPU{b}" for a, b in unknown],
+                confidence="low",
+            )
+        )
+    if not findings:
+        findings.append(
+            Finding(
+                "pass",
+                f"no GPU pair crosses sockets without NVLink ({len(pairs)} pair(s) checked)",
+                evidence=group_evidence[:4],
+            )
+        )
+    return findings
+
+
+def _node_label(ctx: Context, group: list[int]) -> str | None:
+    nodes = sorted(
+        {
+            n
+            for i in group
+            if i in ctx.gpu_by_index and (n := gpu_node(ctx.gpu_by_index[i])) is not None
+        }
+    )
+    return f"NUMA {','.join(map(str, nodes))}" if nodes else None
+
+
+def _cross_finding(
+    ctx: Context,
+    cross: list[tuple[int, int]],
+    groups: list[list[int]],
+    group_text: str,
+    group_evidence: list[Evidence],
+) -> Finding:
+    socket_gbps = config.socket_interconnect_gbps(ctx.host.cpu_vendor, ctx.host.cpu_model)
+    involved = sorted({i for p in cross for i in p})
+    models = [m for i in involved if (m := pcie_model_of(ctx.gpu_by_index[i])) is not None]
+    pcie_gbps = min(models) if models else None
+    evidence = [_ev("GPU pairs across sockets", len(cross))]
+    evidence.append(
+        _ev(
+            "socket interconnect (NCCL model)",
+            socket_gbps,
+            "GB/s",
+            subject=ctx.host.cpu_model or ctx.host.cpu_vendor,
+        )
+    )
+    if pcie_gbps is not None:
+        gpu = ctx.gpu_by_index[involved[0]]
+        evidence.append(
+            _ev(
+                "GPU PCIe link (NCCL model)",
+                pcie_gbps,
+                "GB/s",
+                subject=link_label(gpu.pcie.max_gen, gpu.pcie.max_width),
+            )
+        )
+    evidence += group_evidence
+    severity: Severity = "info"
+    confidence: Confidence = "high"
+    bound = ""
+    if socket_gbps is not None and pcie_gbps is not None:
+        if socket_gbps < pcie_gbps:
+            severity = "warn"
+            bound = (
+                f"; collectives spanning them are bounded by the socket link "
+                f"(~{socket_gbps:.0f} GB/s in NCCL's model, below the GPUs' "
+                f"{pcie_gbps:.0f} GB/s PCIe links)"
+            )
+        else:
+            bound = (
+                f"; the socket link (~{socket_gbps:.0f} GB/s) is not slower than the "
+                f"GPUs' PCIe links ({pcie_gbps:.0f} GB/s), but P2P stops there"
+            )
+    else:
+        confidence = "medium"
+        bound = "; CPU or link speed unknown, so the socket-link bound was not computed"
+    shown = ", ".join(f"GPU{a}-GPU{b}" for a, b in cross[:4])
+    more = f" and {len(cross) - 4} more" if len(cross) > 4 else ""
+    advice = (
+        f"Keep tightly coupled ranks on one side: use {group_text} together"
+        if len(groups) > 1
+        else "Keep tightly coupled ranks on one socket"
+    )
+    return Finding(
+        severity,
+        f"{len(cross)} GPU pair(s) cross sockets without NVLink ({shown}{more}){bound}",
+        subjects=[f"GPU{a}-GPU{b}" for a, b in cross],
+        evidence=evidence,
+        remediation=[
+            advice + " (`CUDA_VISIBLE_DEVICES=...`, Slurm `--gpu-bind=closest`).",
+            "NCCL uses shared memory, not P2P, across sockets; jobs that must span both "
+            "sockets are bounded by that link, so prefer tensor/pipeline splits that keep the "
+            "heavy traffic inside one set.",
+        ],
+        confidence=confidence,
+    )
+
+
+def _nic_sys_findings(ctx: Context) -> list[Finding]:
+    nodes = {n for g in ctx.gpus if (n := gpu_node(g)) is not None}
+    if len(nodes) <= 1:
+        return []  # one NUMA node: a SYS to a NIC is a flattened view, not a socket crossing
+    far: list[str] = []
+    evidence = []
+    for nic in ctx.nics:
+        if is_bond(nic):
+            continue
+        sys_gpus = [g.index for g in ctx.gpus if ctx.link(g.label, nic.label) == "SYS"]
+        if sys_gpus and len(sys_gpus) < len(ctx.gpus):
+            far.append(nic.label)
+            evidence.append(
+                _ev("GPUs at SYS from this NIC", gpu_set(sys_gpus), subject=_nic_name(nic))
+            )
+    if not far:
+        return []
+    return [
+        Finding(
+            "info",
+            f"{len(far)} NIC(s) sit on the other socket from some GPUs "
+            f"({', '.join(far[:4])}): traffic between those GPUs and NICs crosses the socket "
+            "link (see numa.nic-affinity)",
+            subjects=far,
+            evidence=evidence,
+            confidence="medium",
+        )
+    ]

@@ -1,0 +1,152 @@
+"""The ``nvlink.errors`` check."""
+
+from __future__ import annotations
+
+from pcidoc.doctor import config
+from pcidoc.doctor.checks._common import ev as _ev
+from pcidoc.doctor.checks._common import not_applicable
+from pcidoc.doctor.checks._common import with_gap as _with_gap
+from pcidoc.doctor.checks.nvlink._shared import _NVLINK_RESET, _links_known
+from pcidoc.doctor.context import Context
+from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import joined as _names
+from pcidoc.model.report import Evidence
+
+# =========================================================================== nvlink.errors
+
+_SEVERE = ("replay", "recovery", "symbol")
+
+
+def _error_class(name: str) -> str:
+    lowered = name.lower()
+    if "crc" in lowered:
+        return "crc"
+    if any(key in lowered for key in _SEVERE):
+        return "replay/recovery"
+    return "other"
+
+
+@check("nvlink.errors", "NVLink error counters", needs="facts")
+def nvlink_errors(ctx: Context) -> list[Finding]:
+    """Judge NVLink replay/recovery/CRC counters (cumulative since the driver loaded).
+
+    Args:
+        ctx: The machine.
+
+    Returns:
+        A warning per GPU with replay/recovery or CRC errors (failure when the average rate
+        since boot already exceeds DCGM's limits), a pass when all counters are zero, a skip when
+        no counter was read.
+    """
+    gpus = [g for g in ctx.gpus if g.nvlinks]
+    if not gpus:
+        if any(_links_known(g) for g in ctx.gpus) or (
+            ctx.has_topology and not ctx.nvlink_pairs and ctx.gpus
+        ):
+            return [not_applicable("no NVLink on these GPUs")]
+        return [
+            Finding(
+                "skip",
+                "no NVLink facts in this capture",
+                needs="run `pcidoc check` on the machine, or import `nvidia-smi nvlink -e`",
+            )
+        ]
+    counted = [g for g in gpus if any(link.errors for link in g.nvlinks)]
+    if not counted:
+        return [
+            Finding(
+                "skip",
+                "NVLink error counters were not read",
+                needs="run `pcidoc check --only nvlink.errors` on the machine, or import "
+                "`nvidia-smi nvlink -e`",
+            )
+        ]
+    uptime = ctx.host.uptime_s
+    minutes = uptime / 60.0 if uptime else None
+    findings: list[Finding] = []
+    for gpu in counted:
+        totals: dict[str, int] = {"replay/recovery": 0, "crc": 0, "other": 0}
+        per_link: list[Evidence] = []
+        for link in gpu.nvlinks:
+            for name, value in sorted(link.errors.items()):
+                totals[_error_class(name)] += value
+                if value:
+                    per_link.append(_ev(f"link {link.link} {name}", value, "errors", gpu.label))
+        severe, crc = totals["replay/recovery"], totals["crc"]
+        remediation = [
+            f"Get a rate instead of a lifetime total: `sudo nvidia-smi nvlink -re -i {gpu.index}`"
+            f" (reset the counters), run a load for a few minutes, then `nvidia-smi nvlink -e -i "
+            f"{gpu.index}`; `dcgmi health -s n` watches them continuously.",
+            _NVLINK_RESET.format(index=gpu.index),
+        ]
+        if severe:
+            rate = severe / minutes if minutes else None
+            fails = rate is not None and rate >= config.NVLINK_ERROR_FAIL_PER_MIN
+            detail = (
+                f"an average of {rate:.2g}/min since boot"
+                if rate is not None
+                else "cumulative, no time window"
+            )
+            findings.append(
+                Finding(
+                    "fail" if fails else "warn",
+                    f"{gpu.label}: {severe} NVLink replay/recovery errors ({detail}; DCGM fails "
+                    f"at {config.NVLINK_ERROR_FAIL_PER_MIN:g}/min)",
+                    subjects=[gpu.label],
+                    evidence=per_link,
+                    remediation=remediation,
+                    confidence="low" if rate is not None else "medium",
+                )
+            )
+        if crc:
+            per_s = crc / uptime if uptime else None
+            fails = per_s is not None and per_s >= config.NVLINK_CRC_FAIL_PER_S
+            detail = (
+                f"an average of {per_s:.2g}/s since boot"
+                if per_s is not None
+                else "cumulative, no time window"
+            )
+            findings.append(
+                Finding(
+                    "fail" if fails else "warn",
+                    f"{gpu.label}: {crc} NVLink CRC errors ({detail}; they matter from "
+                    f"{config.NVLINK_CRC_FAIL_PER_S}/s)",
+                    subjects=[gpu.label],
+                    evidence=per_link,
+                    remediation=remediation,
+                    confidence="low" if per_s is not None else "medium",
+                )
+            )
+        if totals["other"] and not (severe or crc):
+            findings.append(
+                Finding(
+                    "info",
+                    f"{gpu.label}: {totals['other']} other NVLink error events counted",
+                    subjects=[gpu.label],
+                    evidence=per_link,
+                    remediation=remediation[:1],
+                    confidence="low",
+                )
+            )
+    missing = [g.label for g in gpus if g not in counted]
+    if missing:
+        findings.append(
+            Finding(
+                "info",
+                f"NVLink error counters not read for {_names(missing)}",
+                subjects=missing,
+                confidence="low",
+            )
+        )
+    if not any(f.severity in ("warn", "fail", "info") and f.subjects != missing for f in findings):
+        links = sum(len(g.nvlinks) for g in counted)
+        findings.append(
+            Finding(
+                "pass",
+                f"0 NVLink errors on {links} links of {len(counted)} GPU(s) (cumulative since the "
+                "driver loaded)",
+                evidence=[_ev("NVLinks counted", links, "links")],
+                confidence="high" if not missing else "medium",
+            )
+        )
+    return _with_gap(ctx, findings)

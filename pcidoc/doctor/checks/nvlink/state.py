@@ -1,0 +1,419 @@
+"""The ``nvlink.state`` check."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from pcidoc.doctor.checks._common import ev as _ev
+from pcidoc.doctor.checks._common import no_gpu as _no_gpu
+from pcidoc.doctor.checks._common import with_gap as _with_gap
+from pcidoc.doctor.checks.nvlink._shared import _NVLINK_RESET, _common_nv, _links_known, _to_switch
+from pcidoc.doctor.context import Context
+from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import gpu_ref
+from pcidoc.doctor.wording import joined as _names
+from pcidoc.model import linkmodel
+from pcidoc.model.facts import Gpu
+from pcidoc.model.links import is_nvlink, nvlink_count
+from pcidoc.model.report import Confidence
+
+
+def _mode(values: list[int]) -> int:
+    """Most common value; ties go to the larger value (the healthier configuration)."""
+    counts = Counter(values)
+    best = max(counts.values())
+    return max(v for v, c in counts.items() if c == best)
+
+
+def _up(gpu: Gpu) -> int:
+    return sum(1 for link in gpu.nvlinks if link.state == "up")
+
+
+def _down(gpu: Gpu) -> int:
+    return sum(1 for link in gpu.nvlinks if link.state == "down")
+
+
+@dataclass
+class _TopoView:
+    """A GPU's NVLink neighbourhood in the topology matrix."""
+
+    peers: int
+    """Number of other GPUs joined to it by NV#."""
+    total: int
+    """Sum of NV# over its peers."""
+    widest: int
+    """Largest NV# to any peer."""
+
+
+def _topo_view(ctx: Context, gpu: Gpu, among: list[Gpu]) -> _TopoView | None:
+    links = [ctx.gpu_link(gpu.index, other.index) for other in among if other is not gpu]
+    if not links or any(link is None for link in links):
+        return None  # a row with unknown cells (a damaged paste) cannot be compared
+    counts = [nvlink_count(link) for link in links if is_nvlink(link)]
+    return _TopoView(len(counts), sum(counts), max(counts, default=0))
+
+
+def _groups(gpus: list[Gpu]) -> dict[str, list[Gpu]]:
+    groups: dict[str, list[Gpu]] = {}
+    for gpu in gpus:
+        groups.setdefault(gpu.name or "?", []).append(gpu)
+    return groups
+
+
+# ============================================================================ nvlink.state
+
+
+def _fact_findings(ctx: Context, peers: list[Gpu], named: bool) -> tuple[list[Finding], set[int]]:
+    """Up-link counts compared among identical peers; explained/unexplained down links."""
+    findings: list[Finding] = []
+    flagged: set[int] = set()
+    known = [g for g in peers if _links_known(g)]
+    if not known:
+        return findings, flagged
+    counts = [_up(g) for g in known]
+    reference = _mode(counts)
+    confidence: Confidence = "high" if named else "medium"
+    for gpu in known:
+        up, down = _up(gpu), _down(gpu)
+        evidence = [
+            _ev("NVLinks up", up, "links", gpu.label),
+            _ev("NVLinks down", down, "links", gpu.label),
+            _ev("peers' usual count", reference, "links"),
+        ]
+        if len(known) >= 2 and up < reference:
+            flagged.add(gpu.index)
+            others = len(known) - 1
+            findings.append(
+                Finding(
+                    "fail",
+                    f"{gpu_ref(gpu)} has {up} NVLinks up while its {others} "
+                    f"{'identical ' if named else ''}peer(s) have {reference}",
+                    subjects=[gpu.label],
+                    evidence=evidence,
+                    remediation=[
+                        f"See which links: `nvidia-smi nvlink -s -i {gpu.index}` and "
+                        f"`nvidia-smi nvlink -e -i {gpu.index}`; check `sudo dmesg | grep -i "
+                        "xid` for NVLink Xids (74, 144-150).",
+                        _NVLINK_RESET.format(index=gpu.index),
+                    ],
+                    confidence=confidence,
+                )
+            )
+    # Down links on GPUs that match their peers: unwired lanes or a fault shared by all?
+    consistent = [g for g in known if _down(g) and g.index not in flagged]
+    if consistent:
+        downs = sorted({_down(g) for g in consistent})
+        labels = [g.label for g in consistent]
+        topo_ok = all(_topology_matches(ctx, g) for g in consistent)
+        switch = any(_to_switch(g) for g in consistent)
+        same_everywhere = len(known) >= 2 and len(consistent) == len(known) and len(downs) == 1
+        nv = _common_nv(ctx, peers)
+        evidence = [
+            _ev("inactive links", downs[0] if len(downs) == 1 else str(downs), "links", g.label)
+            for g in consistent
+        ]
+        if topo_ok:
+            findings.append(
+                Finding(
+                    "info",
+                    f"{_names(labels)}: {'/'.join(map(str, downs))} NVLink(s) inactive on each, "
+                    f"and the topology ({nv or 'NV#'}) counts exactly the {reference} active "
+                    "ones: these lanes are not wired in this design (e.g. bridged PCIe cards), "
+                    "not down",
+                    subjects=labels,
+                    evidence=evidence,
+                    confidence="high",
+                )
+            )
+        elif same_everywhere and not switch:
+            findings.append(
+                Finding(
+                    "info",
+                    f"every GPU shows the same {downs[0]} inactive NVLink(s) next to {reference} "
+                    "active: a design with unwired lanes rather than a fault",
+                    subjects=labels,
+                    evidence=evidence,
+                    remediation=[
+                        "Confirm with `nvidia-smi topo -m`: NV# should equal the active count."
+                    ],
+                    confidence="medium",
+                )
+            )
+        else:
+            findings.append(
+                Finding(
+                    "warn",
+                    f"{_names(labels)}: {'/'.join(map(str, downs))} NVLink(s) down"
+                    + (
+                        " on an NVSwitch baseboard, where every link should be up"
+                        if switch
+                        else "; no peer or topology to tell a design from a fault"
+                    ),
+                    subjects=labels,
+                    evidence=evidence,
+                    remediation=[
+                        "Compare with `nvidia-smi topo -m` and the system's documented NVLink "
+                        "count per GPU.",
+                        _NVLINK_RESET.format(index=consistent[0].index),
+                    ],
+                    confidence="low",
+                )
+            )
+    return findings, flagged
+
+
+def _topology_matches(ctx: Context, gpu: Gpu) -> bool:
+    """True when the matrix's NV# for this GPU equals its count of active links."""
+    others = [g for g in ctx.gpus if g is not gpu]
+    view = _topo_view(ctx, gpu, others)
+    if view is None or view.peers == 0:
+        return False
+    up = _up(gpu)
+    return up in (view.total, view.widest)
+
+
+def _topology_findings(
+    ctx: Context, peers: list[Gpu], named: bool, flagged: set[int]
+) -> list[Finding]:
+    """NVLink neighbourhoods from the matrix compared among identical peers."""
+    views = {g.index: _topo_view(ctx, g, peers) for g in peers}
+    known = {i: v for i, v in views.items() if v is not None}
+    if len(known) < 2:
+        return []
+    ref_peers = _mode([v.peers for v in known.values()])
+    ref_total = _mode([v.total for v in known.values()])
+    if ref_peers == 0:
+        return []
+    nv = _common_nv(ctx, peers) or "NV#"
+    confidence: Confidence = "high" if named else "medium"
+    findings = []
+    pair_design = ref_peers == 1
+    for gpu in peers:
+        view = known.get(gpu.index)
+        if view is None or gpu.index in flagged:
+            continue
+        evidence = [
+            _ev("NVLink peers", view.peers, "GPUs", gpu.label),
+            _ev("NVLinks to peers (sum of NV#)", view.total, "links", gpu.label),
+            _ev("peers' usual NVLink peers", ref_peers, "GPUs"),
+            _ev("peers' usual NV# sum", ref_total, "links"),
+        ]
+        remediation = [
+            f"Check the GPU's links: `nvidia-smi nvlink -s -i {gpu.index}` and "
+            f"`nvidia-smi topo -m`.",
+            _NVLINK_RESET.format(index=gpu.index),
+        ]
+        if view.peers == 0 and pair_design:
+            findings.append(
+                Finding(
+                    "info",
+                    f"{gpu.label} has no NVLink bridge partner while the other GPUs are bridged "
+                    f"in pairs ({nv}); it reaches them over PCIe only",
+                    subjects=[gpu.label],
+                    evidence=evidence,
+                    confidence="medium",
+                )
+            )
+        elif view.peers == 0:
+            findings.append(
+                Finding(
+                    "fail",
+                    f"{gpu.label} has no NVLink peers while its peers have {nv} to each other",
+                    subjects=[gpu.label],
+                    evidence=evidence,
+                    remediation=remediation,
+                    confidence=confidence,
+                )
+            )
+        elif view.peers < ref_peers or view.total < ref_total:
+            if pair_design:
+                findings.append(
+                    Finding(
+                        "warn",
+                        f"{gpu.label} has fewer bridge links ({view.total}) than the other "
+                        f"bridged GPUs ({ref_total}): a bridge may be missing or unseated",
+                        subjects=[gpu.label],
+                        evidence=evidence,
+                        remediation=[
+                            "Check that every NVLink bridge is seated, then "
+                            f"`nvidia-smi nvlink -s -i {gpu.index}`."
+                        ],
+                        confidence="medium",
+                    )
+                )
+            else:
+                findings.append(
+                    Finding(
+                        "fail",
+                        f"{gpu.label} reaches {view.peers} GPU(s) over NVLink with {view.total} "
+                        f"links in all, while its peers reach {ref_peers} with {ref_total} "
+                        f"({nv})",
+                        subjects=[gpu.label],
+                        evidence=evidence,
+                        remediation=remediation,
+                        confidence=confidence,
+                    )
+                )
+    return findings
+
+
+def _bridge_findings(ctx: Context, peers: list[Gpu], flagged: set[int]) -> list[Finding]:
+    """Bridged cards (PCIe/NVL boards) with fewer NVLinks than their bridge set carries.
+
+    The link model knows how many links a card's full bridge set carries (A100 PCIe 12 over
+    three bridges, H100 PCIe/NVL 12, GA102 boards 4). A card showing some links but fewer is a
+    partial NVLink: a bridge missing or loose. SXM boards are not judged here (a paste may
+    show only some of the GPUs of a direct mesh); their peers are the reference.
+    """
+    findings: list[Finding] = []
+    for gpu in peers:
+        model = linkmodel.gpu_model_of(gpu)
+        if gpu.index in flagged or model is None or model.nvlink_via != "bridge":
+            continue
+        expected = model.nvlink_links or 0
+        if _links_known(gpu):
+            seen, how = _up(gpu), "NVLinks up"
+        else:
+            view = _topo_view(ctx, gpu, ctx.gpus)
+            if view is None:
+                continue
+            seen, how = view.total, "NVLinks to its peers in the topology (sum of NV#)"
+        if not 0 < seen < expected:
+            continue
+        findings.append(
+            Finding(
+                "warn",
+                f"{gpu_ref(gpu)} shows {seen} of the {expected} NVLinks a {gpu.name} carries with "
+                "its full bridge set: a partial NVLink (a bridge missing or not seated)",
+                subjects=[gpu.label],
+                evidence=[
+                    _ev(how, seen, "links", gpu.label),
+                    _ev("links of the full bridge set", expected, "links", subject=model.source),
+                ],
+                remediation=[
+                    "Power down and reseat every NVLink bridge (all bridge positions populated), "
+                    f"then `nvidia-smi nvlink -s -i {gpu.index}` should list {expected} links.",
+                    "If fewer bridges were fitted on purpose, NVLink bandwidth is "
+                    f"{seen}/{expected} of what the cards can carry.",
+                ],
+                confidence="medium",
+            )
+        )
+    return findings
+
+
+@check("nvlink.state", "NVLink state", needs="facts")
+def nvlink_state(ctx: Context) -> list[Finding]:
+    """Find NVLinks down or missing, against identical peers and the topology (MIG-aware).
+
+    Args:
+        ctx: The machine.
+
+    Returns:
+        Failures for outlier GPUs, infos for designs with inactive lanes, MIG and PCIe-only
+        machines, a pass when every GPU matches its peers, a skip without NVLink facts.
+    """
+    if not ctx.gpus:
+        return [_no_gpu(ctx)]
+    mig = sorted(ctx.mig_gpus)
+    judged = [g for g in ctx.gpus if g.index not in ctx.mig_gpus]
+    facts_known = [g for g in judged if _links_known(g)]
+    topo_known = ctx.has_topology and any(_topo_view(ctx, g, ctx.gpus) is not None for g in judged)
+    findings: list[Finding] = []
+    if mig:
+        labels = [f"GPU{i}" for i in mig]
+        findings.append(
+            Finding(
+                "info",
+                f"MIG is enabled on {_names(labels)}: NVML reports NVLinks down in MIG mode "
+                "(and links towards MIG GPUs); that is expected, and those links are not judged",
+                subjects=labels,
+                evidence=[_ev("MIG enabled", True, subject=label) for label in labels],
+                confidence="high",
+            )
+        )
+    if not facts_known and not topo_known:
+        if findings:
+            return findings
+        return [
+            Finding(
+                "skip",
+                "no NVLink facts in this capture (neither per-link state nor a topology matrix)",
+                needs="run `pcidoc check` on the machine, or import `nvidia-smi nvlink -s` and "
+                "`nvidia-smi topo -m`",
+            )
+        ]
+
+    any_links = any(_up(g) or _down(g) for g in facts_known) or (
+        topo_known and bool(ctx.nvlink_pairs)
+    )
+    if not any_links:
+        reasons = sorted({g.why("nvlinks") or "" for g in judged} - {""})
+        findings.append(
+            Finding(
+                "info",
+                "no NVLink: the GPUs talk to each other over PCIe only"
+                + (f" ({'; '.join(reasons)})" if reasons else ""),
+                evidence=[_ev("GPU pairs with NVLink", 0, "pairs")],
+                confidence="high" if facts_known else "medium",
+            )
+        )
+        return _with_gap(ctx, findings)
+
+    groups = _groups(judged)
+    named = all(name != "?" for name in groups)
+    problems: list[Finding] = []
+    for peers in groups.values():
+        fact, flagged = _fact_findings(ctx, peers, named)
+        problems.extend(fact)
+        bridge = _bridge_findings(ctx, peers, flagged)
+        flagged |= {int(f.subjects[0][3:]) for f in bridge}
+        problems.extend(bridge)
+        problems.extend(_topology_findings(ctx, peers, named, flagged))
+
+    judged_problem = any(f.severity in ("warn", "fail") for f in problems)
+    if mig:
+        note = f" (not judged: MIG is enabled on {_names([f'GPU{i}' for i in mig])})"
+        for finding in problems:
+            if finding.severity in ("warn", "fail"):
+                finding.severity = "info"
+                finding.summary += note
+                finding.confidence = "low"
+    findings.extend(problems)
+
+    unknown = [
+        g.label for g in judged if not _links_known(g) and _topo_view(ctx, g, ctx.gpus) is None
+    ]
+    if unknown:
+        findings.append(
+            Finding(
+                "info",
+                f"NVLink state unknown for {_names(unknown)}: not judged",
+                subjects=unknown,
+                confidence="low",
+                needs="import `nvidia-smi nvlink -s` for every GPU or run `pcidoc check` on the "
+                "machine",
+            )
+        )
+    if not judged_problem:
+        parts = []
+        up_counts = sorted({_up(g) for g in facts_known})
+        if facts_known:
+            parts.append(
+                f"{len(facts_known)} GPU(s) with {'/'.join(map(str, up_counts))} NVLinks up each"
+            )
+        classes = sorted(
+            {link for _, _, link in ctx.gpu_pairs() if is_nvlink(link)}, key=nvlink_count
+        )
+        if topo_known and classes:
+            parts.append(f"topology {'/'.join(c for c in classes if c)} consistent across peers")
+        findings.append(
+            Finding(
+                "pass",
+                "; ".join(parts) or "NVLink consistent across peers",
+                evidence=[_ev("NVLinks up", _up(g), "links", g.label) for g in facts_known],
+                confidence="high" if facts_known and not unknown else "medium",
+            )
+        )
+    return _with_gap(ctx, findings)

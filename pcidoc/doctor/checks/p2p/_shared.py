@@ -1,0 +1,166 @@
+"""Helpers shared by several ``p2p.*`` checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pcidoc.doctor import config
+from pcidoc.doctor.checks._common import ev as _ev
+from pcidoc.doctor.context import Context
+from pcidoc.model.facts import Gpu, PcieHop
+from pcidoc.model.links import is_nvlink
+from pcidoc.model.measurements import P2PMatrixMeasurement
+from pcidoc.model.report import Evidence
+
+ACS_ROOT_HINT = "needs root: `sudo pcidoc check --only p2p.acs-iommu`"
+
+
+NCCL_AB_TEST = (
+    "Confirm the diagnosis with an A/B run: the same job or `all_reduce_perf` once with "
+    "`NCCL_P2P_DISABLE=1`; if that run is faster or stops hanging, the peer path is at fault."
+)
+
+
+_SWITCH_CLASSES = ("PIX", "PXB")
+
+
+_CPU_CLASSES = ("PHB", "NODE")
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def pair_label(a: int, b: int) -> str:
+    """``GPU<a>-GPU<b>`` with the lower index first."""
+    lo, hi = sorted((a, b))
+    return f"GPU{lo}-GPU{hi}"
+
+
+def _pairs(indices: list[int]) -> Iterable[tuple[int, int]]:
+    for pos, a in enumerate(indices):
+        for b in indices[pos + 1 :]:
+            yield a, b
+
+
+def is_amd_small_box(ctx: Context) -> bool:
+    """NCCL uses P2P up to SYS on AMD CPUs with few GPUs (paths.cc)."""
+    vendor = (ctx.host.cpu_vendor or "").lower()
+    model = (ctx.host.cpu_model or "").lower()
+    amd = vendor == "amd" or "epyc" in model or "threadripper" in model or "ryzen" in model
+    return amd and len(ctx.p2p_gpu_indices()) <= config.NCCL_AMD_P2P_SYS_MAX_GPUS
+
+
+@dataclass
+class PairPath:
+    """The PCIe ports that decide what happens to peer traffic between two GPUs."""
+
+    a: int
+    b: int
+    link: str | None
+    kind: str
+    """``nvlink``, ``switch`` (PIX/PXB), ``cpu`` (PHB/NODE), ``sys`` or ``unknown``."""
+    uses_pcie_p2p: bool
+    """True when NCCL/CUDA would send peer traffic over PCIe P2P on this pair by default."""
+    hops: list[PcieHop] = field(default_factory=list)
+    """Ports below the lowest common ancestor (all ports when the GPUs share none)."""
+    paths_known: bool = False
+
+    @property
+    def label(self) -> str:
+        return pair_label(self.a, self.b)
+
+    @property
+    def redirecting(self) -> list[PcieHop]:
+        return [h for h in self.hops if h.acs is not None and h.acs.redirects_p2p]
+
+    @property
+    def unreadable(self) -> list[PcieHop]:
+        return [h for h in self.hops if h.acs is None and h.acs_capable is not False]
+
+    @property
+    def benign_acs(self) -> list[PcieHop]:
+        return [
+            h
+            for h in self.hops
+            if h.acs is not None
+            and not h.acs.redirects_p2p
+            and (h.acs.source_validation or h.acs.upstream_forwarding)
+        ]
+
+
+def pair_path(ctx: Context, a: int, b: int) -> PairPath:
+    """Classify the path between two GPUs and collect the ports that can redirect it."""
+    link = ctx.gpu_link(a, b)
+    ga, gb = ctx.gpu_by_index.get(a), ctx.gpu_by_index.get(b)
+    path_a = ga.path if ga else []
+    path_b = gb.path if gb else []
+    paths_known = bool(path_a) and bool(path_b)
+    hops: list[PcieHop] = []
+    common_role: str | None = None
+    if paths_known:
+        ids_b = [h.bus_id for h in path_b]
+        common = next((i for i, h in enumerate(path_a) if h.bus_id in ids_b), None)
+        if common is None:
+            hops = list(path_a) + list(path_b)
+        else:
+            common_role = path_a[common].role
+            hops = list(path_a[:common]) + list(path_b[: ids_b.index(path_a[common].bus_id)])
+    if is_nvlink(link):
+        kind = "nvlink"
+    elif link in _SWITCH_CLASSES:
+        kind = "switch"
+    elif link in _CPU_CLASSES:
+        kind = "cpu"
+    elif link == "SYS":
+        kind = "sys"
+    elif paths_known:
+        kind = "switch" if common_role in ("switch_upstream", "switch_downstream") else "cpu"
+    else:
+        kind = "unknown"
+    amd_small = is_amd_small_box(ctx)
+    uses = kind in ("switch", "unknown") or (kind in ("cpu", "sys") and amd_small)
+    return PairPath(a, b, link, kind, uses, hops, paths_known)
+
+
+def _iommu_translating(ctx: Context, gpu: Gpu) -> bool | None:
+    kind = gpu.iommu_group_type or ctx.host.iommu.default_domain_type
+    if kind:
+        return kind.upper().startswith("DMA")
+    if ctx.host.iommu.enabled is False:
+        return False
+    return None
+
+
+def _capped(evidence: list[Evidence], limit: int = 8) -> list[Evidence]:
+    """At most ``limit`` evidence rows, with a row saying how many were left out."""
+    if len(evidence) <= limit:
+        return evidence
+    return [*evidence[:limit], _ev("more rows like these", len(evidence) - limit)]
+
+
+# ------------------------------------------------------------------------- p2p.fallback
+
+
+def _uni_or_bidir(ctx: Context) -> tuple[list[P2PMatrixMeasurement], list[P2PMatrixMeasurement]]:
+    for bidir in (False, True):
+        enabled = ctx.p2p_matrices("bandwidth", "enabled", bidirectional=bidir)
+        if enabled:
+            baseline = ctx.p2p_matrices("bandwidth", "disabled", bidirectional=bidir)
+            baseline += ctx.p2p_matrices("bandwidth", "staged", bidirectional=bidir)
+            return enabled, baseline
+    return [], []
+
+
+def _best(matrices: list[P2PMatrixMeasurement], src: int, dst: int) -> float | None:
+    values = [v for m in matrices if (v := m.value(src, dst)) is not None]
+    return max(values) if values else None
+
+
+def _first(matrices: list[P2PMatrixMeasurement], src: int, dst: int) -> float | None:
+    ordered = sorted(matrices, key=lambda m: m.p2p != "disabled")
+    for m in ordered:
+        value = m.value(src, dst)
+        if value is not None:
+            return value
+    return None
