@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from pcidoc.model.capture import Capture
+from pcidoc.model.facts import Gpu
 from pcidoc.model.report import SEVERITIES, CheckResult, Evidence, Report, ReportSource
 
 MARKS: dict[str, str] = {
@@ -86,11 +87,25 @@ def numa_text(capture: Capture) -> str | None:
     return f"{len(nodes)} NUMA {'node' if len(nodes) == 1 else 'nodes'}"
 
 
+def gpu_name(capture: Capture, gpu: Gpu) -> str | None:
+    """The GPU's model name; for a GPU the capture left nameless (a pasted topology matrix), the one
+    model that the rest of the capture names (other GPUs, a collect_env report, nccl-tests rank
+    lines), or None when no source names one or they name several."""
+    if gpu.name:
+        return gpu.name
+    names = {g.name for g in capture.gpus if g.name}
+    ev = capture.evidence
+    if ev is not None:
+        names.update(n for report in ev.env_reports for n in report.gpu_models if n)
+        names.update(r.name for run in ev.test_runs for r in run.ranks if r.name)
+    return names.pop() if len(names) == 1 else None
+
+
 def gpu_models(capture: Capture) -> str:
     """``"8 × NVIDIA H100 80GB HBM3"``, ``"2 × A, 1 × B"`` or ``"no GPUs"``."""
     if not capture.gpus:
         return "no GPUs"
-    counts = Counter(gpu.name or "unknown GPU" for gpu in capture.gpus)
+    counts = Counter(gpu_name(capture, gpu) or "unknown GPU" for gpu in capture.gpus)
     return ", ".join(f"{n} × {name}" for name, n in counts.items())
 
 

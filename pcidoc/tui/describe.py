@@ -28,6 +28,7 @@ from pcidoc.present._common import (
     docs_link,
     evidence_text,
     gpu_models,
+    gpu_name,
     hostname,
     severity_counts,
     split_code,
@@ -630,7 +631,7 @@ def _measured(capture: Capture, a: int, b: int, link: str | None) -> Text:
 def _gpu_detail(capture: Capture, gpu: Gpu) -> Text:
     out = Text()
     out.append(f"{gpu.label}  ", style="bold")
-    out.append(gpu.name or "unknown GPU")
+    out.append(gpu_name(capture, gpu) or "unknown GPU")
     out.append("\n")
     _kv(out, "bus id", gpu.bus_id or "unknown")
     if gpu.architecture:
