@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from pcidoc.model.capture import Capture
 from pcidoc.tui.describe import host_detail
+from pcidoc.tui.hanging import Hanging
 
 
 class HostPane(VerticalScroll, can_focus=True):
@@ -26,13 +27,13 @@ class HostPane(VerticalScroll, can_focus=True):
         why_no_gpus: str | None = None,
     ) -> None:
         """Show this machine's facts when known, then the displayed machine's if different."""
-        parts: list[Text] = []
+        parts: list[Text | Hanging] = []
         if this_machine is not None:
-            parts.append(host_detail(this_machine, "This machine (live)", why_no_gpus))
+            parts.append(Hanging(host_detail(this_machine, "This machine (live)", why_no_gpus)))
         if displayed is not None and displayed is not this_machine:
             if parts:
                 parts.append(Text(""))
-            parts.append(host_detail(displayed, displayed_title))
+            parts.append(Hanging(host_detail(displayed, displayed_title)))
         if not parts:
             parts.append(Text("collecting…", style="dim"))
         self.query_one("#host-facts", Static).update(Group(*parts))

@@ -18,6 +18,7 @@ from pcidoc.model.counters import GpuRates
 from pcidoc.model.report import Report
 from pcidoc.present._matrix import MatrixView, finding_marks
 from pcidoc.tui.describe import attention_text, bullet_lines, describe_cell
+from pcidoc.tui.hanging import Hanging
 from pcidoc.tui.matrix_grid import COLOUR_MODES, MODE_TITLES, MatrixGrid, build_grid
 from pcidoc.tui.widgets.topology_matrix import TopologyMatrix
 
@@ -141,7 +142,7 @@ class TopologyPane(Container):
         if self.capture is None or selected is None:
             detail.update(Text("No cell selected.", style="dim") if self.capture else "")
         else:
-            detail.update(describe_cell(self.capture, *selected))
+            detail.update(Hanging(describe_cell(self.capture, *selected)))
         notes = self.query_one("#topo-notes", Static)
         if self._notes:
             notes.update(Group(Text("\nNotable", style="bold"), bullet_lines(self._notes)))

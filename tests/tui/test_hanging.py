@@ -1,0 +1,54 @@
+"""Wrapped fact lines continue under their value (Host pane) or their hop (PCIe path)."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.text import Text
+
+from pcidoc.model.facts import PcieHop
+from pcidoc.tui.describe import _hop_line
+from pcidoc.tui.hanging import Hanging
+
+
+def _render(renderable: object, width: int) -> list[str]:
+    console = Console(width=width, file=io.StringIO(), color_system=None, record=True)
+    console.print(renderable)
+    return console.export_text().splitlines()
+
+
+def test_key_value_line_hangs_under_its_value() -> None:
+    text = Text("kernel          6.8.0-45-generic #45~22.04.1-Ubuntu SMP PREEMPT_DYNAMIC\n")
+    text.append("\nafter a blank line")
+    lines = _render(Hanging(text), 40)
+    assert lines[0].startswith("kernel          6.8.0")
+    assert len(lines) >= 3
+    assert lines[1].startswith(" " * 16) and lines[1][16] != " "
+    assert "" in lines and lines[-1] == "after a blank line"
+
+
+def test_pcie_hop_line_hangs_under_the_hop() -> None:
+    hop = PcieHop(
+        bus_id="0000:3a:00.0",
+        role="switch_downstream",
+        current_gen=4,
+        current_width=16,
+        max_gen=5,
+        max_width=16,
+        aer_correctable=12,
+        aer_nonfatal=1,
+    )
+    lines = _render(Hanging(_hop_line(hop, True)), 36)
+    assert lines[0].startswith("   ↑ 0000:3a:00.0")
+    assert len(lines) >= 2
+    assert all(line.startswith("     ") and line[5] != " " for line in lines[1:])
+    # Nothing lost to the wrap.
+    joined = " ".join(line.strip() for line in lines)
+    assert "AER corr 12" in joined and "first shared port" in joined
+
+
+def test_a_line_that_fits_is_unchanged() -> None:
+    assert _render(Hanging(Text("CPU             AMD EPYC 9654")), 80) == [
+        "CPU             AMD EPYC 9654"
+    ]
