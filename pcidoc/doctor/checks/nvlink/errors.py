@@ -81,40 +81,30 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
         ]
         if severe:
             rate = severe / minutes if minutes else None
-            fails = rate is not None and rate >= config.NVLINK_ERROR_FAIL_PER_MIN
-            detail = (
-                f"an average of {rate:.2g}/min since boot"
-                if rate is not None
-                else "cumulative, no time window"
-            )
             findings.append(
-                Finding(
-                    "fail" if fails else "warn",
-                    f"{gpu.label}: {severe} NVLink replay/recovery errors ({detail}; DCGM fails "
-                    f"at {config.NVLINK_ERROR_FAIL_PER_MIN:g}/min)",
-                    subjects=[gpu.label],
-                    evidence=per_link,
-                    remediation=remediation,
-                    confidence="low" if rate is not None else "medium",
+                _counter_finding(
+                    gpu.label,
+                    f"{severe} NVLink replay/recovery errors",
+                    rate,
+                    "min",
+                    config.NVLINK_ERROR_FAIL_PER_MIN,
+                    "DCGM fails at",
+                    per_link,
+                    remediation,
                 )
             )
         if crc:
             per_s = crc / uptime if uptime else None
-            fails = per_s is not None and per_s >= config.NVLINK_CRC_FAIL_PER_S
-            detail = (
-                f"an average of {per_s:.2g}/s since boot"
-                if per_s is not None
-                else "cumulative, no time window"
-            )
             findings.append(
-                Finding(
-                    "fail" if fails else "warn",
-                    f"{gpu.label}: {crc} NVLink CRC errors ({detail}; they matter from "
-                    f"{config.NVLINK_CRC_FAIL_PER_S}/s)",
-                    subjects=[gpu.label],
-                    evidence=per_link,
-                    remediation=remediation,
-                    confidence="low" if per_s is not None else "medium",
+                _counter_finding(
+                    gpu.label,
+                    f"{crc} NVLink CRC errors",
+                    per_s,
+                    "s",
+                    config.NVLINK_CRC_FAIL_PER_S,
+                    "they matter from",
+                    per_link,
+                    remediation,
                 )
             )
         if totals["other"] and not (severe or crc):
@@ -150,3 +140,29 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
             )
         )
     return _with_gap(ctx, findings)
+
+
+def _counter_finding(
+    label: str,
+    what: str,
+    rate: float | None,
+    unit: str,
+    limit: float,
+    limit_words: str,
+    evidence: list[Evidence],
+    remediation: list[str],
+) -> Finding:
+    """warn, or fail when the average ``rate`` per ``unit`` since boot reaches ``limit``."""
+    detail = (
+        f"an average of {rate:.2g}/{unit} since boot"
+        if rate is not None
+        else ("cumulative, no time window")
+    )
+    return Finding(
+        "fail" if rate is not None and rate >= limit else "warn",
+        f"{label}: {what} ({detail}; {limit_words} {limit:g}/{unit})",
+        subjects=[label],
+        evidence=evidence,
+        remediation=remediation,
+        confidence="low" if rate is not None else "medium",
+    )
