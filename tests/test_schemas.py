@@ -11,6 +11,7 @@ import pytest
 
 from pcidoc.collect.capture import load_capture, load_capture_data, save_capture
 from pcidoc.errors import PcidocError
+from pcidoc.model.compiled import STORE_FILE
 from pcidoc.model.schemas import CORE_SCHEMA_FILE
 from tests.builders import machine
 
@@ -19,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _GENERATE = """
 import json, sys
-from pcidoc.model.schemas import capture_core_schema, dumps, json_schemas
-json.dump({"core": dumps(capture_core_schema()), "schemas": json_schemas()}, sys.stdout)
+from pcidoc.model.schemas import generate_all
+json.dump(generate_all(), sys.stdout)
 """
 
 
@@ -38,6 +39,12 @@ def generated() -> dict:
 def test_stored_core_schema_matches_the_models(generated: dict) -> None:
     assert CORE_SCHEMA_FILE.read_text(encoding="utf-8") == generated["core"], (
         "pcidoc/model/capture.core.json is stale: run `python -m pcidoc.model.schemas`"
+    )
+
+
+def test_stored_compiled_schemas_match_the_models(generated: dict) -> None:
+    assert STORE_FILE.read_text(encoding="utf-8") == generated["compiled"], (
+        "pcidoc/model/compiled.jsonl is stale: run `python -m pcidoc.model.schemas`"
     )
 
 

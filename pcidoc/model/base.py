@@ -10,6 +10,8 @@ Two rules hold for every model in this package:
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -21,6 +23,29 @@ class Model(BaseModel):
     """
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
+
+    @classmethod
+    def model_rebuild(
+        cls,
+        *,
+        force: bool = False,
+        raise_errors: bool = True,
+        _parent_namespace_depth: int = 2,
+        _types_namespace: Any = None,
+    ) -> bool | None:
+        """Complete the class from its stored schema (:mod:`pcidoc.model.compiled`) when the
+        store matches the running code; otherwise let pydantic build it."""
+        if not force and not cls.__pydantic_complete__:
+            from pcidoc.model.compiled import install
+
+            if install(cls):
+                return True
+        return super().model_rebuild(
+            force=force,
+            raise_errors=raise_errors,
+            _parent_namespace_depth=_parent_namespace_depth + 1,
+            _types_namespace=_types_namespace,
+        )
 
 
 class FactModel(Model):

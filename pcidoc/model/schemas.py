@@ -99,12 +99,26 @@ def dumps(data: Any) -> str:
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
+def generate_all() -> dict[str, Any]:
+    """Every generated schema, built by pydantic in one fixed order (call in a fresh
+    interpreter): ``compiled`` (the text of ``compiled.jsonl``), ``core`` (the text of
+    ``capture.core.json``) and ``schemas`` (the docs' JSON Schemas by file name)."""
+    from pcidoc.model import compiled
+
+    store = compiled.generate()
+    return {"compiled": store, "core": dumps(capture_core_schema()), "schemas": json_schemas()}
+
+
 def write_all(docs_dir: Path) -> list[Path]:
-    """Regenerate the stored core schema and the docs' JSON Schemas."""
-    written = [CORE_SCHEMA_FILE]
-    CORE_SCHEMA_FILE.write_text(dumps(capture_core_schema()), encoding="utf-8")
+    """Regenerate the stored schemas and the docs' JSON Schemas."""
+    from pcidoc.model.compiled import STORE_FILE
+
+    generated = generate_all()
+    written = [STORE_FILE, CORE_SCHEMA_FILE]
+    STORE_FILE.write_text(generated["compiled"], encoding="utf-8")
+    CORE_SCHEMA_FILE.write_text(generated["core"], encoding="utf-8")
     docs_dir.mkdir(parents=True, exist_ok=True)
-    for name, schema in json_schemas().items():
+    for name, schema in generated["schemas"].items():
         path = docs_dir / name
         path.write_text(json.dumps(schema, indent=2) + "\n", encoding="utf-8")
         written.append(path)
