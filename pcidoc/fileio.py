@@ -108,7 +108,7 @@ def _stream_fd(path: str) -> int | None:
     if path in _STREAMS:
         return _STREAMS[path]
     for prefix in _FD_PREFIXES:
-        if path.startswith(prefix) and path[len(prefix) :].isdigit():
+        if path.startswith(prefix) and path[len(prefix) :].isdecimal():
             return int(path[len(prefix) :])
     return None
 

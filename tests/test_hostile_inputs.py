@@ -417,3 +417,50 @@ def test_pastes_are_read_up_to_a_line_limit(monkeypatch: pytest.MonkeyPatch) -> 
     assert any("more than 50 lines" in w for w in result.warnings)
     assert "nvidia-smi-query" not in result.capture.origin.sources[0].formats
     assert len(result.capture.gpus) == 4
+
+
+# ----------------------------------------------------------- digits int() does not read
+# str.isdigit() is True for superscripts and other digit signs ("²", "①") that int() rejects:
+# a check written `if s.isdigit(): int(s)` turned such a character into an internal error.
+
+_NOT_INT_DIGITS = ["²", "①", "3²"]
+
+
+@pytest.mark.parametrize("digits", _NOT_INT_DIGITS)
+def test_a_topo_paste_with_digit_signs_in_the_numa_column_imports(digits: str) -> None:
+    text = (
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\n"
+        f"GPU0\t X \tNV4\t0-15\t{digits}\n"
+        f"GPU1\tNV4\t X \t0-15\t{digits}\n"
+    )
+    capture = import_texts([("paste.txt", text)]).capture
+    assert [g.numa_node for g in capture.gpus] == [None, None]
+    assert "unreadable NUMA affinity" in (capture.gpus[0].why("numa_node") or "")
+
+
+@pytest.mark.parametrize("digits", _NOT_INT_DIGITS)
+@pytest.mark.parametrize("variable", ["COLUMNS", "LINES", "SOURCE_DATE_EPOCH"])
+def test_digit_signs_in_the_environment_are_ignored(
+    variable: str, digits: str, tmp_path: Path
+) -> None:
+    env = {**os.environ, variable: digits}
+    done = subprocess.run(
+        [sys.executable, "-m", "pcidoc", "check", "--demo", "h800-8gpu-hgx"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode in (0, 1, 2), done.stderr
+    assert "internal error" not in done.stderr
+
+
+def test_labels_with_digit_signs_are_not_gpu_numbers_in_the_tui() -> None:
+    from pcidoc.tui.describe import _gpu_index
+    from pcidoc.tui.matrix_grid import _gpu_of
+
+    for label in ("GPU²", "GPU①", "GPU1²"):
+        assert _gpu_of(label) is None and _gpu_index(label) is None
+    assert _gpu_of("GPU12") == 12 and _gpu_index("GPU12") == 12

@@ -31,7 +31,7 @@ def utc_now() -> str:
     Honours ``SOURCE_DATE_EPOCH`` so that generated files can be reproducible.
     """
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch and epoch.isdigit():
+    if epoch and epoch.isdecimal():
         moment = datetime.fromtimestamp(int(epoch), tz=timezone.utc)
     else:
         moment = datetime.now(tz=timezone.utc)

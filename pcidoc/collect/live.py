@@ -111,7 +111,7 @@ def _kernel_module_version(proc_root: str) -> str | None:
     except OSError:
         return None
     for token in first.split():
-        if token[:1].isdigit() and "." in token:
+        if token[:1].isdecimal() and "." in token:
             return token
     return None
 
@@ -570,7 +570,7 @@ def _fabric_manager(capture: Capture, proc_root: str) -> None:
         "version", "not collected: compare `nv-fabricmanager --version` with the driver version"
     )
     try:
-        pids = [p for p in os.listdir(proc_root) if p.isdigit()]
+        pids = [p for p in os.listdir(proc_root) if p.isdecimal()]
     except OSError as exc:
         fm.mark_unavailable("active", f"{proc_root} unreadable: {exc}")
         return

@@ -76,7 +76,7 @@ def _parse_int(text: str | None, base: int = 10) -> int | None:
 
 
 def _natural_key(text: str) -> tuple[object, ...]:
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
+    return tuple(int(part) if part.isdecimal() else part for part in re.split(r"(\d+)", text))
 
 
 def parse_aer_total(text: str | None, prefix: str = "TOTAL_ERR_") -> int | None:

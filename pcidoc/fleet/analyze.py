@@ -276,7 +276,7 @@ def _leading_int(text: str) -> int:
     """The first number in ``text`` (``x8`` -> 8, ``Gen4`` -> 4, ``11/12`` -> 11)."""
     digits = ""
     for ch in text.lstrip("xGen"):
-        if not ch.isdigit():
+        if not ch.isdecimal():
             break
         digits += ch
     return int(digits) if digits else 0

@@ -136,8 +136,15 @@ def make_console(
         stream.reconfigure(errors="replace")
     if width is None and not force_terminal and not _isatty(stream):
         columns = os.environ.get("COLUMNS", "")
-        width = int(columns) if columns.isdigit() and int(columns) > 0 else DEFAULT_WIDTH
+        width = int(columns) if _ascii_number(columns) and int(columns) > 0 else DEFAULT_WIDTH
+    # rich reads COLUMNS/LINES itself and fails on values such as "²": hide unusable ones.
+    environ = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("COLUMNS", "LINES") or _ascii_number(value)
+    }
     return _Console(
+        _environ=environ,
         file=stream,
         width=width,
         force_terminal=force_terminal,
@@ -146,6 +153,10 @@ def make_console(
         emoji=False,
         soft_wrap=False,
     )
+
+
+def _ascii_number(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) < 7
 
 
 def _print_trimmed(console: Console, renderable: RenderableType) -> None:

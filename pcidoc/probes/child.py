@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--params" in args:
         params = json.loads(args[args.index("--params") + 1])
     parent = os.environ.get("PCIDOC_PARENT_PID")
-    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    die_with_parent(int(parent) if parent and parent.isdecimal() else None)
     emit = Emitter(protect_stdout(), name)
     signal.signal(signal.SIGTERM, _terminate)
     module_name = PROBE_MODULES.get(name)

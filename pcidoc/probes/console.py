@@ -212,7 +212,7 @@ def _parse_int_list(text: str | None, option: str) -> list[int] | None:
         part = part.strip()
         if not part:
             continue
-        if not part.isdigit():
+        if not part.isdecimal():
             raise ValueError(f"{option}: {part!r} is not a non-negative integer")
         values.append(int(part))
     if not values:

@@ -45,7 +45,7 @@ def read_sysfs_link(bus_id: str | None, sys_root: str = "/sys") -> tuple[int | N
     try:
         with open(os.path.join(base, "current_link_width"), encoding="ascii") as handle:
             text = handle.read().strip()
-            width = int(text) if text.isdigit() and int(text) > 0 else None
+            width = int(text) if text.isdecimal() and int(text) > 0 else None
     except OSError:
         pass
     return gen, width

@@ -320,7 +320,7 @@ def group_members(pgid: int, include_zombies: bool = False) -> list[int]:
     except OSError:  # pragma: no cover - non-Linux
         return members
     for entry in entries:
-        if not entry.isdigit():
+        if not entry.isdecimal():
             continue
         stat = _read_stat(int(entry))
         if stat is None:

@@ -396,7 +396,7 @@ def best_p2p_bandwidth(capture: Capture) -> P2PMatrixMeasurement | None:
 
 
 def _gpu_index(label: str) -> int | None:
-    if label.startswith("GPU") and label[3:].isdigit():
+    if label.startswith("GPU") and label[3:].isdecimal():
         return int(label[3:])
     return None
 

@@ -78,12 +78,12 @@ class MatrixGrid:
     def short_label(self, index: int) -> str:
         """``G3`` / ``N1`` column header for the narrow layout."""
         label = self.labels[index]
-        digits = "".join(ch for ch in label if ch.isdigit())
+        digits = "".join(ch for ch in label if ch.isdecimal())
         return (label[0] + digits) if digits else label[:3]
 
     def number(self, index: int) -> str:
         """Trailing number of a label (for the compact header)."""
-        digits = "".join(ch for ch in self.labels[index] if ch.isdigit())
+        digits = "".join(ch for ch in self.labels[index] if ch.isdecimal())
         return digits or str(index)
 
 
@@ -145,7 +145,7 @@ def _class_legend(view: MatrixView, keep: list[int]) -> list[tuple[str, str, str
 
 
 def _gpu_of(label: str) -> int | None:
-    return int(label[3:]) if label.startswith("GPU") and label[3:].isdigit() else None
+    return int(label[3:]) if label.startswith("GPU") and label[3:].isdecimal() else None
 
 
 def _bandwidth_grid(

@@ -32,7 +32,7 @@ def _gpu_row(line: str) -> tuple[int, str, bool | None, str | None] | None:
     if len(cells) < 2:
         return None
     first, second = cells[0].split(), cells[1].split()
-    if len(first) < 2 or not first[0].isdigit() or len(first[0]) > 3:
+    if len(first) < 2 or not first[0].isdecimal() or len(first[0]) > 3:
         return None
     if not second or not _BUS_RE.match(second[0]):
         return None

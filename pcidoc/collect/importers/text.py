@@ -319,7 +319,7 @@ def option_value(command: str | None, *names: str) -> str | None:
                 rest = token[2:]
                 if rest.startswith("="):
                     return rest[1:]
-                if rest[:1].isdigit():
+                if rest[:1].isdecimal():
                     return rest
     return None
 

@@ -332,7 +332,7 @@ def _affinities(
         elif numa.upper() == "N/A":
             part.unknown("numa_node", "NUMA affinity is N/A in nvidia-smi topo -m")
             part.unknown("numa_affinity", "N/A in nvidia-smi topo -m")
-        elif numa.isdigit() and len(numa) < 6:
+        elif numa.isdecimal() and len(numa) < 6:
             part.fields["numa_node"] = int(numa)
             part.fields["numa_affinity"] = numa
             node_cpus = numa_cpus.setdefault(int(numa), set())
@@ -370,6 +370,6 @@ def _is_clipped(value: str, others: list[str]) -> bool:
     for other in others:
         if len(other) > len(value) and other.endswith(value):
             before = other[len(other) - len(value) - 1]
-            if before.isdigit():
+            if before.isdecimal():
                 return True
     return False
