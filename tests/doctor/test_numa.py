@@ -115,6 +115,31 @@ def test_nps_nodes_of_one_socket_are_told_apart_from_other_sockets() -> None:
     assert any(e.label == "NUMA nodes per socket" for e in r.evidence)
 
 
+@pytest.mark.parametrize("sockets", [None, 2])
+def test_nps_nodes_without_distances_are_not_called_sockets(sockets: int | None) -> None:
+    # The same box as pasted (topo -m only): 8 NUMA nodes, no SLIT distances. 12 of the 28 SYS
+    # pairs are inside one socket, which the paste cannot show, so none is called cross-socket.
+    cap = nps4_box()
+    cap.host.sockets = sockets
+    for node in cap.host.numa_nodes:
+        node.distances = None
+    r = result(cap, "numa.cross-socket")
+    assert r.severity == "info" and r.confidence == "medium"
+    assert "28 GPU pair(s) cross NUMA nodes" in r.summary
+    assert "GPU pair(s) cross sockets" not in r.summary
+    assert "cannot tell which of them also cross sockets" in r.summary
+    assert any("numactl -H" in step for step in r.remediation)
+    p2p = result(cap, "p2p.capability")
+    assert "socket" not in p2p.summary
+
+
+def test_two_numa_nodes_without_distances_are_still_two_sockets() -> None:
+    cap = machine(4, link="SYS", numa_nodes=2)
+    cap.host.sockets = None
+    r = result(cap, "numa.cross-socket")
+    assert "cross sockets" in r.summary
+
+
 def test_cross_socket_skips_without_topology() -> None:
     cap = machine(2, link="SYS", numa_nodes=2)
     cap.topology.links = [[None] * 2 for _ in range(2)]

@@ -163,7 +163,7 @@ def test_capability_sys_pairs_without_p2p_are_info_not_fail() -> None:
     cap = access(machine(8, link="SYS", numa_nodes=2, gpu_fields=GEFORCE), False)
     r = result(cap, "p2p.capability")
     assert r.severity == "info"
-    assert "across sockets" in r.summary
+    assert "through the CPU interconnect (SYS)" in r.summary
     assert "shared memory" in r.summary
 
 

@@ -51,6 +51,23 @@ def socket_of_node(ctx: Context) -> dict[int, int]:
     return {i: find(i) for i in ids}
 
 
+def sockets_known(ctx: Context) -> bool:
+    """True when the capture says which NUMA nodes share a socket: SLIT distances, a socket
+    count equal to the node count, or at most two nodes (the common two-socket server).
+
+    With more nodes than that and neither distances nor a matching socket count (an EPYC in
+    NPS4, a Xeon in SNC mode), a SYS hop may cross sockets or only NUMA nodes of one socket,
+    and nothing in the capture tells which.
+    """
+    nodes = ctx.host.numa_nodes
+    if ctx.host.sockets == 1 or any(n.distances for n in nodes):
+        return True
+    if ctx.host.sockets is not None:
+        return ctx.host.sockets == len(nodes)
+    gpu_nodes = {n for g in ctx.gpus if (n := gpu_node(g)) is not None}
+    return len(nodes) <= 2 and len(gpu_nodes) <= 2
+
+
 def pcie_model_of(gpu: Gpu) -> float | None:
     """NCCL's model of the GPU's PCIe link at its maximum (slot-limited) gen and width."""
     link = gpu.pcie

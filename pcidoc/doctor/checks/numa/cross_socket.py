@@ -13,6 +13,7 @@ from pcidoc.doctor.checks.numa._shared import (
     locality_groups,
     pcie_model_of,
     socket_of_node,
+    sockets_known,
 )
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
@@ -86,7 +87,9 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
     group_evidence = [
         _ev("GPU set without a SYS hop", gpu_set(g), subject=_node_label(ctx, g)) for g in groups
     ]
-    if cross:
+    if cross and not sockets_known(ctx):
+        findings.append(_numa_finding(ctx, cross, groups, group_text, group_evidence))
+    elif cross:
         findings.append(_cross_finding(ctx, cross, groups, group_text, group_evidence))
     if same_socket:
         findings.append(
@@ -209,6 +212,45 @@ def _cross_finding(
     )
 
 
+def _numa_finding(
+    ctx: Context,
+    cross: list[tuple[int, int]],
+    groups: list[list[int]],
+    group_text: str,
+    group_evidence: list[Evidence],
+) -> Finding:
+    """SYS pairs between NUMA nodes whose sockets the capture does not give."""
+    nodes = sorted({n for g in ctx.gpus if (n := gpu_node(g)) is not None})
+    shown = ", ".join(f"GPU{a}-GPU{b}" for a, b in cross[:4])
+    more = f" and {len(cross) - 4} more" if len(cross) > 4 else ""
+    sockets = ctx.host.sockets
+    where = f"on {sockets} sockets" if sockets else "on an unknown number of sockets"
+    return Finding(
+        "info",
+        f"{len(cross)} GPU pair(s) cross NUMA nodes without NVLink ({shown}{more}); with "
+        f"{len(ctx.host.numa_nodes)} NUMA nodes {where} and no NUMA distances, the capture "
+        "cannot tell which of them also cross sockets (NPS/SNC modes split one socket into "
+        "several nodes)",
+        subjects=[f"GPU{a}-GPU{b}" for a, b in cross],
+        evidence=[
+            _ev("GPU pairs across NUMA nodes (SYS)", len(cross)),
+            _ev("GPU NUMA nodes", ", ".join(map(str, nodes)) or "unknown"),
+            _ev("sockets", sockets if sockets is not None else "unknown"),
+            *group_evidence,
+        ],
+        remediation=[
+            "See which nodes share a socket with `numactl -H` (node distances) or "
+            "`lscpu | grep -i numa`, or capture on the machine (`pcidoc capture`) so the "
+            "distances are read.",
+            f"Keep tightly coupled ranks together: use {group_text} together."
+            if any(len(g) > 1 for g in groups)
+            else "Each GPU sits on its own NUMA node: once the distances show which nodes "
+            "share a socket, keep tightly coupled ranks on one socket's GPUs.",
+        ],
+        confidence="medium",
+    )
+
+
 def _nic_sys_findings(ctx: Context) -> list[Finding]:
     nodes = {n for g in ctx.gpus if (n := gpu_node(g)) is not None}
     if len(nodes) <= 1:
@@ -226,12 +268,17 @@ def _nic_sys_findings(ctx: Context) -> list[Finding]:
             )
     if not far:
         return []
+    if sockets_known(ctx):
+        text = "sit on the other socket from some GPUs"
+        hop = "crosses the socket link"
+    else:
+        text = "sit on another NUMA node than some GPUs (SYS)"
+        hop = "goes through the CPU interconnect"
     return [
         Finding(
             "info",
-            f"{len(far)} NIC(s) sit on the other socket from some GPUs "
-            f"({', '.join(far[:4])}): traffic between those GPUs and NICs crosses the socket "
-            "link (see numa.nic-affinity)",
+            f"{len(far)} NIC(s) {text} ({', '.join(far[:4])}): traffic between those GPUs and "
+            f"NICs {hop} (see numa.nic-affinity)",
             subjects=far,
             evidence=evidence,
             confidence="medium",

@@ -178,8 +178,8 @@ def _refusal_finding(
     if klass == "sys":
         return Finding(
             "info",
-            f"P2P refused ({code}) across sockets on {where}: normal, NCCL uses shared memory "
-            "between sockets",
+            f"P2P refused ({code}) through the CPU interconnect (SYS) on {where}: normal, NCCL "
+            "uses shared memory on SYS paths",
             subjects=labels,
             evidence=evidence,
             remediation=[

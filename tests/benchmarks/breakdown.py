@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Where ``pcidoc check --json`` spends its start-up, step by step: prints figures, asserts nothing.
+
+Usage: ``.venv/bin/python tests/benchmarks/breakdown.py [--repeat N] [--sample NAME]``
+
+Each run is a fresh interpreter that times, with ``time.process_time`` (CPU, less sensitive to a
+shared machine than wall time), the steps of the check in the order the command takes them:
+pydantic's model machinery, pcidoc's model classes, the doctor's check modules, loading the
+capture, the checks (a first run, then a second run in the same process to separate one-time
+costs from the work that grows with the GPU count) and the JSON. The interpreter's own start is
+measured apart (``python -c pass``), as is the budget the issue gives: 1.5 × ``import pydantic,
+rich``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+
+_STEPS = r"""
+import json, os, sys, time
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+marks = []
+def mark(name):
+    marks.append((name, time.process_time()))
+mark("start")
+import pydantic_core
+mark("pydantic_core (validation engine)")
+from pydantic import BaseModel
+mark("rest of pydantic's model machinery")
+import pcidoc.cli
+mark("pcidoc.cli and argparse")
+import pcidoc.model.capture, pcidoc.model.report
+mark("pcidoc's model classes")
+from pcidoc import doctor
+from pcidoc.doctor.registry import load_checks
+load_checks()
+mark("doctor and its check modules")
+from pcidoc.collect.capture import load_capture
+capture = load_capture(sys.argv[1])
+mark("load and validate the capture")
+from pcidoc.model.report import ReportSource
+report = doctor.run(capture, ReportSource(kind="demo"), [], [], generated_at="x")
+mark("checks, first run")
+doctor.run(capture, ReportSource(kind="demo"), [], [], generated_at="x")
+mark("checks, second run (work that grows with GPUs)")
+from pcidoc.present.json import report_json
+report_json(report)
+mark("report JSON")
+print(json.dumps(marks))
+"""
+
+
+def cpu_of(argv: list[str]) -> float:
+    """CPU seconds (user + system) a child process used."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, capture_output=True, check=False, cwd=ROOT)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--sample", default="synthetic-72gpu")
+    args = parser.parse_args()
+    sample = ROOT / "pcidoc" / "samples" / "data" / f"{args.sample}.json"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    steps: dict[str, list[float]] = {}
+    for _ in range(args.repeat + 1):  # the first run warms the bytecode cache
+        out = subprocess.run(
+            [PY, "-c", _STEPS, str(sample)], capture_output=True, text=True, env=env, cwd=ROOT
+        )
+        if out.returncode != 0:
+            raise SystemExit(out.stderr[-800:])
+        marks = json.loads(out.stdout.strip().splitlines()[-1])
+        for (_, before), (name, after) in itertools.pairwise(marks):
+            steps.setdefault(name, []).append(after - before)
+    interpreter = statistics.median(cpu_of([PY, "-c", "pass"]) for _ in range(args.repeat))
+    base = statistics.median(
+        cpu_of([PY, "-c", "import pydantic, rich"]) for _ in range(args.repeat)
+    )
+    whole = statistics.median(
+        cpu_of([PY, "-m", "pcidoc", "check", "--json", "--from", str(sample)])
+        for _ in range(args.repeat)
+    )
+    print(f"pcidoc check --json --from {args.sample}: CPU time, median of {args.repeat}")
+    print(f"{'interpreter start (python -c pass)':<52} {interpreter * 1000:7.1f} ms")
+    total = interpreter
+    for name, values in steps.items():
+        if name.startswith("checks, second"):
+            print(f"  ({name}: {statistics.median(values) * 1000:.1f} ms)")
+            continue
+        value = statistics.median(values)
+        total += value
+        print(f"{name:<52} {value * 1000:7.1f} ms")
+    print(f"{'sum of the steps':<52} {total * 1000:7.1f} ms")
+    print(f"{'the whole command, measured':<52} {whole * 1000:7.1f} ms")
+    print(f"{'baseline: import pydantic, rich':<52} {base * 1000:7.1f} ms")
+    print(f"{'target: 1.5 x baseline':<52} {1.5 * base * 1000:7.1f} ms")
+    print(f"the command is x{whole / base:.2f} the baseline")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
