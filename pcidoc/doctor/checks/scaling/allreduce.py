@@ -279,7 +279,8 @@ def _shortfall(ctx: Context, model: LinkModel, head: str) -> tuple[str, list[str
         ]
     if model.slowest_edge == "SYS":
         remediation.append(
-            "The ring crosses sockets: keep the job on one socket's GPUs (see numa.cross-socket)."
+            "The ring goes through the CPU interconnect (SYS): keep the job on GPUs of one "
+            "socket or NUMA node (see numa.cross-socket)."
         )
     return head, remediation
 
