@@ -56,7 +56,8 @@ def nic_inventory(ctx: Context) -> list[Finding]:
                 Finding(
                     "pass",
                     f"{len(nics)} NIC(s) for {len(gpus)} GPU(s)"
-                    + (f"; rails: {', '.join(rails[:8])}" if rails else ""),
+                    + (f"; rails: {', '.join(rails[:8])}" if rails else "")
+                    + "; no virtual functions or extra ports hiding the NICs next to the GPUs",
                 )
             )
     if not findings:
