@@ -200,6 +200,22 @@ def header_text(
     return out
 
 
+def probe_checks_waiting(report: Report) -> int:
+    """Checks that measure (``needs="probe"``) and skipped for want of a measurement; a check
+    that does not apply (one GPU, no NVLink) says so without naming a missing input."""
+    from pcidoc.doctor.registry import load_checks
+
+    specs = load_checks()
+    return sum(
+        1
+        for c in report.checks
+        if c.severity == "skip"
+        and c.needs
+        and (spec := specs.get(c.id)) is not None
+        and spec.needs == "probe"
+    )
+
+
 def attention_text(report: Report | None, limit: int = 6) -> Text:
     """What is wrong, worst first (fail, error, warn), one entry per check, for the first screen."""
     out = Text()
@@ -213,13 +229,11 @@ def attention_text(report: Report | None, limit: int = 6) -> Text:
         out.append(
             f"{MARKS['pass']} nothing: no check failed or warned", style=SEVERITY_STYLES["pass"]
         )
-        # nccl.* checks skip for want of imported NCCL evidence, not of measurements.
-        skipped = sum(
-            1 for c in report.checks if c.severity == "skip" and not c.id.startswith("nccl.")
-        )
+        skipped = probe_checks_waiting(report)
         if skipped:
             out.append(
-                f"\n{skipped} checks need measurements: p runs the probes on a live machine",
+                f"\n{skipped} check{'s need' if skipped != 1 else ' needs'} measurements: "
+                "p runs the probes on a live machine",
                 style="dim",
             )
         return out

@@ -212,3 +212,23 @@ def test_the_header_breaks_only_between_phrases() -> None:
         assert all(len(line) <= width for line in lines), (width, lines)
         assert verdict in lines[-1] and sum(verdict in line for line in lines) == 1
         assert "driver 570.00.00 · CUDA 12.8" in " ".join(lines).replace("\n", " ")
+
+
+def test_checks_waiting_for_probes_count_only_measuring_checks_missing_input() -> None:
+    from pcidoc.model.report import CheckResult, Report
+    from pcidoc.tui.describe import attention_text, probe_checks_waiting
+
+    cap = machine(2, link="NV4")
+    report = run(cap, ReportSource(kind="demo"), [], [], generated_at="2026-01-01T00:00:00Z")
+    checks = [
+        # a probe check with no measurement: counted
+        CheckResult(id="transfer.pinned", title="t", severity="skip", summary="s", needs="probes"),
+        # a probe check that does not apply (one GPU): not counted
+        CheckResult(id="scaling.efficiency", title="t", severity="skip", summary="n/a"),
+        # a facts check missing its input: not a measurement
+        CheckResult(id="pcie.errors", title="t", severity="skip", summary="s", needs="sysfs"),
+        CheckResult(id="nccl.version", title="t", severity="skip", summary="s", needs="a log"),
+    ]
+    only_skips = Report.model_validate({**report.model_dump(), "checks": checks})
+    assert probe_checks_waiting(only_skips) == 1
+    assert "1 check needs measurements:" in attention_text(only_skips).plain
