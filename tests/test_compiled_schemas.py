@@ -1,9 +1,10 @@
-"""The stored core schemas (pcidoc/model/compiled.jsonl) replace pydantic's schema building at
-start-up, and only while they match the running code."""
+"""The models run as light classes over the stored schemas (pcidoc/model/compiled.jsonl) when
+those match the sources, and as pydantic models otherwise; both must behave the same."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,100 +16,137 @@ from pcidoc.model import compiled
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "pcidoc" / "samples" / "data" / "h800-8gpu-hgx.json"
 
-# Runs `check` in-process with pydantic's schema builder booby-trapped, and reports whether it
-# was called and what the check printed.
-_PROBE = """
-import io, json, os, sys, contextlib
-from pydantic._internal import _generate_schema
-calls = []
-real = _generate_schema.GenerateSchema.generate_schema
-def spy(self, obj):
-    calls.append(getattr(obj, "__name__", repr(obj)))
-    return real(self, obj)
-_generate_schema.GenerateSchema.generate_schema = spy
+# `pcidoc check --json` in-process; prints which model classes ran and the report.
+_CHECK = """
+import contextlib, io, json, sys
 {setup}
 from pcidoc.cli import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     code = main(["check", "--json", "--from", sys.argv[1]])
-json.dump({{"calls": calls, "code": code, "report": out.getvalue()}}, sys.stderr)
+from pcidoc.model.capture import Capture
+json.dump({{"pydantic": "pydantic" in sys.modules,
+           "base": Capture.__mro__[2].__name__,
+           "code": code, "report": out.getvalue()}}, sys.stderr)
+"""
+
+# The model API pcidoc and its tests use, exercised the same way in both modes.
+_API = r"""
+import copy, json, pickle, sys
+from pcidoc.model.capture import Capture
+from pcidoc.model.facts import Gpu, Host, PcieLink
+from pcidoc.model.measurements import ScalingMeasurement
+from pcidoc.model.report import Evidence
+out = {}
+g = Gpu(index=3, bus_id="0000:17:00.0", name="NVIDIA H100", pcie={"max_gen": 5})
+out["dump"] = g.model_dump()
+out["dump_json"] = g.model_dump_json(by_alias=True, indent=2)
+out["fields_set"] = sorted(g.model_fields_set)
+out["fields"] = list(Gpu.model_fields)
+out["label"] = g.label
+c = g.model_copy(update={"name": "X"})
+out["copy"] = [c.name, g.name, sorted(c.model_fields_set)]
+d = g.model_copy(deep=True)
+d.pcie.max_gen = 4
+out["deep"] = [g.pcie.max_gen, d.pcie.max_gen]
+out["eq"] = [g == Gpu.model_validate(g.model_dump()), g == c, g == 3]
+g.name = "Y"
+out["setattr_fields_set"] = "name" in g.model_fields_set
+out["pickle"] = pickle.loads(pickle.dumps(g)) == g
+out["copy_module"] = copy.copy(g) == g and copy.copy(g) is not g
+errors = []
+for bad in ({"index": "x"}, {}, {"index": 1, "pcie": {"max_gen": "fast"}}):
+    try:
+        Gpu.model_validate(bad)
+    except Exception as exc:
+        errors.append([type(exc).__name__, exc.errors(include_url=False)])
+out["errors"] = errors
+out["json_roundtrip"] = Gpu.model_validate_json(g.model_dump_json()) == g
+out["construct"] = ScalingMeasurement.model_construct(points=None, backend="nccl").points
+h = Host()
+h.mark_unavailable("kernel", "not in the paste")
+out["why"] = h.why("kernel")
+out["evidence"] = Evidence(label="a", value=1.5, unit="GB/s").model_dump(mode="json")
+empty = Capture.empty("import")
+out["capture_json"] = empty.model_dump_json(by_alias=True, indent=2)
+out["from_attributes"] = PcieLink.model_validate(g.pcie, from_attributes=True) == g.pcie
+print(json.dumps(out, default=repr))
 """
 
 
-def _run(setup: str = "", env: dict[str, str] | None = None) -> dict:
-    import os
-
+def _python(code: str, *args: str, env: dict[str, str] | None = None) -> dict:
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(setup=setup), str(SAMPLE)],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
         env=full_env,
         check=False,
     )
-    return json.loads(proc.stderr.strip().splitlines()[-1])
+    stream = proc.stderr if "sys.stderr)" in code else proc.stdout
+    lines = stream.strip().splitlines()
+    assert lines, proc.stderr[-2000:]
+    return json.loads(lines[-1])
+
+
+def _without_time(report: str) -> list[str]:
+    return [line for line in report.splitlines() if '"generated_at"' not in line]
 
 
 @pytest.fixture(scope="module")
-def stored_run() -> dict:
-    return _run()
+def lite_check() -> dict:
+    return _python(_CHECK.format(setup=""), str(SAMPLE))
 
 
-def test_check_builds_no_schema_when_the_store_matches(stored_run: dict) -> None:
-    assert stored_run["calls"] == []
-    assert stored_run["code"] in (0, 1, 2)
+def test_check_runs_on_light_classes_without_importing_pydantic(lite_check: dict) -> None:
+    assert lite_check["base"] == "LiteModel"
+    assert lite_check["pydantic"] is False
+    assert lite_check["code"] in (0, 1, 2)
 
 
-def test_disabled_store_builds_schemas_and_prints_the_same_report(stored_run: dict) -> None:
-    built = _run(env={"PCIDOC_COMPILED_SCHEMAS": "0"})
-    assert "Capture" in built["calls"] and "Report" in built["calls"]
-    strip = [line for line in built["report"].splitlines() if '"generated_at"' not in line]
-    same = [line for line in stored_run["report"].splitlines() if '"generated_at"' not in line]
-    assert strip == same
-    assert built["code"] == stored_run["code"]
+def test_pydantic_models_print_the_same_report(lite_check: dict) -> None:
+    built = _python(_CHECK.format(setup=""), str(SAMPLE), env={"PCIDOC_COMPILED_SCHEMAS": "0"})
+    assert built["base"] == "BaseModel" and built["pydantic"] is True
+    assert _without_time(built["report"]) == _without_time(lite_check["report"])
+    assert built["code"] == lite_check["code"]
 
 
-def test_a_changed_model_source_falls_back_to_pydantic(stored_run: dict) -> None:
-    # Pretend facts.py changed since the store was generated: its classes must be built by
-    # pydantic, and the report must not change.
+def test_a_changed_model_source_means_pydantic_models(lite_check: dict) -> None:
+    setup = "from pcidoc.model import compiled\ncompiled.source_digest = lambda name: 'changed'"
+    built = _python(_CHECK.format(setup=setup), str(SAMPLE))
+    assert built["base"] == "BaseModel"
+    assert _without_time(built["report"]) == _without_time(lite_check["report"])
+
+
+def test_a_store_of_another_pydantic_core_means_pydantic_models(tmp_path: Path) -> None:
+    lines = compiled.STORE_FILE.read_text(encoding="utf-8").split("\n")
+    header = json.loads(lines[0])
+    header["pydantic_core"] = "0.0.1"
+    other = tmp_path / "compiled.jsonl"
+    other.write_text("\n".join([json.dumps(header), *lines[1:]]), encoding="utf-8")
     setup = (
-        "from pcidoc.model import compiled\n"
-        "store = compiled._load_store()\n"
-        "store.sources['pcidoc.model.facts'] = 'not-this-source'\n"
-        "store._fresh = None\n"
+        "from pathlib import Path\nfrom pcidoc.model import compiled\n"
+        f"compiled.STORE_FILE = Path({str(other)!r})"
     )
-    built = _run(setup)
-    assert "Gpu" in built["calls"] or "Capture" in built["calls"]
-    strip = [line for line in built["report"].splitlines() if '"generated_at"' not in line]
-    same = [line for line in stored_run["report"].splitlines() if '"generated_at"' not in line]
-    assert strip == same
+    assert _python(_CHECK.format(setup=setup), str(SAMPLE))["base"] == "BaseModel"
 
 
-def test_another_pydantic_version_is_not_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pcidoc.model.facts import Gpu
-
-    store = compiled._load_store()
-    assert store is not None
-    assert compiled.stored_entry(Gpu) is not None
-    monkeypatch.setattr(store, "pydantic", "0.0.1")
-    assert compiled.stored_entry(Gpu) is None
+def test_the_model_api_behaves_the_same_in_both_modes() -> None:
+    lite = _python(_API)
+    pyd = _python(_API, env={"PCIDOC_COMPILED_SCHEMAS": "0"})
+    assert lite == pyd
+    assert lite["errors"] and all(kind == "ValidationError" for kind, _ in lite["errors"])
+    assert lite["deep"] == [5, 4] and lite["eq"] == [True, False, False]
 
 
 def test_encode_round_trips_classes_methods_and_tuples() -> None:
     from pcidoc.model.facts import Gpu
 
-    node = {
-        "cls": Gpu,
-        "factory": list,
-        "hook": Gpu.__get_pydantic_json_schema__,
-        "pair": (1, "a"),
-        "ref": "pcidoc.model.facts.Gpu:1234",
-    }
+    node = {"cls": Gpu, "factory": list, "pair": (1, "a"), "ref": "pcidoc.model.facts.Gpu:1234"}
     text = json.dumps(compiled.encode(node))
     back = json.loads(text, object_hook=compiled._decode)
     assert back["cls"] is Gpu and back["factory"] is list
-    assert back["hook"] == Gpu.__get_pydantic_json_schema__
     assert back["pair"] == (1, "a")
     assert back["ref"] == "pcidoc.model.facts.Gpu"
 

@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _GENERATE = """
 import json, sys
+import os; os.environ["PCIDOC_COMPILED_SCHEMAS"] = "0"
 from pcidoc.model.schemas import generate_all
 json.dump(generate_all(), sys.stdout)
 """

@@ -117,7 +117,7 @@ def capture_from_data(data: Any, name: str) -> Capture:
     from pcidoc.sanitize import clean_data
 
     body, name = _unwrap(clean_data(data), clean_line(name))
-    from pydantic import ValidationError
+    from pydantic_core import ValidationError
 
     from pcidoc.model.capture import Capture
 

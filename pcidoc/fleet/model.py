@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
-from pcidoc.model.base import Model
+from pcidoc.model.base import Field, Model
 from pcidoc.model.report import Severity
 
 FLEET_SCHEMA = "pcidoc.fleet/1"

@@ -6,16 +6,30 @@ Two rules hold for every model in this package:
 * A fact that could not be learned is ``None`` and its field name is a key of the object's
   ``unavailable`` mapping, whose value says why ("needs root", "NVML: NOT_SUPPORTED", "not in
   the pasted output", ...). pcidoc never fills in a guess.
+
+The classes are written for pydantic. At run time they are light classes over the schemas
+pydantic generated for them (:mod:`pcidoc.model.compiled`, :mod:`pcidoc.model.lite`) whenever
+the stored schemas match these sources, and pydantic models otherwise; both validate and
+serialize alike. Model modules take ``Field`` from here, never from pydantic.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pcidoc.model.compiled import lite_mode
+
+if TYPE_CHECKING or not lite_mode():
+    from pydantic import BaseModel as _Base
+    from pydantic import ConfigDict, Field
+else:
+    from pcidoc.model.lite import ConfigDict, Field
+    from pcidoc.model.lite import LiteModel as _Base
+
+__all__ = ["FactModel", "Field", "Model"]
 
 
-class Model(BaseModel):
+class Model(_Base):
     """Base of all pcidoc models.
 
     Unknown keys are ignored so that a capture written by a newer *minor* version of the same
@@ -23,29 +37,6 @@ class Model(BaseModel):
     """
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
-
-    @classmethod
-    def model_rebuild(
-        cls,
-        *,
-        force: bool = False,
-        raise_errors: bool = True,
-        _parent_namespace_depth: int = 2,
-        _types_namespace: Any = None,
-    ) -> bool | None:
-        """Complete the class from its stored schema (:mod:`pcidoc.model.compiled`) when the
-        store matches the running code; otherwise let pydantic build it."""
-        if not force and not cls.__pydantic_complete__:
-            from pcidoc.model.compiled import install
-
-            if install(cls):
-                return True
-        return super().model_rebuild(
-            force=force,
-            raise_errors=raise_errors,
-            _parent_namespace_depth=_parent_namespace_depth + 1,
-            _types_namespace=_types_namespace,
-        )
 
 
 class FactModel(Model):

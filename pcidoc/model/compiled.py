@@ -1,26 +1,28 @@
-"""Validation and serialization schemas of the models, generated ahead of time.
+"""The models' validation and serialization schemas, generated ahead of time.
 
-pydantic builds a model's validator the first time the model is used: it walks every field's
-annotation and assembles a *core schema* (about 40 ms for the capture and the report, on every
-start of ``pcidoc check``, ``import`` and the TUI). The result depends only on the model
-definitions and the pydantic version, so it is generated once, stored next to this module as
-``compiled.jsonl`` and, on first use of a model class, turned into the same
-``SchemaValidator``/``SchemaSerializer`` pydantic would have built (``Model.model_rebuild``
-installs it; see :mod:`pcidoc.model.base`).
+The models are written as pydantic classes (:mod:`pcidoc.model.facts` and its siblings). pydantic
+turns each class into a *core schema* and hands it to ``pydantic_core``, which validates and
+serializes. Importing pydantic's model machinery, creating the classes and building their schemas
+costs more than 100 ms at every start of ``pcidoc check``, ``import`` and the TUI, although the
+result depends only on the model definitions and the pydantic version. So the schemas pydantic
+builds are generated once, stored next to this module as ``compiled.jsonl``, and at run time the
+same class bodies become light classes (:mod:`pcidoc.model.lite`) validated and serialized by
+``pydantic_core`` from the stored schemas: the same validator, the same serializer, the same
+errors and the same JSON, without importing pydantic.
 
-The store is only used when it was generated from the same model sources and the same pydantic
-version as the running ones (a SHA-256 of every model module's source and the version are kept in
-its first line; one changed module disables all of it, since a class's schema embeds the schemas
-of the classes it holds); otherwise pydantic builds the schema as usual, so a stale store costs
-time, never correctness. ``PCIDOC_COMPILED_SCHEMAS=0`` turns it off.
-``python -m pcidoc.model.schemas`` regenerates it; ``tests/test_schemas.py`` fails when it is
-stale.
+The store is used only when it was generated from the same model sources and the same
+``pydantic_core`` as the running ones (a SHA-256 of every model module's source and the version
+are in its first line; one changed module disables all of it, since a class's schema embeds the
+schemas of the classes it holds). Otherwise the classes are ordinary pydantic models, so a stale
+store costs time, never correctness. ``PCIDOC_COMPILED_SCHEMAS=0`` forces pydantic models.
+``python -m pcidoc.model.schemas`` regenerates the store; ``tests/test_schemas.py`` fails when it
+is stale.
 
-Format: JSON lines. Line 1 is a header (pydantic version, the source digests, and the line of
-each class). Every other line is one class's core schema, in which Python objects are tagged:
-``{"$class": "module:qualname"}`` (model classes, ``list``/``dict`` default factories),
-``{"$method": ["module:qualname", "name"]}`` (a class's JSON Schema hook) and
-``{"$tuple": [...]}``.
+Format: JSON lines. Line 1 is a header (versions, the source digests, the line of each class).
+Every other line is one class's ``{"config": ..., "schema": ...}``, in which Python objects are
+tagged: ``{"$class": "module:qualname"}`` (model classes, ``list``/``dict`` default factories),
+``{"$method": ["module:qualname", "name"]}`` (pydantic's JSON Schema hooks, unused at run time)
+and ``{"$tuple": [...]}``.
 """
 
 from __future__ import annotations
@@ -34,8 +36,15 @@ from pathlib import Path
 from typing import Any
 
 STORE_FILE = Path(__file__).resolve().parent / "compiled.jsonl"
+JSON_SCHEMA_ROOTS = (
+    "pcidoc.model.capture:Capture",
+    "pcidoc.model.report:Report",
+    "pcidoc.fleet.model:FleetReport",
+)
+"""Classes whose JSON Schema (``by_alias=True``) is stored too, for ``pcidoc schema``."""
 _MODULES = (
     "pcidoc.model.base",
+    "pcidoc.model.lite",
     "pcidoc.model.facts",
     "pcidoc.model.measurements",
     "pcidoc.model.evidence",
@@ -43,51 +52,58 @@ _MODULES = (
     "pcidoc.model.report",
     "pcidoc.fleet.model",
 )
-"""Modules whose model classes are stored (their sources are fingerprinted)."""
+"""Modules whose source decides the classes and their schemas (fingerprinted in the store)."""
 
-_store: _Store | None = None
 _REF_ID = re.compile(r":\d+$")
+_store: _Store | None = None
+_lite: bool | None = None
 
 
 class _Store:
     """The parsed header and the raw lines of :data:`STORE_FILE`, read once."""
 
-    def __init__(self, lines: list[str]) -> None:
-        header = json.loads(lines[0])
-        self.pydantic: str = header["pydantic"]
+    def __init__(self, text: str) -> None:
+        self.raw = text.split("\n")
+        header = json.loads(self.raw[0])
+        self.core: str = header["pydantic_core"]
         self.sources: dict[str, str] = header["sources"]
         self.lines: dict[str, int] = header["lines"]
-        self.raw = lines
-        self._fresh: bool | None = None
 
-    @property
     def fresh(self) -> bool:
-        """True when every model module's source is the one the store was generated from
-        (a class's schema embeds the schemas of the classes it holds, from other modules)."""
-        if self._fresh is None:
-            self._fresh = all(
-                digest is not None and source_digest(name) == digest
-                for name, digest in self.sources.items()
-            ) and set(self.sources) == set(_MODULES)
-        return self._fresh
+        """True when the running ``pydantic_core`` and every model module's source are the ones
+        the store was generated from."""
+        import pydantic_core
+
+        if self.core != pydantic_core.__version__ or set(self.sources) != set(_MODULES):
+            return False
+        return all(source_digest(name) == digest for name, digest in self.sources.items())
 
     def entry(self, key: str) -> dict[str, Any] | None:
         line = self.lines.get(key)
         if line is None:
             return None
-        return json.loads(self.raw[line], object_hook=_decode)  # type: ignore[no-any-return]
-
-
-def core_config(cls: Any) -> dict[str, Any]:
-    """The ``CoreConfig`` pydantic passes with ``cls``'s schema."""
-    from pydantic._internal._config import ConfigWrapper
-
-    return dict(ConfigWrapper(cls.model_config, check=False).core_config(title=cls.__name__))
+        return json.loads(self.raw[line], object_hook=_decode)
 
 
 def enabled() -> bool:
-    """False when ``PCIDOC_COMPILED_SCHEMAS=0`` (pydantic then builds every schema itself)."""
+    """False when ``PCIDOC_COMPILED_SCHEMAS=0`` (the models are then pydantic classes)."""
     return os.environ.get("PCIDOC_COMPILED_SCHEMAS", "1") != "0"
+
+
+def lite_mode() -> bool:
+    """Whether the models are light classes over the stored schemas (decided once, before the
+    first model class is created)."""
+    global _lite, _store
+    if _lite is None:
+        _lite = False
+        if enabled():
+            try:
+                store = _Store(STORE_FILE.read_text(encoding="utf-8"))
+                if store.fresh():
+                    _store, _lite = store, True
+            except (OSError, ValueError, KeyError, IndexError):
+                pass
+    return _lite
 
 
 def class_key(cls: type) -> str:
@@ -105,87 +121,24 @@ def source_digest(module: str) -> str | None:
         return None
 
 
-def _load_store() -> _Store | None:
-    global _store
+def stored_json_schema(cls: type) -> dict[str, Any]:
+    """``cls``'s stored JSON Schema (by alias; lite mode, :data:`JSON_SCHEMA_ROOTS` only)."""
     if _store is None:
-        try:
-            text = STORE_FILE.read_text(encoding="utf-8")
-            _store = _Store(text.split("\n"))
-        except (OSError, ValueError, KeyError, IndexError):
-            return None
-    return _store
-
-
-def stored_entry(cls: type) -> dict[str, Any] | None:
-    """``cls``'s stored ``{"config", "schema"}`` when the store matches the running code, else
-    ``None``."""
-    if not enabled():
-        return None
-    store = _load_store()
-    if store is None:
-        return None
-    import pydantic
-
-    if store.pydantic != pydantic.VERSION:
-        return None
-    if not store.fresh:
-        return None
-    return store.entry(class_key(cls))
-
-
-def install(cls: Any) -> bool:
-    """Give a model class the validator and serializer of its stored schema, as pydantic's
-    ``complete_model_class`` would; False (nothing changed) when there is no usable entry."""
-    if not cls.__pydantic_fields_complete__ or cls.__pydantic_decorators__.computed_fields:
-        return False
-    if any(f.deprecation_message is not None for f in cls.__pydantic_fields__.values()):
-        return False
-    entry = stored_entry(cls)
+        raise RuntimeError("the compiled schemas are not in use (pydantic models)")
+    entry = _store.entry("json-schema:" + class_key(cls))
     if entry is None:
-        return False
-    from functools import partial
+        raise NotImplementedError(f"no stored JSON Schema for {class_key(cls)}")
+    return entry
 
-    from pydantic._internal._config import ConfigWrapper
-    from pydantic._internal._signature import generate_pydantic_signature
-    from pydantic._internal._utils import LazyClassAttribute
-    from pydantic_core import SchemaSerializer
 
-    schema, config = entry["schema"], entry["config"]
-    if os.environ.get("PYDANTIC_DISABLE_PLUGINS"):
-        from pydantic_core import SchemaValidator
-
-        validator: Any = SchemaValidator(schema, config)
-    else:
-        from pydantic.plugin._schema_validator import create_schema_validator
-
-        wrapper = ConfigWrapper(cls.model_config, check=False)
-        validator = create_schema_validator(
-            schema,
-            cls,
-            cls.__module__,
-            cls.__qualname__,
-            "BaseModel",
-            config,
-            wrapper.plugin_settings,
-        )
-    wrapper = ConfigWrapper(cls.model_config, check=False)
-    cls.__pydantic_computed_fields__ = {}
-    cls.__pydantic_core_schema__ = schema
-    cls.__pydantic_validator__ = validator
-    cls.__pydantic_serializer__ = SchemaSerializer(schema, config)
-    cls.__signature__ = LazyClassAttribute(
-        "__signature__",
-        partial(
-            generate_pydantic_signature,
-            init=cls.__init__,
-            fields=cls.__pydantic_fields__,
-            validate_by_alias=wrapper.validate_by_alias,
-            extra=wrapper.extra,
-        ),
-    )
-    cls.__pydantic_complete__ = True
-    cls.__pydantic_on_complete__()
-    return True
+def stored_entry(cls: type) -> dict[str, Any]:
+    """``cls``'s stored ``{"config", "schema"}`` (lite mode only)."""
+    if _store is None:
+        raise RuntimeError("the compiled schemas are not in use (pydantic models)")
+    entry = _store.entry(class_key(cls))
+    if entry is None:
+        raise RuntimeError(f"no compiled schema for {class_key(cls)}: regenerate the store")
+    return entry
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -205,7 +158,8 @@ def _decode(node: dict[str, Any]) -> Any:
             return _resolve(node["$class"])
         if "$method" in node:
             owner, name = node["$method"]
-            return getattr(_resolve(owner), name)
+            # pydantic's JSON Schema hooks: light classes have none (metadata only).
+            return getattr(_resolve(owner), name, None)
         if "$tuple" in node:
             return tuple(node["$tuple"])
     return node
@@ -239,7 +193,7 @@ def encode(node: Any) -> Any:
 
 def model_classes() -> list[type]:
     """Every model class of :data:`_MODULES`, in a fixed order (module, then definition)."""
-    from pydantic import BaseModel
+    from pcidoc.model.base import Model
 
     classes: list[type] = []
     for name in _MODULES:
@@ -247,7 +201,7 @@ def model_classes() -> list[type]:
         for value in vars(module).values():
             if (
                 isinstance(value, type)
-                and issubclass(value, BaseModel)
+                and issubclass(value, Model)
                 and value.__module__ == name
                 and value not in classes
             ):
@@ -255,13 +209,23 @@ def model_classes() -> list[type]:
     return classes
 
 
-def generate() -> str:
-    """The store's text, built by pydantic itself (call in a fresh interpreter with
-    ``PCIDOC_COMPILED_SCHEMAS=0``: pydantic inlines or references nested schemas depending on
-    what the process already built)."""
-    import pydantic
+def core_config(cls: Any) -> dict[str, Any]:
+    """The ``CoreConfig`` pydantic passes with ``cls``'s schema."""
+    from pydantic._internal._config import ConfigWrapper
 
-    os.environ["PCIDOC_COMPILED_SCHEMAS"] = "0"  # never regenerate the store from itself
+    return dict(ConfigWrapper(cls.model_config, check=False).core_config(title=cls.__name__))
+
+
+def generate() -> str:
+    """The store's text, built by pydantic itself. Needs a fresh interpreter whose models are
+    pydantic classes: run with ``PCIDOC_COMPILED_SCHEMAS=0`` (``python -m pcidoc.model.schemas``
+    does), since pydantic inlines or references nested schemas depending on what the process
+    already built."""
+    import pydantic
+    import pydantic_core
+
+    if lite_mode():
+        raise RuntimeError("generate() needs pydantic models: set PCIDOC_COMPILED_SCHEMAS=0")
     classes = model_classes()
     built = [class_key(c) for c in classes if c.__pydantic_complete__]  # type: ignore[attr-defined]
     if built:
@@ -275,6 +239,14 @@ def generate() -> str:
         entry = {"config": encode(core_config(cls)), "schema": encode(schema)}
         # Field order is the serialization order: keys are never sorted.
         lines.append(json.dumps(entry, separators=(",", ":")))
-    digests = {name: source_digest(name) for name in _MODULES}
-    header = {"pydantic": pydantic.VERSION, "sources": digests, "lines": index}
+    for key in JSON_SCHEMA_ROOTS:
+        index["json-schema:" + key] = len(lines) + 1
+        schema = _resolve(key).model_json_schema(by_alias=True)
+        lines.append(json.dumps(schema, separators=(",", ":")))
+    header = {
+        "pydantic": pydantic.VERSION,
+        "pydantic_core": pydantic_core.__version__,
+        "sources": {name: source_digest(name) for name in _MODULES},
+        "lines": index,
+    }
     return "\n".join([json.dumps(header, sort_keys=True), *lines]) + "\n"

@@ -11,9 +11,7 @@ stays here.
 
 from __future__ import annotations
 
-from pydantic import Field
-
-from pcidoc.model.base import Model
+from pcidoc.model.base import Field, Model
 
 
 class Quoted(Model):

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
-from pcidoc.model.base import FactModel, Model
+from pcidoc.model.base import FactModel, Field, Model
 
 LinkState = Literal["up", "down"]
 P2PCap = Literal["read", "write", "nvlink", "atomics", "pci"]

@@ -1,6 +1,8 @@
 """Schema tags of pcidoc's file formats (kept free of pydantic so fast paths can read them)."""
 
-CAPTURE_SCHEMA = "pcidoc.capture/1"
+from typing import Final, Literal
+
+CAPTURE_SCHEMA: Final[Literal["pcidoc.capture/1"]] = "pcidoc.capture/1"
 CAPTURE_MAJOR = 1
-REPORT_SCHEMA = "pcidoc.report/1"
+REPORT_SCHEMA: Final[Literal["pcidoc.report/1"]] = "pcidoc.report/1"
 REPORT_MAJOR = 1

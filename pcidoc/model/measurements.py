@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
-
-from pcidoc.model.base import Model
+from pcidoc.model.base import Field, Model
 
 Direction = Literal["h2d", "d2h", "d2d"]
 Memory = Literal["pinned", "pageable", "device"]

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
-from pcidoc.model.base import Model
+from pcidoc.model.base import Field, Model
 from pcidoc.model.capture import Capture
 from pcidoc.model.formats import REPORT_SCHEMA
 

@@ -13,6 +13,7 @@ JSON Schemas under ``docs/schema/``.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,7 @@ def generate_all() -> dict[str, Any]:
     """Every generated schema, built by pydantic in one fixed order (call in a fresh
     interpreter): ``compiled`` (the text of ``compiled.jsonl``), ``core`` (the text of
     ``capture.core.json``) and ``schemas`` (the docs' JSON Schemas by file name)."""
+    os.environ["PCIDOC_COMPILED_SCHEMAS"] = "0"  # pydantic models, not the stored schemas
     from pcidoc.model import compiled
 
     store = compiled.generate()
