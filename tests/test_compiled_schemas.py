@@ -154,3 +154,17 @@ def test_encode_round_trips_classes_methods_and_tuples() -> None:
 def test_encode_refuses_what_it_cannot_name() -> None:
     with pytest.raises(TypeError):
         compiled.encode({"default_factory": lambda: []})
+
+
+def test_model_modules_take_nothing_from_pydantic_but_the_base() -> None:
+    # A model module importing pydantic directly (Field, a validator) would bypass LiteModel:
+    # its classes would not match the stored schemas' behaviour in the light runtime.
+    offenders = []
+    for name in compiled._MODULES:
+        if name in ("pcidoc.model.base", "pcidoc.model.lite"):
+            continue
+        path = ROOT.joinpath(*name.split(".")).with_suffix(".py")
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.lstrip().startswith(("from pydantic", "import pydantic")):
+                offenders.append(f"{name}: {line.strip()}")
+    assert offenders == []

@@ -21,6 +21,7 @@ from pydantic_core import SchemaSerializer, SchemaValidator
 if TYPE_CHECKING:
     from pydantic_core import CoreConfig
 
+_ENTRIES: dict[type, tuple[dict[str, Any], CoreConfig]] = {}
 _VALIDATORS: dict[type, SchemaValidator] = {}
 _SERIALIZERS: dict[type, SchemaSerializer] = {}
 _FIELDS: dict[type, dict[str, _FieldInfo]] = {}
@@ -52,10 +53,14 @@ class _FieldInfo:
 
 
 def _entry(cls: type) -> tuple[dict[str, Any], CoreConfig]:
-    from pcidoc.model.compiled import stored_entry
+    """``cls``'s stored schema and config, decoded once (validator and serializer share it)."""
+    found = _ENTRIES.get(cls)
+    if found is None:
+        from pcidoc.model.compiled import stored_entry
 
-    entry = stored_entry(cls)
-    return entry["schema"], entry["config"]
+        entry = stored_entry(cls)
+        found = _ENTRIES[cls] = (entry["schema"], entry["config"])
+    return found
 
 
 def _validator(cls: type) -> SchemaValidator:
