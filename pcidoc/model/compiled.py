@@ -11,7 +11,7 @@ same class bodies become light classes (:mod:`pcidoc.model.lite`) validated and 
 errors and the same JSON, without importing pydantic.
 
 The store is used only when it was generated from the same model sources and the same
-``pydantic_core`` as the running ones (a SHA-256 of every model module's source and the version
+``pydantic_core`` as the running ones (a checksum of every model module's source and the version
 are in its first line; one changed module disables all of it, since a class's schema embeds the
 schemas of the classes it holds). Otherwise the classes are ordinary pydantic models, so a stale
 store costs time, never correctness. ``PCIDOC_COMPILED_SCHEMAS=0`` forces pydantic models.
@@ -27,7 +27,6 @@ and ``{"$tuple": [...]}``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -112,13 +111,19 @@ def class_key(cls: type) -> str:
 
 
 def source_digest(module: str) -> str | None:
-    """SHA-256 of a ``pcidoc.*`` module's source file, or ``None`` when it has none on disk."""
-    package = Path(__file__).resolve().parents[1]
-    file = package.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    """CRC-32 and size of a ``pcidoc.*`` module's source file (``None`` when it has none on
+    disk): enough to notice an edited model (CI also compares the whole regenerated store), and
+    cheaper to import than hashlib at every start."""
+    import zlib
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    file = os.path.join(package, *module.split(".")[1:]) + ".py"
     try:
-        return hashlib.sha256(file.read_bytes()).hexdigest()
+        with open(file, "rb") as handle:
+            data = handle.read()
     except OSError:
         return None
+    return f"crc32:{zlib.crc32(data):08x}:{len(data)}"
 
 
 def stored_json_schema(cls: type) -> dict[str, Any]:
