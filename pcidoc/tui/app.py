@@ -227,16 +227,6 @@ class PcidocApp(App[int]):
         counters = self.counters
         return dict(counters.rates) if counters is not None and counters.rates else {}
 
-    @property
-    def interval(self) -> float | None:
-        """Seconds between counter samples (``None``: no background sampler)."""
-        return self.options.interval
-
-    @property
-    def export_dir(self) -> Path:
-        """Folder export paths are relative to."""
-        return self.options.export_dir
-
     # ------------------------------------------------------------------ lifecycle
 
     def get_default_screen(self) -> MainScreen:
