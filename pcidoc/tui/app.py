@@ -6,8 +6,8 @@ an explicit group (``load``, ``counters``, ``probes``, ``export``) and report ba
 past-tense messages of :mod:`pcidoc.tui.messages`; no worker touches a widget.
 
 The state on display is a handful of reactive attributes (``displayed``, ``report``,
-``counters``, ``this_machine``, ``status``) that only the message handlers set, on the UI
-thread; the main screen binds each pane to the attributes it renders
+``counters``, ``this_machine``, ``no_gpu_reason``, ``status``) that only the message handlers
+set, on the UI thread; the main screen binds each pane to the attributes it renders
 (:mod:`pcidoc.tui.screens.main`).
 
 Everything that reaches outside the process is a :class:`~pcidoc.tui.services.TuiServices`
@@ -125,6 +125,8 @@ class PcidocApp(App[int]):
     before."""
     this_machine: var[Capture | None] = var(None, init=False, always_update=True)
     """This machine, collected live (also when it has no GPU and a demo is on display)."""
+    no_gpu_reason: var[str | None] = var(None, init=False)
+    """Why this machine has no usable GPU (``None`` while it has one or is not collected)."""
     status: var[str | None] = var(None, init=False)
     """What the header says instead of the verdict (why loading failed), else ``None``."""
 
@@ -167,8 +169,6 @@ class PcidocApp(App[int]):
         self.fleet = fleet
         """The fleet report of ``pcidoc --fleet DIR``, else ``None``."""
 
-        self.no_gpu_reason: str | None = None
-        """Why this machine has no usable GPU (set with :attr:`this_machine`)."""
         self.sampler: CounterSampler | TraceReplaySampler | None = None
         self.probes_running = False
         self.notices: list[tuple[str, str]] = []

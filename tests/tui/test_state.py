@@ -247,3 +247,18 @@ async def test_the_status_line_reaches_the_header() -> None:
         app.report = None
         app.status = "could not load: disk on fire"
         assert "could not load: disk on fire" in plain(app.main.query_one("#header-machine"))
+
+
+async def test_the_banner_follows_the_fallback_and_the_reason() -> None:
+    app = demo_app(OTHER)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        banner = app.main.banner
+        assert not banner.display
+        assert app.displayed is not None and app.displayed.capture is not None
+        app.displayed = Displayed(app.displayed.capture, app.displayed.source, fallback=True)
+        assert not banner.display  # a fallback, but no reason known yet
+        app.no_gpu_reason = "NVIDIA driver not loaded"
+        assert banner.display and "NVIDIA driver not loaded" in plain(banner)
+        app.displayed = Displayed(app.displayed.capture, app.displayed.source)
+        assert not banner.display

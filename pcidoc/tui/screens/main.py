@@ -1,10 +1,10 @@
 """The main screen: header, optional no-GPU banner, four panes in tabs, and the key footer.
 
 The panes are bound to the app's reactive state (:class:`pcidoc.tui.app.PcidocApp`'s
-``displayed``, ``report``, ``counters``, ``this_machine`` and ``status``): each pane watches the
-values it shows, through Textual's ``watch``, from the moment it is mounted (a lazy pane opened
-later shows the current state at once) until it is removed. The app's handlers only set the
-state; no code pushes data into a pane by name.
+``displayed``, ``report``, ``counters``, ``this_machine``, ``no_gpu_reason`` and ``status``):
+each pane watches the values it shows, through Textual's ``watch``, from the moment it is
+mounted (a lazy pane opened later shows the current state at once) until it is removed. The
+app's handlers only set the state; no code pushes data into a pane by name.
 """
 
 from __future__ import annotations
@@ -202,6 +202,7 @@ class MainScreen(Screen[None]):
             banner.show(reason, displayed.source.name)
 
         banner.watch(state, "displayed", draw)
+        banner.watch(state, "no_gpu_reason", lambda: draw(state.displayed), init=False)
 
     def _bind_topology(self, topology: TopologyPane) -> None:
         state = self.state
@@ -294,3 +295,4 @@ class MainScreen(Screen[None]):
 
         host.watch(state, "displayed", draw)
         host.watch(state, "this_machine", draw, init=False)
+        host.watch(state, "no_gpu_reason", draw, init=False)
