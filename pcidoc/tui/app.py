@@ -6,9 +6,9 @@ an explicit group (``load``, ``counters``, ``probes``, ``export``) and report ba
 past-tense messages of :mod:`pcidoc.tui.messages`; no worker touches a widget.
 
 The state on display is a handful of reactive attributes (``displayed``, ``report``,
-``counters``, ``this_machine``, ``no_gpu_reason``, ``status``) that only the message handlers
-set, on the UI thread; the main screen binds each pane to the attributes it renders
-(:mod:`pcidoc.tui.screens.main`).
+``counters``, ``this_machine``, ``no_gpu_reason``, ``status``, ``probes_running``) that only
+the message handlers and actions set, on the UI thread; the main screen binds each pane to the
+attributes it renders (:mod:`pcidoc.tui.screens.main`).
 
 Everything that reaches outside the process is a :class:`~pcidoc.tui.services.TuiServices`
 (collector, demo loader, doctor, probe runner, counter sampler factory, the sampler's ticker,
@@ -129,6 +129,8 @@ class PcidocApp(App[int]):
     """Why this machine has no usable GPU (``None`` while it has one or is not collected)."""
     status: var[str | None] = var(None, init=False)
     """What the header says instead of the verdict (why loading failed), else ``None``."""
+    probes_running: var[bool] = var(False, init=False)
+    """A probe run is under way (the key bar then offers ``x``)."""
 
     TITLE = "pcidoc"
     CSS_PATH = Path(__file__).parent / "pcidoc.tcss"
@@ -170,7 +172,6 @@ class PcidocApp(App[int]):
         """The fleet report of ``pcidoc --fleet DIR``, else ``None``."""
 
         self.sampler: CounterSampler | TraceReplaySampler | None = None
-        self.probes_running = False
         self.notices: list[tuple[str, str]] = []
         """Every notification as ``(severity, message)`` (tests and the log read it)."""
         self.show_toasts = True
@@ -483,7 +484,7 @@ class PcidocApp(App[int]):
         main = self.main
         await main.ensure_pane(name)
         main.activate(name)
-        main.show_keys(self.probes_running)
+        main.show_keys()
 
     @on(ReportUpdated)
     def _report_updated(self, message: ReportUpdated) -> None:
@@ -561,7 +562,6 @@ class PcidocApp(App[int]):
     def _probes_ended(self, message: ProbesEnded) -> None:
         self.probes_running = False
         self._probe_panel().end(message.cancelled)
-        self.main.show_keys(False)
         if message.cancelled:
             self.notify("Probes cancelled; their processes were stopped.", severity="warning")
         else:
@@ -595,7 +595,6 @@ class PcidocApp(App[int]):
         if worker.group == "probes":
             self.probes_running = False
             self._probe_panel().end(cancelled=False)
-            self.main.show_keys(False)
         if worker.group == "load" and self.report is None:
             self.status = f"could not load: {error}"
 

@@ -262,3 +262,19 @@ async def test_the_banner_follows_the_fallback_and_the_reason() -> None:
         assert banner.display and "NVIDIA driver not loaded" in plain(banner)
         app.displayed = Displayed(app.displayed.capture, app.displayed.source)
         assert not banner.display
+
+
+async def test_the_key_bar_offers_cancel_exactly_while_probes_run() -> None:
+    from pcidoc.tui.widgets.key_bar import KeyBar
+
+    app = make_test_app(acs_machine(), acs_source())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        bar = app.main.query_one(KeyBar)
+        assert "x" not in [key for key, _, _ in bar.hints]
+        app.probes_running = True
+        assert ("x", "Cancel probes", "app.cancel_probes") in bar.hints
+        await pilot.press("3")
+        assert ("x", "Cancel probes", "app.cancel_probes") in bar.hints  # on every pane
+        app.probes_running = False
+        assert "x" not in [key for key, _, _ in bar.hints]

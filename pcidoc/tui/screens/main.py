@@ -1,10 +1,11 @@
 """The main screen: header, optional no-GPU banner, four panes in tabs, and the key footer.
 
 The panes are bound to the app's reactive state (:class:`pcidoc.tui.app.PcidocApp`'s
-``displayed``, ``report``, ``counters``, ``this_machine``, ``no_gpu_reason`` and ``status``):
-each pane watches the values it shows, through Textual's ``watch``, from the moment it is
-mounted (a lazy pane opened later shows the current state at once) until it is removed. The
-app's handlers only set the state; no code pushes data into a pane by name.
+``displayed``, ``report``, ``counters``, ``this_machine``, ``no_gpu_reason``, ``status`` and
+``probes_running``): each pane (and the key bar) watches the values it shows, through
+Textual's ``watch``, from the moment it is mounted (a lazy pane opened later shows the current
+state at once) until it is removed. The app's handlers only set the state; no code pushes data
+into a pane by name.
 """
 
 from __future__ import annotations
@@ -82,16 +83,17 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(NoGpuBanner).display = False
-        self.show_keys()
+        # The key bar offers x (cancel) exactly while probes run.
+        self.query_one(KeyBar).watch(self.state, "probes_running", self.show_keys)
         self._bind_header(self.header)
         self._bind_banner(self.banner)
         self._bind_topology(self.topology)
 
-    def show_keys(self, probes_running: bool = False) -> None:
-        """The key bar for the pane on display."""
+    def show_keys(self) -> None:
+        """The key bar for the pane on display (and ``x`` while probes run)."""
         pane = self.active_pane
         hints = list(PANE_KEYS.get(pane, []))
-        if probes_running:
+        if self.state.probes_running:
             hints.append(CANCEL_KEY)
         self.query_one(KeyBar).show(hints + COMMON_KEYS)
 
