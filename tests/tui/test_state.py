@@ -5,7 +5,7 @@ was set. These tests set the state directly, as the message handlers do, and rea
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from textual.widgets import DataTable
@@ -107,21 +107,11 @@ def test_services_for_this_machine_share_one_nvml_session() -> None:
     assert fake.refs == 0
 
 
-class _Recorder:
-    built: ClassVar[list[dict[str, Any]]] = []
-
-    def __init__(self, capture: Any, source: Any, **kwargs: Any) -> None:
-        _Recorder.built.append({"capture": capture, "source": source, **kwargs})
-        self.freeze_gc = False
-
-    def run(self) -> int:
-        return 0
-
-
 def test_the_fleet_tui_is_built_by_make_app(monkeypatch: pytest.MonkeyPatch) -> None:
     import pcidoc.tui.app as app_module
     from pcidoc.fleet.model import FleetReport
     from pcidoc.tui.screens.fleet import run_fleet_tui
+    from tests.tui.test_entry import _Recorder
 
     monkeypatch.setattr(app_module, "PcidocApp", _Recorder)
     _Recorder.built.clear()
