@@ -119,7 +119,7 @@ class TuiOptions:
     (labelled as such; never used by the doctor or reports); ``pcidoc --demo`` turns it on."""
 
     def __post_init__(self) -> None:
-        # A str or os.PathLike is accepted (as the old constructor did); always a Path after.
+        # A str or any os.PathLike is accepted; the field is always a Path after.
         if not isinstance(self.export_dir, Path):
             object.__setattr__(self, "export_dir", Path(os.fspath(self.export_dir)))
 
