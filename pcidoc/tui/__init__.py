@@ -51,9 +51,10 @@ def run_tui(
         from pcidoc.tui.live import load_demo
 
         capture, source = load_demo(demo or None)
-    from pcidoc.tui.app import PcidocApp
+    from pcidoc.tui.app import make_app
+    from pcidoc.tui.services import TuiOptions
 
-    app = PcidocApp(capture, source, interval=interval, replay_demos=True)
+    app = make_app(capture, source, options=TuiOptions(interval=interval, replay_demos=True))
     app.freeze_gc = True
     app.debug_errors = debug
     code = app.run()

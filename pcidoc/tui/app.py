@@ -5,32 +5,36 @@ counter samples. Collection, the doctor, probes, sampling and export run in thre
 an explicit group (``load``, ``counters``, ``probes``, ``export``) and report back with the
 past-tense messages of :mod:`pcidoc.tui.messages`; no worker touches a widget.
 
-Everything that reaches outside the process is injected through the constructor (the capture
-or a collector, the demo loader, the doctor, the probe runner, the counter sampler factory, the
-sampler's ticker and a wall clock), so tests drive the whole app with fakes, no sleeps and no
-real clock.
+The state on display is a handful of reactive attributes (``displayed``, ``report``,
+``counters``, ``this_machine``, ``no_gpu_reason``, ``status``, ``probes_running``) that only
+the message handlers and actions set, on the UI thread; the main screen binds each pane to the
+attributes it renders (:mod:`pcidoc.tui.screens.main`).
+
+Everything that reaches outside the process is a :class:`~pcidoc.tui.services.TuiServices`
+(collector, demo loader, doctor, probe runner, counter sampler factory, the sampler's ticker,
+a wall clock, the busy-GPU check) and the session's settings a
+:class:`~pcidoc.tui.services.TuiOptions`; :func:`make_app` builds the app from them, so tests
+drive the whole app with fakes, no sleeps and no real clock.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import threading
-from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.reactive import var
 from textual.widgets import TabbedContent
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from pcidoc.model.capture import Capture, SampleInfo
+from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuRates, rates
 from pcidoc.model.report import Report, ReportSource
-from pcidoc.tui import live as defaults
 from pcidoc.tui.messages import (
     CountersSampled,
     ExportFailed,
@@ -45,27 +49,16 @@ from pcidoc.tui.messages import (
 )
 from pcidoc.tui.replay import TraceReplaySampler, synthetic_trace
 from pcidoc.tui.screens.main import PANES, MainScreen
+from pcidoc.tui.services import TuiOptions, TuiServices, utc_now
+from pcidoc.tui.state import Counters, Displayed
 from pcidoc.tui.widgets.doctor_pane import CheckList, DoctorPane, jump_target
-from pcidoc.tui.widgets.host_pane import HostPane
-from pcidoc.tui.widgets.links_pane import LinksPane
 from pcidoc.tui.widgets.probe_panel import ProbePanel
 
 if TYPE_CHECKING:
     from pcidoc.collect.counters import CounterSampler
-    from pcidoc.probes.runner import ProbeRunner
-
-Collector = Callable[[], Capture]
-DemoLoader = Callable[[str | None], tuple[Capture, ReportSource]]
-Diagnose = Callable[[Capture, ReportSource, bool, str], Report]
-SamplerFactory = Callable[[Capture], "CounterSampler | None"]
-Ticker = Callable[[float, threading.Event], bool]
-BusyCheck = Callable[[Capture, list[int]], list[Any]]
+    from pcidoc.fleet.model import FleetReport
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def crash_log_dir() -> Path:
@@ -88,7 +81,7 @@ def write_crash_log(error: BaseException) -> Path | None:
 
     from pcidoc import __version__
 
-    stamp = _utc_now().strftime("%Y%m%dT%H%M%SZ")
+    stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
     name = f"tui-crash-{stamp}-{os.getpid()}.log"
     text = (
         f"pcidoc {__version__} TUI internal error at {stamp}\n"
@@ -109,29 +102,35 @@ def write_crash_log(error: BaseException) -> Path | None:
 class PcidocApp(App[int]):
     """The TUI: header, Topology / Links / Doctor / Host panes, probes and export.
 
+    Build it with :func:`make_app`.
+
     Args:
         capture: The machine to show (a capture file or a sample, loaded before the app
-            starts). ``None`` collects this machine live in a worker.
+            starts). ``None`` collects this machine live in a worker (``services.collect``).
         source: Where ``capture`` came from (``demo``, ``capture``...); ``live`` when collecting.
-        collect: Live collector (default: NVML + sysfs + host through one NVML session).
-        load_demo: Loads a bundled sample by name (``None`` = the default demo).
-        list_demos: Lists the bundled samples for the picker.
-        diagnose: The doctor: ``(capture, source, probes_requested, generated_at) -> Report``.
-        probe_runner: Runs one probe (default: child processes; tests pass a fake runner).
-        sampler_factory: Makes the counter sampler for a live machine (``None`` result: no
-            live counters).
-        interval: Seconds between counter samples; ``None`` runs no background sampler (tests
-            call :meth:`take_sample`).
-        ticker: Waits between samples; returns True to stop (default: wait on the stop event).
-        now: Wall clock for report time stamps and export file names.
-        allow_probes: ``True`` lets probes run on any machine (tests, demos with a fake
-            runner); ``False`` never; ``None`` only on a live machine with GPUs.
-        busy_check: Lists other processes on the GPUs before probing (live machines only).
-        export_dir: Folder export paths are relative to (default: the working directory).
-        demo_fallback: Open the default demo when this machine has no usable GPU.
-        replay_demos: Replay a SYNTHETIC counter trace on demo machines so the Links pane and
-            its chart move (labelled as such; never used by the doctor or reports).
+        services: Everything the app reaches outside the process through.
+        options: The session's settings (sampling interval, probes, export folder...).
+        fleet: A :class:`~pcidoc.fleet.model.FleetReport` for ``pcidoc --fleet DIR`` (escape
+            goes back to its node list), else ``None``.
     """
+
+    displayed: var[Displayed | None] = var(None, init=False)
+    """The machine on display, as loaded, with its source (``capture`` ``None`` while this
+    machine is being collected)."""
+    report: var[Report | None] = var(None, init=False, always_update=True)
+    """The doctor's latest report of the machine on display (``None`` while diagnosing). Set
+    even when equal to the previous one: a re-diagnosed machine is shown again."""
+    counters: var[Counters | None] = var(None, init=False)
+    """The latest counter sample of the machine on display and the rates since the one
+    before."""
+    this_machine: var[Capture | None] = var(None, init=False, always_update=True)
+    """This machine, collected live (also when it has no GPU and a demo is on display)."""
+    no_gpu_reason: var[str | None] = var(None, init=False)
+    """Why this machine has no usable GPU (``None`` while it has one or is not collected)."""
+    status: var[str | None] = var(None, init=False)
+    """What the header says instead of the verdict (why loading failed), else ``None``."""
+    probes_running: var[bool] = var(False, init=False)
+    """A probe run is under way (the key bar then offers ``x``)."""
 
     TITLE = "pcidoc"
     CSS_PATH = Path(__file__).parent / "pcidoc.tcss"
@@ -160,76 +159,29 @@ class PcidocApp(App[int]):
         capture: Capture | None = None,
         source: ReportSource | None = None,
         *,
-        collect: Collector | None = None,
-        load_demo: DemoLoader | None = None,
-        list_demos: Callable[[], list[SampleInfo]] | None = None,
-        diagnose: Diagnose | None = None,
-        probe_runner: ProbeRunner | None = None,
-        sampler_factory: SamplerFactory | None = None,
-        interval: float | None = 1.0,
-        ticker: Ticker | None = None,
-        now: Callable[[], datetime] | None = None,
-        allow_probes: bool | None = None,
-        busy_check: BusyCheck | None = None,
-        export_dir: str | os.PathLike[str] | None = None,
-        demo_fallback: bool = True,
-        replay_demos: bool = False,
-        fleet: Any = None,
+        services: TuiServices,
+        options: TuiOptions | None = None,
+        fleet: FleetReport | None = None,
     ) -> None:
         super().__init__()
-        self._live_machine: defaults.LiveMachine | None = None
-        if capture is None and (collect is None or sampler_factory is None):
-            self._live_machine = defaults.LiveMachine()
+        self.services = services
+        self.options = options if options is not None else TuiOptions()
         self._initial = capture
         self._initial_source = source
-        self._collect = collect or (self._live_machine.collect if self._live_machine else None)
-        self._load_demo = load_demo or defaults.load_demo
-        self._list_demos = list_demos or defaults.list_demos
-        self._diagnose = diagnose or defaults.diagnose
-        self._probe_runner = probe_runner
-        self._sampler_factory = sampler_factory or (
-            self._live_machine.sampler if self._live_machine else None
-        )
-        self.interval = interval
-        self._ticker = ticker or defaults.wait_tick
-        self._now = now or _utc_now
-        self.allow_probes = allow_probes
-        self._busy_check = busy_check or defaults.busy_processes
-        self.export_dir = Path(export_dir) if export_dir is not None else Path.cwd()
-        self._demo_fallback = demo_fallback
-        self.replay_demos = replay_demos
-        """Demo machines replay a SYNTHETIC counter trace in the Links pane
-        (:mod:`pcidoc.tui.replay`); ``pcidoc --demo`` turns it on."""
         self.fleet = fleet
-        """A :class:`~pcidoc.fleet.model.FleetReport` for ``pcidoc --fleet DIR`` (escape goes
-        back to its node list), else ``None``."""
+        """The fleet report of ``pcidoc --fleet DIR``, else ``None``."""
 
-        self.capture: Capture | None = None
-        """The machine on display (with any measurements the probes added)."""
-        self.source: ReportSource | None = None
-        self.report: Report | None = None
-        self.this_machine: Capture | None = None
-        """This machine, collected live (also when it has no GPU and a demo is on display)."""
-        self.no_gpu_reason: str | None = None
-        self.fallback = False
-        """True when a demo is on display because this machine has no usable GPU."""
         self.sampler: CounterSampler | TraceReplaySampler | None = None
-        self.last_sample: CounterSample | None = None
-        self.rates: dict[int, GpuRates] = {}
-        self.probes_running = False
         self.notices: list[tuple[str, str]] = []
         """Every notification as ``(severity, message)`` (tests and the log read it)."""
         self.show_toasts = True
         """Pop notifications up on screen; snapshot tests turn it off (toasts expire on a
         timer, which a screenshot must not depend on)."""
-        self._facts: Capture | None = None
-        """The displayed machine before any probe ran; each probe run starts from a copy."""
         self.freeze_gc = False
         """Move everything alive after the first complete screen out of the cyclic garbage
         collector's sight (``gc.freeze``): its full collections then take milliseconds
         instead of ~60 ms pauses of the UI. Set by :func:`pcidoc.tui.run_tui`, the process
         owner; tests leave it off."""
-        self._topology_stale = False
         self._probe_notices: set[str] = set()
         self.first_screen_at: float | None = None
         """``time.monotonic()`` when the first report was on screen."""
@@ -240,6 +192,41 @@ class PcidocApp(App[int]):
         written)."""
         self.debug_errors = False
         """Print Textual's full traceback on an internal error (``pcidoc --debug``)."""
+
+    # ------------------------------------------------------------------ state, read-only views
+
+    @property
+    def capture(self) -> Capture | None:
+        """The machine on display, with any measurements the probes added (the report's)."""
+        report = self.report
+        if report is not None:
+            return report.machine
+        displayed = self.displayed
+        return displayed.capture if displayed is not None else None
+
+    @property
+    def source(self) -> ReportSource | None:
+        """Where the machine on display comes from."""
+        displayed = self.displayed
+        return displayed.source if displayed is not None else None
+
+    @property
+    def fallback(self) -> bool:
+        """True when a demo is on display because this machine has no usable GPU."""
+        displayed = self.displayed
+        return displayed is not None and displayed.fallback
+
+    @property
+    def last_sample(self) -> CounterSample | None:
+        """The latest counter sample of the machine on display."""
+        counters = self.counters
+        return counters.sample if counters is not None else None
+
+    @property
+    def rates(self) -> dict[int, GpuRates]:
+        """Rates between the last two counter samples, by GPU index (empty before two)."""
+        counters = self.counters
+        return dict(counters.rates) if counters is not None and counters.rates else {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -260,21 +247,17 @@ class PcidocApp(App[int]):
 
     def _start(self) -> None:
         """Show what is known at once and start loading the rest."""
-        main = self.main
         if self.fleet is not None and self._initial is None:
             self.action_fleet()
             return
         if self._initial is None:
-            main.header.show(
-                None, ReportSource(kind="live"), None, "collecting this machine's facts…"
-            )
-            main.topology.show_capture(None)
+            self.displayed = Displayed(None, ReportSource(kind="live"))
             self.load_machine(None, None, live=True)
         else:
             source = self._initial_source or ReportSource(kind="capture")
             self.post_message(FactsCollected(self._initial, source))
             self.load_machine(self._initial, source, live=False)
-        main.focus_pane("topology")
+        self.main.focus_pane("topology")
 
     def notify(
         self,
@@ -334,38 +317,42 @@ class PcidocApp(App[int]):
         fallback = False
         sampler = None
         if live:
-            assert self._collect is not None
-            capture = self._collect()
+            collect = self.services.collect
+            if collect is None:
+                raise RuntimeError("this session has no collector for this machine")
+            capture = collect()
             source = ReportSource(kind="live")
             # Only a machine with no GPU at all falls back to the demo: GPUs that NVML lost
             # (Xid 79...) are this machine's problem to show, not to hide behind a demo.
             if not capture.gpus:
                 reason = capture.unavailable.get("gpus") or "NVML reports no usable NVIDIA GPU"
                 self.post_message(ThisMachineCollected(capture, reason))
-                if self._demo_fallback:
+                if self.options.demo_fallback:
                     try:
-                        capture, source = self._load_demo(None)
+                        capture, source = self.services.load_demo(None)
                         fallback = True
                     except Exception as exc:  # a damaged install: keep showing this machine
                         self.notify(f"Could not open the demo machine: {exc}", severity="error")
-            elif self._sampler_factory is not None:
-                sampler = self._sampler_factory(capture)
+            elif self.services.sampler_factory is not None:
+                sampler = self.services.sampler_factory(capture)
             if worker.is_cancelled:
                 return
-            self.sampler = sampler
-            self.post_message(FactsCollected(capture, source, fallback))
+            self.post_message(FactsCollected(capture, source, fallback, sampler))
         elif demo is not None:
-            capture, source = self._load_demo(demo)
+            capture, source = self.services.load_demo(demo)
             if worker.is_cancelled:
                 return
             self.post_message(FactsCollected(capture, source))
         assert capture is not None and source is not None
-        report = self._diagnose(capture, source, False, self._stamp())
+        report = self.diagnose(capture, source, False)
         if not worker.is_cancelled:
             self.post_message(ReportUpdated(report))
 
-    def _stamp(self) -> str:
-        return self._now().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    def diagnose(self, capture: Capture, source: ReportSource, probes_requested: bool) -> Report:
+        """Run the doctor (``services.diagnose``) stamped with the services' clock; called on
+        worker threads."""
+        stamp = self.services.now().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return self.services.diagnose(capture, source, probes_requested, stamp)
 
     def take_sample(self) -> CounterSample | None:
         """Read the counters once and post them (the sampler thread's step; tests call it)."""
@@ -387,10 +374,11 @@ class PcidocApp(App[int]):
     def sample_counters(self) -> None:
         """The one sampler thread: a sample every ``interval`` seconds until cancelled."""
         worker = get_current_worker()
-        interval = self.interval or 1.0
+        interval = self.options.interval or 1.0
+        ticker = self.services.ticker
         while not worker.is_cancelled:
             self.take_sample()
-            if self._ticker(interval, worker.cancelled_event):
+            if ticker(interval, worker.cancelled_event):
                 break
 
     @work(
@@ -414,8 +402,8 @@ class PcidocApp(App[int]):
             base,
             mode,
             listener,
-            runner=self._probe_runner,
-            busy_check=self._busy_check if live else None,
+            runner=self.services.probe_runner,
+            busy_check=self.services.busy_check if live else None,
             cancel=cancel,
         )
         session.run()
@@ -434,7 +422,7 @@ class PcidocApp(App[int]):
 
         target = Path(base).expanduser()
         if not target.is_absolute():
-            target = self.export_dir / target
+            target = self.options.export_dir / target
         folder = target.parent
         if not folder.is_dir():
             self.post_message(ExportFailed(f"folder {folder} does not exist"))
@@ -459,99 +447,54 @@ class PcidocApp(App[int]):
 
     @on(ThisMachineCollected)
     def _this_machine(self, message: ThisMachineCollected) -> None:
-        self.this_machine = message.capture
         self.no_gpu_reason = message.reason
-        self._show_host()
+        self.this_machine = message.capture
 
     @on(FactsCollected)
     def _facts_collected(self, message: FactsCollected) -> None:
-        main = self.main
-        self.capture = message.capture
-        self._facts = message.capture
-        self.source = message.source
-        self.fallback = message.fallback
-        self.report = None
-        self.rates = {}
-        self.last_sample = None
-        live = message.source.kind == "live"
+        source = message.source
+        live = source.kind == "live"
         if live:
-            self.this_machine = message.capture
+            self.sampler = message.sampler
         else:
             self._stop_counters()
-            if self.replay_demos and message.source.kind == "demo" and message.capture.gpus:
+            if self.options.replay_demos and source.kind == "demo" and message.capture.gpus:
                 capture = message.capture
                 # Built on the sampler's thread at its first sample, not before the first screen.
                 self.sampler = TraceReplaySampler(lambda: synthetic_trace(capture))
-        from pcidoc.doctor.topology_notes import topology_notes
-
-        main.header.show(message.capture, message.source, None)
-        main.banner.show(self.no_gpu_reason if message.fallback else None, message.source.name)
-        main.topology.show_capture(message.capture, topology_notes(message.capture))
-        self._sync("links")
-        self._sync("doctor")
-        main.topology.show_report(None)
-        self._show_host()
-
-    def _show_host(self) -> None:
-        self._sync("host")
-
-    def _sync(self, name: str) -> None:
-        """Push the current state into a pane, if it has been opened."""
-        main = self.main
-        if name == "links":
-            links = main.pane("links")
-            if isinstance(links, LinksPane):
-                live = self.source is not None and self.source.kind == "live"
-                replay = self.replay_label
-                links.show_capture(
-                    self.capture,
-                    (live or replay is not None) and self.sampler is not None,
-                    self.interval,
-                    replay=replay,
-                )
-                if self.last_sample is not None:
-                    links.show_sample(self.last_sample, self.rates)
-        elif name == "doctor":
-            doctor = main.pane("doctor")
-            if isinstance(doctor, DoctorPane):
-                doctor.show_report(self.report)
-        elif name == "host":
-            host = main.pane("host")
-            if isinstance(host, HostPane):
-                title = "Host of the machine on display"
-                if self.source is not None and self.source.kind != "live":
-                    title += f" ({self.source.describe()})"
-                host.show(self.this_machine, self.capture, title, self.no_gpu_reason)
+        replay = self.replay_label
+        # The old machine's report and counters go first: the panes bound to ``displayed``
+        # then draw the new machine once, with nothing of the old one.
+        self.status = None
+        self.counters = None
+        self.report = None
+        if live:
+            self.this_machine = message.capture
+        self.displayed = Displayed(
+            message.capture,
+            source,
+            fallback=message.fallback,
+            moving_counters=(live or replay is not None) and self.sampler is not None,
+            replay=replay,
+            interval=self.options.interval,
+        )
 
     async def open_pane(self, name: str) -> None:
-        """Show a pane (mounting it the first time, with the current data) and focus it."""
+        """Show a pane (mounting it the first time, bound to the current state) and focus it."""
         main = self.main
-        if await main.ensure_pane(name):
-            self._sync(name)
-        if name == "topology" and self._topology_stale:
-            self._topology_stale = False
-            main.topology.show_rates((self.rates or None) if self.replay_label is None else None)
-            main.topology.show_capture(self.capture)
+        await main.ensure_pane(name)
         main.activate(name)
-        main.show_keys(self.probes_running)
+        main.show_keys()
 
     @on(ReportUpdated)
     def _report_updated(self, message: ReportUpdated) -> None:
-        main = self.main
-        report = message.report
         first = self.report is None
-        self.report = report
-        self.capture = report.machine
-        main.header.show(report.machine, self.source, report)
-        self._sync("doctor")
-        main.topology.show_report(report)
-        if not first:
-            self._update_topology()
-        else:
+        self.report = message.report
+        if first:
             self.call_after_refresh(self._first_screen_done)
         live = self.source is not None and self.source.kind == "live"
         moving = live or self.replay_label is not None
-        if first and moving and self.sampler is not None and self.interval is not None:
+        if first and moving and self.sampler is not None and self.options.interval is not None:
             self.sample_counters()
 
     @property
@@ -575,32 +518,13 @@ class PcidocApp(App[int]):
             gc.collect()
             gc.freeze()
 
-    def _update_topology(self) -> None:
-        """Redraw the matrix for a new report now if it is on display, else when it is opened
-        (a hidden 72-GPU matrix is not worth a UI pause while probes report)."""
-        main = self.main
-        if main.active_pane == "topology":
-            main.topology.show_capture(self.capture)
-        else:
-            self._topology_stale = True
-
     @on(CountersSampled)
     def _counters_sampled(self, message: CountersSampled) -> None:
         previous = self.last_sample
-        self.last_sample = message.sample
+        between = None
         if previous is not None:
-            self.rates = {r.index: r for r in rates(previous, message.sample)}
-        main = self.main
-        links = main.pane("links")
-        if isinstance(links, LinksPane):
-            links.show_sample(message.sample, self.rates)
-        if previous is not None and self.replay_label is None:
-            # A replayed SYNTHETIC trace stays in the Links pane, which labels it; the matrix's
-            # traffic colours show only counters read from GPUs.
-            if main.active_pane == "topology":
-                main.topology.show_rates(self.rates)
-            else:
-                self._topology_stale = True
+            between = {r.index: r for r in rates(previous, message.sample)}
+        self.counters = Counters(message.sample, between)
 
     @on(ProbesPlanned)
     async def _probes_planned(self, message: ProbesPlanned) -> None:
@@ -638,7 +562,6 @@ class PcidocApp(App[int]):
     def _probes_ended(self, message: ProbesEnded) -> None:
         self.probes_running = False
         self._probe_panel().end(message.cancelled)
-        self.main.show_keys(False)
         if message.cancelled:
             self.notify("Probes cancelled; their processes were stopped.", severity="warning")
         else:
@@ -672,9 +595,8 @@ class PcidocApp(App[int]):
         if worker.group == "probes":
             self.probes_running = False
             self._probe_panel().end(cancelled=False)
-            self.main.show_keys(False)
         if worker.group == "load" and self.report is None:
-            self.main.header.show(self.capture, self.source, None, f"could not load: {error}")
+            self.status = f"could not load: {error}"
 
     @on(CheckList.JumpRequested)
     async def _jump_to_finding(self, message: CheckList.JumpRequested) -> None:
@@ -752,9 +674,9 @@ class PcidocApp(App[int]):
             return "Probes are already running (x cancels them)."
         if self.capture is None or self.source is None or self.report is None:
             return "Still loading the machine; try again in a moment."
-        if self.allow_probes is True:
+        if self.options.allow_probes is True:
             return None
-        if self.allow_probes is False:
+        if self.options.allow_probes is False:
             return "Probes are disabled in this session."
         kind = self.source.kind
         if self.fallback:
@@ -782,13 +704,15 @@ class PcidocApp(App[int]):
         if reason is not None:
             self.notify(reason, title="Probes not started", severity="warning", timeout=8)
             return
-        assert self._facts is not None and self.source is not None
+        displayed = self.displayed
+        assert displayed is not None and displayed.capture is not None
         self.probes_running = True
         self._probe_notices.clear()
         await self.open_pane("doctor")
         await self._probe_panel().start(mode)
-        live = self.source.kind == "live"
-        self.run_probes(mode, self._facts.model_copy(deep=True), self.source, live)
+        live = displayed.source.kind == "live"
+        # Each probe run starts from the facts as loaded, not from an earlier run's results.
+        self.run_probes(mode, displayed.capture.model_copy(deep=True), displayed.source, live)
 
     def action_cancel_probes(self) -> None:
         """Cancel the running probes: the runner ends their process groups."""
@@ -807,7 +731,7 @@ class PcidocApp(App[int]):
                 os.path.splitext(os.path.basename(source.path))[0] if source.path else None
             )
         name = _UNSAFE.sub("-", name or "machine").strip("-") or "machine"
-        stamp = self._now().astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        stamp = self.services.now().astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         return f"pcidoc-report-{name}-{stamp}"
 
     def action_export(self) -> None:
@@ -820,7 +744,8 @@ class PcidocApp(App[int]):
             )
             return
         self.push_screen(
-            ExportScreen(self.default_export_base(), str(self.export_dir)), self._export_chosen
+            ExportScreen(self.default_export_base(), str(self.options.export_dir)),
+            self._export_chosen,
         )
 
     def _export_chosen(self, base: str | None) -> None:
@@ -845,7 +770,7 @@ class PcidocApp(App[int]):
             return
 
         try:
-            samples = self._list_demos()
+            samples = self.services.list_demos()
         except Exception as exc:
             self.notify(f"No samples: {exc}", severity="error")
             return
@@ -878,11 +803,37 @@ class PcidocApp(App[int]):
         self.exit(0)
 
     def on_unmount(self) -> None:
-        """End the NVML session of the live machine."""
+        """Stop the workers, then release what the services hold (the live NVML session)."""
         self.workers.cancel_group(self, "counters")
         self.workers.cancel_group(self, "probes")
-        if self._live_machine is not None:
-            self._live_machine.close()
+        self.services.close()
 
 
-__all__ = ["PcidocApp"]
+def make_app(
+    capture: Capture | None = None,
+    source: ReportSource | None = None,
+    *,
+    services: TuiServices | None = None,
+    options: TuiOptions | None = None,
+    fleet: FleetReport | None = None,
+    app_class: type[PcidocApp] | None = None,
+) -> PcidocApp:
+    """Build the TUI app: the one way production code and tests make one.
+
+    Args:
+        capture: The machine to show, loaded before the app starts; ``None`` collects this
+            machine live (or, with ``fleet``, opens the fleet's node list).
+        source: Where ``capture`` came from.
+        services: The collaborators (default: :class:`TuiServices` defaults, plus live
+            collection of this machine through one NVML session when ``capture`` is ``None``).
+        options: The session's settings (default: :class:`TuiOptions`).
+        fleet: The fleet report of ``pcidoc --fleet DIR``.
+        app_class: A subclass of :class:`PcidocApp` to build (tests and benchmarks).
+    """
+    if services is None:
+        services = TuiServices.this_machine() if capture is None else TuiServices()
+    cls = app_class if app_class is not None else PcidocApp
+    return cls(capture, source, services=services, options=options or TuiOptions(), fleet=fleet)
+
+
+__all__ = ["PcidocApp", "make_app"]

@@ -1,5 +1,6 @@
 """The TUI's default collaborators on a real machine: live collection, the NVML counter sampler,
-the bundled samples and the doctor. Tests replace each of them through the app's constructor.
+the bundled samples and the doctor. They are the defaults of
+:class:`pcidoc.tui.services.TuiServices`; tests pass fakes in their place.
 
 Everything heavy is imported inside the functions, so importing this module costs nothing and a
 ``--demo`` start never loads the live collectors.

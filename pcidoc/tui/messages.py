@@ -8,6 +8,7 @@ something that has already happened.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
@@ -16,17 +17,23 @@ from pcidoc.model.counters import CounterSample
 from pcidoc.model.measurements import ProbeError
 from pcidoc.model.report import Report, ReportSource
 
+if TYPE_CHECKING:
+    from pcidoc.collect.counters import CounterSampler
+
 
 @dataclass
 class FactsCollected(Message):
     """A machine's facts are known (collected live, loaded from a file or a bundled sample).
 
     ``fallback`` is True when this is the demo machine opened because this machine has no GPU.
+    ``sampler`` reads a live machine's counters (``None``: no live counters); the handler, not
+    the worker, makes it the app's.
     """
 
     capture: Capture
     source: ReportSource
     fallback: bool = False
+    sampler: CounterSampler | None = None
 
 
 @dataclass

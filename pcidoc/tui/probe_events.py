@@ -31,7 +31,7 @@ class ProbeMessenger(SessionListener):
     ``ReportUpdated`` for a probe session on ``capture``.
 
     Args:
-        app: The app (``post_message``, its doctor ``_diagnose`` and clock ``_stamp``).
+        app: The app (``post_message`` and ``diagnose``, its doctor stamped by its clock).
         mode: ``quick`` or ``full``.
         capture: The capture the session extends (diagnosed after each probe).
         source: Where the capture came from (for the report).
@@ -46,9 +46,7 @@ class ProbeMessenger(SessionListener):
     def report(self) -> None:
         """Re-run the doctor on a copy of the capture as measured so far."""
         copy = self.capture.model_copy(deep=True)
-        self.app.post_message(
-            ReportUpdated(self.app._diagnose(copy, self.source, True, self.app._stamp()))
-        )
+        self.app.post_message(ReportUpdated(self.app.diagnose(copy, self.source, True)))
 
     def env_started(self) -> None:
         self.app.post_message(ProbeProgressed("env", 0.0, "checking torch and CUDA…"))

@@ -49,7 +49,8 @@ def first_screen(parent_time: float) -> dict[str, object]:
     from pcidoc.tui.live import load_demo
 
     capture, source = load_demo(None)
-    from pcidoc.tui.app import PcidocApp
+    from pcidoc.tui.app import PcidocApp, make_app
+    from pcidoc.tui.services import TuiOptions
 
     class Probe(PcidocApp):
         reached: float | None = None
@@ -59,7 +60,7 @@ def first_screen(parent_time: float) -> dict[str, object]:
             super()._first_screen_done()
             self.exit(0)
 
-    app = Probe(capture, source, interval=1.0)
+    app = make_app(capture, source, options=TuiOptions(interval=1.0), app_class=Probe)
     app.freeze_gc = True
     app.run(headless=True, size=(160, 48))
     assert Probe.reached is not None, "the first screen was never complete"
@@ -133,7 +134,8 @@ def progress_flood() -> dict[str, object]:
     import asyncio
     import statistics
 
-    from pcidoc.tui.app import PcidocApp
+    from pcidoc.tui.app import PcidocApp, make_app
+    from pcidoc.tui.services import TuiOptions, TuiServices
     from tests.fakes.fake_probes import FakeProbeRunner
     from tests.tui.conftest import settle, wait_until
     from tests.tui.machines import hgx_live
@@ -158,15 +160,15 @@ def progress_flood() -> dict[str, object]:
         (3600.0, {"type": "progress", "probe": "transfer", "fraction": 1.0, "message": ""})
     )
     box = hgx_live()
-    app = Heartbeat(
-        None,
-        None,
-        collect=lambda: box.capture,
-        sampler_factory=lambda _c: None,
-        probe_runner=FakeProbeRunner({"transfer": flood}, gpu_count=8, speed=1.0),
-        allow_probes=True,
-        busy_check=lambda _c, _g: [],
-        interval=None,
+    app = make_app(
+        services=TuiServices(
+            collect=lambda: box.capture,
+            sampler_factory=lambda _c: None,
+            probe_runner=FakeProbeRunner({"transfer": flood}, gpu_count=8, speed=1.0),
+            busy_check=lambda _c, _g: [],
+        ),
+        options=TuiOptions(interval=None, allow_probes=True),
+        app_class=Heartbeat,
     )
     app.freeze_gc = True
     result: dict[str, object] = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,13 @@ from syrupy.location import PyTestLocation
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from pcidoc.fleet.model import FleetReport
 from pcidoc.model.capture import Capture
 from pcidoc.model.report import ReportSource
 from pcidoc.samples import load_sample
 from pcidoc.tui.app import PcidocApp
+from pcidoc.tui.app import make_app as build_app
+from pcidoc.tui.services import TuiOptions, TuiServices
 from tests.tui.machines import FIXED_NOW
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,17 +75,43 @@ def _pinned_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TZ", "UTC")
 
 
+SERVICE_FIELDS = frozenset(f.name for f in fields(TuiServices))
+OPTION_FIELDS = frozenset(f.name for f in fields(TuiOptions))
+
+
 def make_app(
-    capture: Capture | None = None, source: ReportSource | None = None, **kwargs: Any
+    capture: Capture | None = None,
+    source: ReportSource | None = None,
+    *,
+    fleet: FleetReport | None = None,
+    app_class: type[PcidocApp] | None = None,
+    **kwargs: Any,
 ) -> PcidocApp:
-    """A deterministic app: fixed wall clock, no background sampler, no live NVML."""
-    kwargs.setdefault("interval", None)
-    kwargs.setdefault("now", lambda: FIXED_NOW)
-    if capture is None and "collect" not in kwargs:
+    """A deterministic app: fixed wall clock, no background sampler, no live NVML.
+
+    ``kwargs`` name fields of :class:`TuiServices` (``collect=``, ``probe_runner=``...) or of
+    :class:`TuiOptions` (``allow_probes=``, ``export_dir=``...); the app is built the way
+    production code builds it, by :func:`pcidoc.tui.app.make_app`.
+    """
+    unknown = set(kwargs) - SERVICE_FIELDS - OPTION_FIELDS
+    if unknown:
+        raise TypeError(f"neither a service nor an option: {', '.join(sorted(unknown))}")
+    services: dict[str, Any] = {k: v for k, v in kwargs.items() if k in SERVICE_FIELDS}
+    options: dict[str, Any] = {k: v for k, v in kwargs.items() if k in OPTION_FIELDS}
+    options.setdefault("interval", None)
+    services.setdefault("now", lambda: FIXED_NOW)
+    if capture is None and "collect" not in services:
         raise ValueError("tests must inject the capture or a collector")
     if capture is None:
-        kwargs.setdefault("sampler_factory", lambda _capture: None)
-    app = PcidocApp(capture, source, **kwargs)
+        services.setdefault("sampler_factory", lambda _capture: None)
+    app = build_app(
+        capture,
+        source,
+        services=TuiServices(**services),
+        options=TuiOptions(**options),
+        fleet=fleet,
+        app_class=app_class,
+    )
     app.animation_level = "none"
     app.show_toasts = False
     return app

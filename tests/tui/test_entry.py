@@ -107,7 +107,7 @@ def test_run_tui_loads_before_building_the_app(
 
     built = _Recorder.built[-1]
     assert built["source"].kind == "demo" and built["source"].name == default_demo()
-    assert built["interval"] == 0.5
+    assert built["options"].interval == 0.5
     assert run_tui(demo="synthetic-16gpu") == 0
     assert _Recorder.built[-1]["capture"].origin.kind == "synthetic"
     assert run_tui() == 0

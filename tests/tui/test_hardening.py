@@ -45,15 +45,15 @@ async def test_two_enters_in_the_export_dialog_export_once(export_dir: Path) -> 
 
 
 async def test_two_enters_in_the_sample_picker_open_one_sample() -> None:
+    from pcidoc.tui.live import load_demo
+
     loads: list[str | None] = []
-    app = demo_app("autodl-2080ti-2gpu")
-    original = app._load_demo
 
     def load(name: str | None):  # type: ignore[no-untyped-def]
         loads.append(name)
-        return original(name)
+        return load_demo(name)
 
-    app._load_demo = load
+    app = demo_app("autodl-2080ti-2gpu", load_demo=load)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         await pilot.press("s")

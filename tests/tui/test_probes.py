@@ -245,15 +245,13 @@ async def test_ui_stays_responsive_while_a_probe_streams_1000_progress_messages(
     )
     runner = FakeProbeRunner({"transfer": flood}, gpu_count=8, speed=1.0)
     box = hgx_live()
-    app = _Heartbeat(
-        None,
-        None,
+    app = make_app(
         collect=lambda: box.capture,
         sampler_factory=lambda _c: None,
         probe_runner=runner,
         allow_probes=True,
         busy_check=lambda _c, _g: [],
-        interval=None,
+        app_class=_Heartbeat,
     )
     app.freeze_gc = True  # as run_tui sets it
     posted_from: set[str] = set()

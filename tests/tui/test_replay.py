@@ -87,4 +87,4 @@ def test_run_tui_turns_the_replay_on_for_demos(monkeypatch) -> None:  # type: ig
     monkeypatch.setattr(app_module, "PcidocApp", _Recorder)
     _Recorder.built.clear()
     assert run_tui(demo="synthetic-16gpu") == 0
-    assert _Recorder.built[-1]["replay_demos"] is True
+    assert _Recorder.built[-1]["options"].replay_demos is True

@@ -178,8 +178,14 @@ def show_fleet(app: PcidocApp) -> None:
 
 def run_fleet_tui(report: FleetReport, interval: float = 1.0) -> int:
     """Run the TUI on a fleet report (``pcidoc --fleet DIR``)."""
-    from pcidoc.tui.app import PcidocApp
+    from pcidoc.tui.app import make_app
+    from pcidoc.tui.services import TuiOptions, TuiServices
 
-    app = PcidocApp(None, None, fleet=report, interval=interval, demo_fallback=False)
+    # Every node is a capture file: nothing to collect live, no NVML session to open.
+    app = make_app(
+        fleet=report,
+        services=TuiServices(),
+        options=TuiOptions(interval=interval, demo_fallback=False),
+    )
     app.freeze_gc = True
     return int(app.run() or 0)
