@@ -41,7 +41,12 @@ class Context:
             g.index: self._label_pos[g.label] for g in self.gpus if g.label in self._label_pos
         }
         self._p2p_pos = {idx: pos for pos, idx in enumerate(capture.p2p.gpus)}
+        self._p2p_first: dict[int, int] = {}
+        for pos, idx in enumerate(capture.p2p.gpus):
+            self._p2p_first.setdefault(idx, pos)
         self.measurements = capture.measurements
+        self.memo: dict[str, dict[object, object]] = {}
+        """Per-run caches of check helpers (a check module's results for this capture)."""
         self.host = capture.host
         self.driver = capture.driver
 
@@ -60,14 +65,19 @@ class Context:
 
     def gpu_link(self, a: int, b: int) -> str | None:
         """Link class between GPU ``a`` and GPU ``b``."""
-        i = self._gpu_pos.get(a)
-        j = self._gpu_pos.get(b)
-        if i is None or j is None:
-            return None
+        return self._gpu_links.get((a, b))
+
+    @cached_property
+    def _gpu_links(self) -> dict[tuple[int, int], str | None]:
+        """Every GPU pair's cell of the matrix, both orders (checks ask thousands of times)."""
         links = self.capture.topology.links
-        if i >= len(links) or j >= len(links[i]):
-            return None
-        return links[i][j]
+        out: dict[tuple[int, int], str | None] = {}
+        for a, i in self._gpu_pos.items():
+            row = links[i] if i < len(links) else []
+            for b, j in self._gpu_pos.items():
+                if j < len(row):
+                    out[(a, b)] = row[j]
+        return out
 
     def gpu_pairs(self) -> Iterator[tuple[int, int, str | None]]:
         """Unordered GPU pairs ``(a, b, link)`` with ``a < b``."""
@@ -291,9 +301,10 @@ class Context:
         """``cudaDeviceCanAccessPeer`` for the pair (False if either direction is False)."""
         status = self.capture.p2p
         matrix = status.can_access_peer
-        if matrix is None or a not in status.gpus or b not in status.gpus:
+        i = self._p2p_first.get(a)
+        j = self._p2p_first.get(b)
+        if matrix is None or i is None or j is None:
             return None
-        i, j = status.gpus.index(a), status.gpus.index(b)
         values = []
         for x, y in ((i, j), (j, i)):
             try:

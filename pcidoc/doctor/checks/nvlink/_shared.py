@@ -32,10 +32,6 @@ def _to_switch(gpu: Gpu) -> bool:
 
 def _common_nv(ctx: Context, gpus: list[Gpu]) -> str | None:
     """The most common NV# class among the pairs of ``gpus``."""
-    classes = [
-        ctx.gpu_link(a.index, b.index)
-        for i, a in enumerate(gpus)
-        for b in gpus[i + 1 :]
-        if is_nvlink(ctx.gpu_link(a.index, b.index))
-    ]
+    links = (ctx.gpu_link(a.index, b.index) for i, a in enumerate(gpus) for b in gpus[i + 1 :])
+    classes = [link for link in links if is_nvlink(link)]
     return Counter(classes).most_common(1)[0][0] if classes else None

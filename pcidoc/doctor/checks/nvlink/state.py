@@ -47,6 +47,17 @@ class _TopoView:
 
 
 def _topo_view(ctx: Context, gpu: Gpu, among: list[Gpu]) -> _TopoView | None:
+    if among is ctx.gpus:
+        # Asked for every GPU several times per run: one row of the matrix each, once.
+        views = ctx.memo.setdefault("nvlink.topo_view", {})
+        if gpu.index not in views:
+            views[gpu.index] = _compute_topo_view(ctx, gpu, among)
+        view = views[gpu.index]
+        return view if isinstance(view, _TopoView) else None
+    return _compute_topo_view(ctx, gpu, among)
+
+
+def _compute_topo_view(ctx: Context, gpu: Gpu, among: list[Gpu]) -> _TopoView | None:
     links = [ctx.gpu_link(gpu.index, other.index) for other in among if other is not gpu]
     if not links or any(link is None for link in links):
         return None  # a row with unknown cells (a damaged paste) cannot be compared

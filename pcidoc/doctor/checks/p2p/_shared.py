@@ -45,6 +45,13 @@ def _pairs(indices: list[int]) -> Iterable[tuple[int, int]]:
 
 def is_amd_small_box(ctx: Context) -> bool:
     """NCCL uses P2P up to SYS on AMD CPUs with few GPUs (paths.cc)."""
+    memo = ctx.memo.setdefault("p2p.amd_small_box", {})
+    if None not in memo:
+        memo[None] = _amd_small_box(ctx)
+    return memo[None] is True
+
+
+def _amd_small_box(ctx: Context) -> bool:
     vendor = (ctx.host.cpu_vendor or "").lower()
     model = (ctx.host.cpu_model or "").lower()
     amd = vendor == "amd" or "epyc" in model or "threadripper" in model or "ryzen" in model
@@ -118,8 +125,7 @@ def pair_path(ctx: Context, a: int, b: int) -> PairPath:
         kind = "switch" if common_role in ("switch_upstream", "switch_downstream") else "cpu"
     else:
         kind = "unknown"
-    amd_small = is_amd_small_box(ctx)
-    uses = kind in ("switch", "unknown") or (kind in ("cpu", "sys") and amd_small)
+    uses = kind in ("switch", "unknown") or (kind in ("cpu", "sys") and is_amd_small_box(ctx))
     return PairPath(a, b, link, kind, uses, hops, paths_known)
 
 
