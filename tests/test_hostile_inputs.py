@@ -464,3 +464,65 @@ def test_labels_with_digit_signs_are_not_gpu_numbers_in_the_tui() -> None:
     for label in ("GPU²", "GPU①", "GPU1²"):
         assert _gpu_of(label) is None and _gpu_index(label) is None
     assert _gpu_of("GPU12") == 12 and _gpu_index("GPU12") == 12
+
+
+# ------------------------------------------------- skipping the walk of clean JSON documents
+
+
+def _risky_chars() -> list[str]:
+    return (
+        [chr(c) for c in range(0x20)]
+        + [chr(c) for c in range(0x7F, 0xA0)]
+        + list(
+            "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029"
+        )
+    )
+
+
+@pytest.mark.parametrize("ascii_only", [True, False], ids=["escaped", "raw"])
+def test_json_with_any_character_clean_line_changes_is_not_called_clean(ascii_only: bool) -> None:
+    from pcidoc.sanitize import json_text_is_clean
+
+    for char in _risky_chars():
+        text = json.dumps({"gpus": [{"name": f"A{char}B"}]}, ensure_ascii=ascii_only)
+        assert not json_text_is_clean(text), repr(char)
+
+
+def test_json_called_clean_never_holds_a_string_clean_line_would_change() -> None:
+    import random
+
+    from pcidoc.sanitize import json_text_is_clean
+
+    rng = random.Random(20261124)
+    pool = _risky_chars() + list('ab\\"/ é→🙂\u00a0\u3000') + [chr(0xD7FF), chr(0xFFFD)]
+    checked = called_clean = 0
+    for _ in range(20000):
+        value = "".join(rng.choice(pool) for _ in range(rng.randint(0, 6)))
+        for ascii_only in (True, False):
+            text = json.dumps({value: [value]}, ensure_ascii=ascii_only)
+            checked += 1
+            if json_text_is_clean(text):
+                called_clean += 1
+                assert clean_line(value) == value, repr(value)
+                assert clean_data(json.loads(text)) == json.loads(text)
+    assert checked == 40000 and called_clean > 1000  # both outcomes were exercised
+
+
+def test_loading_a_capture_with_controls_still_cleans_it(tmp_path: Path) -> None:
+    data = json.loads(save_capture(machine(2, link="NV4"), tmp_path / "ok.json").read_text())
+    data["gpus"][0]["name"] = "NVIDIA\x1b]0;pwned\x07 H100\u202e"
+    for ascii_only in (True, False):
+        path = tmp_path / f"evil-{ascii_only}.json"
+        path.write_text(json.dumps(data, ensure_ascii=ascii_only), encoding="utf-8")
+        assert load_capture(path).gpus[0].name == "NVIDIA H100"
+        assert load_capture_data(path)["gpus"][0]["name"] == "NVIDIA H100"
+
+
+def test_raw_controls_in_json_text_are_not_called_clean_even_if_the_parser_would_refuse() -> None:
+    from pcidoc.sanitize import json_text_is_clean
+
+    for char in _risky_chars():
+        if char in "\t\n\r":
+            continue  # JSON whitespace outside strings
+        assert not json_text_is_clean('{"name": "A' + char + 'B"}'), repr(char)
+    assert json_text_is_clean('{\n\t"name": "A B"\r\n}')

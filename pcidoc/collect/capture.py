@@ -101,7 +101,7 @@ def _validation_error(name: str, errors: list[Any]) -> PcidocError:
     return PcidocError(f"{name}: {loc}: {first.get('msg')}{got_text}{more}")
 
 
-def capture_from_data(data: Any, name: str) -> Capture:
+def capture_from_data(data: Any, name: str, *, clean: bool = True) -> Capture:
     """Validate already-parsed JSON as a capture (or a report holding one).
 
     Args:
@@ -109,14 +109,16 @@ def capture_from_data(data: Any, name: str) -> Capture:
         name: File name used in error messages.
 
     Every string (keys included) is first cleaned of terminal control sequences
-    (:func:`pcidoc.sanitize.clean_data`): this is where outside data enters pcidoc.
+    (:func:`pcidoc.sanitize.clean_data`): this is where outside data enters pcidoc. ``clean``
+    is False only when the JSON text was shown to hold nothing to clean
+    (:func:`pcidoc.sanitize.json_text_is_clean`).
 
     Raises:
         PcidocError: one-line description of the first problem.
     """
     from pcidoc.sanitize import clean_data
 
-    body, name = _unwrap(clean_data(data), clean_line(name))
+    body, name = _unwrap(clean_data(data) if clean else data, clean_line(name))
     from pydantic_core import ValidationError
 
     from pcidoc.model.capture import Capture
@@ -172,8 +174,11 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
         PcidocError: the file is missing, unreadable, not JSON, not a capture, from a newer
             major version, or has missing/wrong-typed fields.
     """
+    from pcidoc.sanitize import json_text_is_clean
+
     file = Path(path)
-    return capture_from_data(_parse_json(_read_text(file), file), str(file))
+    text = _read_text(file)
+    return capture_from_data(_parse_json(text, file), str(file), clean=not json_text_is_clean(text))
 
 
 _FAST_VALIDATOR: Any = None
@@ -188,9 +193,13 @@ def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
     """
     global _FAST_VALIDATOR
     file = Path(path)
-    from pcidoc.sanitize import clean_data
+    from pcidoc.sanitize import clean_data, json_text_is_clean
 
-    body, name = _unwrap(clean_data(_parse_json(_read_text(file), file)), clean_line(str(file)))
+    text = _read_text(file)
+    data = _parse_json(text, file)
+    body, name = _unwrap(
+        data if json_text_is_clean(text) else clean_data(data), clean_line(str(file))
+    )
     from pydantic_core import SchemaValidator, ValidationError
 
     if _FAST_VALIDATOR is None:
