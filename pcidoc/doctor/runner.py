@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pcidoc import __version__
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import CHECK_IDS, CheckSpec, Finding, load_checks
+from pcidoc.doctor.wording import plurals
 from pcidoc.errors import PcidocError
 from pcidoc.model.capture import Capture
 from pcidoc.model.report import SEVERITY_ORDER, CheckResult, Report, ReportSource
@@ -62,13 +63,13 @@ def merge_findings(spec: CheckSpec, findings: list[Finding]) -> CheckResult:
     )
     worst = ordered[0]
     notable = [f for f in ordered if f.severity not in ("pass", "skip")]
-    summary = worst.summary
+    summary = plurals(worst.summary)
     if worst.severity not in ("pass", "skip") and len(notable) > 1:
         summary += f" (+{len(notable) - 1} more)"
     # dicts keep first-seen order and de-duplicate in O(1) per item: a 1,000-GPU machine has
     # half a million pairs, and a list scan here was quadratic in them.
     subjects = list(dict.fromkeys(s for f in ordered for s in f.subjects))
-    remediation = list(dict.fromkeys(step for f in ordered for step in f.remediation))
+    remediation = list(dict.fromkeys(plurals(step) for f in ordered for step in f.remediation))
     evidence = [item for f in ordered for item in f.evidence]
     return CheckResult(
         id=spec.id,

@@ -309,7 +309,8 @@ def watch_command(
                 target.flush()
 
             progress(
-                f"pcidoc: watching {len(capture.gpus)} GPU(s) every {args.interval:g} s"
+                f"pcidoc: watching {len(capture.gpus)} "
+                f"GPU{'' if len(capture.gpus) == 1 else 's'} every {args.interval:g} s"
                 + (f", metrics in {args.prom}" if args.prom else "")
                 + " (Ctrl-C to stop)"
             )

@@ -94,7 +94,7 @@ def test_gpu_with_fewer_up_links_than_identical_peers_fails():
     assert res.severity == "fail"
     bus = cap.gpus[3].bus_id
     assert res.summary.startswith(
-        f"GPU3 ({bus}) has 16 NVLinks up while its 7 identical peer(s) have 18"
+        f"GPU3 ({bus}) has 16 NVLinks up while its 7 identical peers have 18"
     )
     assert res.subjects == ["GPU3"]
     assert res.confidence == "high"
@@ -322,7 +322,7 @@ def test_healthy_hgx_fabric_passes_with_clique_zero():
     # Single-node HGX H100: Completed/Success with clique 0 and a zero UUID is normal.
     res = result(fabric_box(), "nvlink.fabric")
     assert res.severity == "pass"
-    assert "completed on 8 GPU(s)" in res.summary
+    assert "completed on 8 GPUs" in res.summary
 
 
 def test_fabric_manager_down_on_an_nvswitch_box_fails():

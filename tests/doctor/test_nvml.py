@@ -42,7 +42,7 @@ def test_healthy_live_machine_passes():
 @pytest.mark.parametrize(
     ("error", "on_bus", "severity", "needle", "remedy"),
     [
-        ("DRIVER_NOT_LOADED", 4, "fail", "4 NVIDIA GPU(s) on the PCI bus", "modprobe nvidia"),
+        ("DRIVER_NOT_LOADED", 4, "fail", "4 NVIDIA GPUs on the PCI bus", "modprobe nvidia"),
         ("LIBRARY_NOT_FOUND", 2, "fail", "libnvidia-ml.so.1", "--gpus all"),
         ("LIBRARY_NOT_FOUND", 0, "info", "no NVIDIA GPU on this machine", None),
         ("DRIVER_NOT_LOADED", 0, "info", "no NVIDIA GPU on this machine", None),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pcidoc.doctor.registry import CheckSpec, Finding
 from pcidoc.doctor.runner import merge_findings, run
 from pcidoc.model import ReportSource
@@ -37,3 +39,32 @@ def test_merge_keeps_first_seen_order_without_duplicates() -> None:
     assert merged.severity == "fail" and merged.summary == "b (+1 more)"
     assert merged.subjects == ["GPU0", "GPU2", "GPU1"]
     assert merged.remediation == ["y", "z", "x"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1 GPU(s)", "1 GPU"),
+        ("8 GPU(s), 4 NIC(s)", "8 GPUs, 4 NICs"),
+        ("1 GPU pair(s) cross sockets", "1 GPU pair crosses sockets"),
+        ("28 GPU pair(s) cross sockets", "28 GPU pairs cross sockets"),
+        ("its 1 identical peer(s) have none", "its 1 identical peer has none"),
+        ("4 local NIC port(s) for 8 GPUs", "4 local NIC ports for 8 GPUs"),
+        ("1 node(s) lack them", "1 node lacks them"),
+        ("1,000 node(s) are", "1,000 nodes are"),
+        ("on GPU(s) 0-3", "on GPU(s) 0-3"),  # no count: left as written
+    ],
+)
+def test_counted_words_are_singular_or_plural_by_their_count(text: str, expected: str) -> None:
+    from pcidoc.doctor.wording import plurals
+
+    assert plurals(text) == expected
+
+
+def test_merged_results_resolve_plurals_in_summary_and_remediation() -> None:
+    spec = CheckSpec("p2p.capability", "t", "facts", lambda ctx: [])
+    result = merge_findings(
+        spec, [Finding("warn", "1 pair(s) refused", remediation=["fix 2 GPU(s)"])]
+    )
+    assert result.summary == "1 pair refused"
+    assert result.remediation == ["fix 2 GPUs"]

@@ -438,6 +438,6 @@ def test_nic_inventory_pass_says_what_it_judged_and_many_vfs_are_info() -> None:
     short = _check(machine(8, nics=[f"NIC{i}" for i in range(4)]), "nccl.nic-inventory")
     assert short.severity == "pass"
     assert "no virtual functions or extra ports hiding" in short.summary
-    assert short.summary.startswith("4 NIC(s) for 8 GPU(s)")
+    assert short.summary.startswith("4 NICs for 8 GPUs")
     crowded = _check(machine(8, nics=[f"NIC{i}" for i in range(20)]), "nccl.nic-inventory")
     assert crowded.severity == "info" and "20 NICs for 8 GPUs" in crowded.summary
