@@ -1,8 +1,9 @@
 """Hanging indent for the TUI's fact texts: a wrapped line continues under its value, not at col 0.
 
-Rich wraps a :class:`~rich.text.Text` back to the left edge. The Host pane's ``key   value`` lines
-and the PCIe path's ``   ↑ port · …`` lines read as a column only if their continuation lines start
-where the value (or the hop) starts, so each line is wrapped on its own, after its indent.
+Rich wraps a :class:`~rich.text.Text` back to the left edge. The Host pane's ``key   value``
+lines, the PCIe path's ``   ↑ port · …`` lines, bullets and findings read as a column only if
+their continuation lines start where the value (or the hop, or the text) starts, so each line is
+wrapped on its own, after its indent.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 
-_INDENT = re.compile(r"^(\S[^\n]*?\s{2,}(?=\S)|\s*(?:[↑•·*-]\s+)?)")
-"""A ``key   value`` line hangs under its value; ``   ↑ hop`` or ``  • item`` under its text."""
+_INDENT = re.compile(r"^(\S[^\n]*?\s{2,}(?=\S)|\s*(?:[↑•·*!✗●-]\s+)?)")
+"""A ``key   value`` line hangs under its value; ``   ↑ hop``, ``  • item`` or a finding's
+``! check.id summary`` under its text."""
 
 MAX_INDENT = 24
 

@@ -1,0 +1,155 @@
+"""Screen space and cut text on the bundled samples at the terminal sizes users run.
+
+Pilot tests that measure widget regions and read the lines the matrix draws: the 72-GPU matrix
+fills a tall terminal, no matrix header or cell is shown cut, the columns of one layout are one
+width, and wrapped findings and notes continue under their own text.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Static
+
+from pcidoc.samples import list_samples
+from pcidoc.tui.widgets.topology_matrix import MARK_CHARS, TopologyMatrix
+from tests.tui.conftest import demo_app, settle
+
+SIZES = [(80, 24), (100, 30), (120, 40), (130, 40), (160, 48), (220, 60)]
+SAMPLE_NAMES = [sample.name for sample in list_samples()]
+
+
+def _allowed_words(matrix: TopologyMatrix) -> set[str]:
+    """Every whole word the matrix may show: labels (with a finding mark), headers, cells."""
+    grid = matrix.grid
+    assert grid is not None
+    words = {"…", "GPU", "NIC", "CPU", "Affinity", "NUMA"}
+    for index, label in enumerate(grid.labels):
+        words.add(label)
+        words.update(label + mark for mark in MARK_CHARS.values())
+        words.add(grid.short_label(index))
+        words.update(grid.number(index))  # compact headers: one digit per row
+    for row in grid.cells:
+        for cell in row:
+            words.update((cell.text, cell.code))
+    for cpu, numa in grid.affinity:
+        words.update((cpu, numa))
+    return words
+
+
+@pytest.mark.parametrize("sample", SAMPLE_NAMES)
+async def test_matrix_never_shows_a_cut_header_label_or_cell(sample: str) -> None:
+    app = demo_app(sample)
+    async with app.run_test(size=SIZES[0]) as pilot:
+        await settle(pilot)
+        matrix = app.main.query_one(TopologyMatrix)
+        allowed = _allowed_words(matrix)
+        for width, height in SIZES:
+            await pilot.resize_terminal(width, height)
+            await settle(pilot)
+            shown = [matrix.render_line(y).text for y in range(matrix.size.height)]
+            for line in shown:
+                cut = [word for word in line.split() if word not in allowed]
+                assert not cut, f"{sample} at {width}x{height}: {cut} in {line!r}"
+            layout = matrix._layout
+            assert layout is not None
+            if layout.name != "compact":
+                # Evenly spaced headers: every column of a layout has the same width.
+                assert len(set(layout.col_w)) == 1, (sample, width, layout.col_w)
+
+
+async def test_a_wide_terminal_shows_the_whole_16_gpu_matrix_with_its_cpu_affinity() -> None:
+    # 16 GPUs + 8 NICs: 62 % of 220 columns fitted the cells but not the CPU affinity and NUMA
+    # columns, which the viewport then cut ("CPU Affi"); the detail needs far less than 38 %.
+    app = demo_app("synthetic-16gpu")
+    async with app.run_test(size=(220, 60)) as pilot:
+        await settle(pilot)
+        matrix = app.main.query_one(TopologyMatrix)
+        header = matrix.render_line(matrix.header_height - 1).text
+        assert "CPU Affinity" in header and "NUMA" in header
+        assert "G15" in header and "…" not in header
+        assert "0-47" in matrix.render_line(matrix.header_height).text
+        assert app.main.query_one("#topo-detail").region.width >= 56
+
+
+@pytest.mark.parametrize("size", [(220, 60), (160, 48)])
+async def test_72_gpu_matrix_fills_the_left_column_down_to_the_findings(
+    size: tuple[int, int],
+) -> None:
+    app = demo_app("synthetic-72gpu")
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        pane = app.main.topology
+        left = pane.query_one("#topo-left")
+        matrix = pane.matrix
+        legend = pane.query_one("#topo-legend", Static)
+        findings = pane.query_one("#topo-findings", Static)
+        assert findings.display
+        # Matrix, legend and findings stack without a gap and reach the bottom of the column.
+        assert legend.region.y == matrix.region.bottom
+        assert findings.region.y == legend.region.bottom
+        assert left.region.bottom - findings.region.bottom <= 1
+        # The matrix got those rows: more of its 90 rows are on screen than the old 75 %.
+        assert matrix.region.height > int(left.region.height * 0.75)
+        # And the findings are whole (the matrix did not push them off the column).
+        assert findings.region.bottom <= left.region.bottom
+
+
+async def test_a_small_matrix_keeps_its_legend_right_under_it() -> None:
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(220, 60)) as pilot:
+        await settle(pilot)
+        pane = app.main.topology
+        matrix = pane.matrix
+        legend = pane.query_one("#topo-legend", Static)
+        assert matrix.region.height <= matrix.virtual_size.height + 1
+        assert legend.region.y == matrix.region.bottom
+
+
+async def test_wrapped_findings_and_notes_continue_under_their_own_text() -> None:
+    app = demo_app("synthetic-72gpu")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        pane = app.main.topology
+        for selector in ("#topo-findings", "#topo-notes"):
+            widget = pane.query_one(selector, Static)
+            region = widget.region.reset_offset
+            lines = [strip.text.rstrip() for strip in widget.render_lines(region)]
+            lines = [line for line in lines if line.strip()]
+            wrapped = 0
+            indent = None
+            for line in lines:
+                body = line.lstrip()
+                if body[:1] in ("!", "✗", "●", "•"):
+                    # The text after the mark starts here; its wrapped lines start there too.
+                    indent = len(line) - len(body) + 2
+                elif indent is not None:
+                    wrapped += 1
+                    assert line[:indent].strip() == "" and line[indent] != " ", (selector, line)
+            assert wrapped, f"{selector}: nothing wrapped at this width"
+
+
+@pytest.mark.parametrize(
+    ("sample", "size", "left"),
+    [
+        ("a100-sxm4-8gpu-nvswitch", (160, 48), True),  # room under the findings
+        ("synthetic-72gpu", (160, 48), False),  # the matrix needs every row
+        ("a100-sxm4-8gpu-nvswitch", (80, 24), False),  # stacked: notes under the detail
+    ],
+)
+async def test_notable_facts_go_under_the_findings_when_the_left_column_has_room(
+    sample: str, size: tuple[int, int], left: bool
+) -> None:
+    app = demo_app(sample)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        pane = app.main.topology
+        under_findings = pane.query_one("#topo-notes-left", Static)
+        in_detail = pane.query_one("#topo-notes", Static)
+        assert under_findings.display is left and in_detail.display is not left
+        shown = under_findings if left else in_detail
+        assert "Notable" in shown.render_lines(shown.region.reset_offset)[1].text
+        if left:
+            findings = pane.query_one("#topo-findings", Static)
+            column = pane.query_one("#topo-left")
+            assert under_findings.region.y == findings.region.bottom
+            assert under_findings.region.bottom <= column.region.bottom
