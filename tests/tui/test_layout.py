@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Static
 
-from pcidoc.samples import list_samples
+from pcidoc.samples import default_demo, list_samples
 from pcidoc.tui.widgets.topology_matrix import MARK_CHARS, TopologyMatrix
-from tests.tui.conftest import demo_app, settle
+from tests.tui.conftest import demo_app, make_app, plain, settle
+from tests.tui.machines import no_gpu_machine
 
 SIZES = [(80, 24), (100, 30), (120, 40), (130, 40), (160, 48), (220, 60)]
 SAMPLE_NAMES = [sample.name for sample in list_samples()]
@@ -153,3 +154,53 @@ async def test_notable_facts_go_under_the_findings_when_the_left_column_has_room
             column = pane.query_one("#topo-left")
             assert under_findings.region.y == findings.region.bottom
             assert under_findings.region.bottom <= column.region.bottom
+
+
+async def test_no_gpu_host_pane_puts_both_machines_side_by_side_on_a_wide_terminal() -> None:
+    # This machine (no GPU) and the demo on display: one column each from 120 columns, so
+    # the demo's facts are not pushed below the screen while half of it stays blank.
+    app = make_app(collect=no_gpu_machine)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        pane = app.main.host
+        this = pane.query_one("#host-facts", Static)
+        shown = pane.query_one("#host-displayed", Static)
+        assert "This machine (live)" in plain(this) and "dev-laptop" in plain(this)
+        assert "Host of the machine on display" in plain(shown)
+        assert shown.display and shown.region.y == this.region.y
+        assert shown.region.x >= this.region.right
+        assert shown.region.right <= pane.region.right
+        await pilot.resize_terminal(100, 40)
+        await settle(pilot)
+        assert shown.region.x == this.region.x and shown.region.y > this.region.bottom
+
+
+async def test_a_single_machine_uses_the_host_pane_alone() -> None:
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        pane = app.main.host
+        assert not pane.query_one("#host-displayed").display
+        assert "autodl-2080ti-2gpu" in plain(pane.query_one("#host-facts", Static))
+
+
+@pytest.mark.parametrize("collect", [True, False], ids=["no-gpu", "default-demo"])
+async def test_host_pane_shows_its_scrollbar_on_first_display_at_80x24(collect: bool) -> None:
+    """Issue 12 said the Host pane's scrollbar was hidden at first; it could not be reproduced
+    (Pilot, snapshots, tmux). This keeps it so: the content overflows and the bar is drawn."""
+    app = make_app(collect=no_gpu_machine) if collect else demo_app(default_demo())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await pilot.pause()
+        pane = app.main.host
+        assert pane.max_scroll_y > 0
+        assert pane.show_vertical_scrollbar
+        bar = pane.vertical_scrollbar.region
+        assert bar.width >= 1 and bar.height > 0
+        assert app.screen.region.contains_region(bar)
+        assert pane.region.right - 1 <= bar.right <= pane.region.right  # at the right edge
