@@ -12,7 +12,7 @@ from textual.widgets import Static
 
 from pcidoc.samples import default_demo, list_samples
 from pcidoc.tui.widgets.topology_matrix import MARK_CHARS, TopologyMatrix
-from tests.tui.conftest import demo_app, make_app, plain, settle
+from tests.tui.conftest import demo_app, make_app, plain, settle, wait_until
 from tests.tui.machines import no_gpu_machine
 
 SIZES = [(80, 24), (100, 30), (120, 40), (130, 40), (160, 48), (220, 60)]
@@ -204,3 +204,48 @@ async def test_host_pane_shows_its_scrollbar_on_first_display_at_80x24(collect: 
         assert bar.width >= 1 and bar.height > 0
         assert app.screen.region.contains_region(bar)
         assert pane.region.right - 1 <= bar.right <= pane.region.right  # at the right edge
+
+
+async def _export_with_toasts(pilot, app) -> None:  # type: ignore[no-untyped-def]
+    await settle(pilot)
+    await pilot.press("e")
+    await pilot.pause()
+    await pilot.press("enter")
+    await settle(pilot)
+    await wait_until(pilot, lambda: bool(app.screen.query("Toast")))
+
+
+async def test_export_notification_keeps_the_file_name_on_one_line_at_80_columns(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    app = demo_app("autodl-2080ti-2gpu", export_dir=tmp_path)
+    app.show_toasts = True
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await _export_with_toasts(pilot, app)
+        toast = app.screen.query_one("Toast")
+        lines = [strip.text.strip() for strip in toast.render_lines(toast.region.reset_offset)]
+        name = next(p.name for p in tmp_path.iterdir() if p.suffix == ".md")[: -len(".md")]
+        assert any(f"{name}.{{md,html,json,svg}}" in line for line in lines), lines
+        assert toast.region.right <= 80
+
+
+async def test_a_dialog_opened_after_an_export_is_not_covered_by_its_notification(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    app = demo_app("autodl-2080ti-2gpu", export_dir=tmp_path)
+    app.show_toasts = True
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await _export_with_toasts(pilot, app)
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ExportScreen"
+        drawn = [
+            toast
+            for screen in app.screen_stack
+            for rack in screen.query("ToastRack")
+            if rack.display
+            for toast in rack.query("Toast")
+        ]
+        assert not drawn
+        assert len(app.notices) == 1  # still remembered
