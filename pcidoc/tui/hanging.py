@@ -54,3 +54,40 @@ class Hanging:
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement.get(console, options, self.text)
+
+
+class Phrases:
+    """Phrases laid out greedily on lines, broken only between phrases (a phrase wider than
+    the line still wraps): a note or a legend then never breaks mid-phrase, as in
+    ``NODE between host bridges, same`` / ``NUMA node``."""
+
+    def __init__(self, phrases: list[Text], separator: str = " ") -> None:
+        self.phrases = [phrase for phrase in phrases if phrase.plain]
+        self.separator = separator
+
+    def _lines(self, width: int) -> list[Text]:
+        lines: list[Text] = []
+        line: Text | None = None
+        for phrase in self.phrases:
+            if line is not None and line.cell_len + len(self.separator) + phrase.cell_len > width:
+                lines.append(line)
+                line = None
+            if line is None:
+                line = phrase.copy()
+            else:
+                line.append(self.separator)
+                line.append_text(phrase)
+        if line is not None:
+            lines.append(line)
+        return lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self._lines(options.max_width):
+            yield from line.wrap(console, options.max_width, overflow="fold")
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = max((phrase.cell_len for phrase in self.phrases), default=0)
+        total = sum(phrase.cell_len for phrase in self.phrases) + len(self.separator) * max(
+            0, len(self.phrases) - 1
+        )
+        return Measurement(min(widest, options.max_width), min(total, options.max_width))

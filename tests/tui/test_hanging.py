@@ -52,3 +52,18 @@ def test_a_line_that_fits_is_unchanged() -> None:
     assert _render(Hanging(Text("CPU             AMD EPYC 9654")), 80) == [
         "CPU             AMD EPYC 9654"
     ]
+
+
+def test_phrases_break_between_phrases_never_inside_one() -> None:
+    from pcidoc.tui.hanging import Phrases
+
+    phrases = [Text("static values from the capture"), Text("errors: totals since boot.")]
+    phrases.append(Text("a phrase much longer than the narrow width it is rendered at here"))
+    assert _render(Phrases(phrases), 80) == [
+        "static values from the capture errors: totals since boot.",
+        "a phrase much longer than the narrow width it is rendered at here",
+    ]
+    lines = _render(Phrases(phrases), 40)
+    assert lines[:2] == ["static values from the capture", "errors: totals since boot."]
+    # A phrase wider than the line still wraps (between its words).
+    assert all(len(line) <= 40 for line in lines) and len(lines) == 4

@@ -249,3 +249,27 @@ async def test_a_dialog_opened_after_an_export_is_not_covered_by_its_notificatio
         ]
         assert not drawn
         assert len(app.notices) == 1  # still remembered
+
+
+@pytest.mark.parametrize("width", [80, 100, 160])
+async def test_links_note_and_legend_wrap_between_phrases(width: int) -> None:
+    app = demo_app("synthetic-16gpu")
+    async with app.run_test(size=(width, 40)) as pilot:
+        await settle(pilot)
+        widget = app.main.topology.query_one("#topo-legend", Static)
+        legend = [s.text.strip() for s in widget.render_lines(widget.region.reset_offset)]
+        assert any("between host bridges, same NUMA node" in line for line in legend), legend
+        await pilot.press("2")
+        await settle(pilot)
+        note = app.main.query_one("#links-note", Static)
+        lines = [s.text.strip() for s in note.render_lines(note.region.reset_offset)]
+        phrases = [
+            "static values from the capture — live counters need a live GPU machine.",
+            "Util % raw: busier direction ÷ raw ceiling of the current PCIe link.",
+            "Errors: totals since boot.",
+        ]
+        for line in filter(None, lines):
+            rest = line
+            for phrase in phrases:
+                rest = rest.replace(phrase, "")
+            assert not rest.strip(), f"a phrase broken at {width} columns: {line!r}"

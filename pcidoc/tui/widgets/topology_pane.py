@@ -19,7 +19,7 @@ from pcidoc.model.counters import GpuRates
 from pcidoc.model.report import Report
 from pcidoc.present._matrix import MatrixView, finding_marks
 from pcidoc.tui.describe import attention_text, bullet_lines, describe_cell
-from pcidoc.tui.hanging import Hanging
+from pcidoc.tui.hanging import Hanging, Phrases
 from pcidoc.tui.matrix_grid import COLOUR_MODES, MODE_TITLES, MatrixGrid, build_grid
 from pcidoc.tui.widgets.topology_matrix import TopologyMatrix
 
@@ -131,23 +131,24 @@ class TopologyPane(Container):
             text.append("shown" if self.show_nics else "hidden", style="bold")
         if self.matrix.layout_name == "compact":
             text.append("  · one character per cell", style="dim")
+        parts: list[Text | Phrases] = [text]
         grid = self.grid
         if grid is not None:
-            text.append("\n")
+            # One phrase per entry: a narrow screen breaks between entries, never inside one.
             compact = self.matrix.layout_name == "compact"
-            for pos, (cls, code, style, words) in enumerate(grid.legend):
-                if pos:
-                    text.append("  ")
+            entries: list[Text] = []
+            for cls, code, style, words in grid.legend:
                 shown = cls
                 if compact and code != cls:
                     shown = f"{code}={cls}" if grid.mode == "class" else f"{code} {cls}"
-                text.append(shown, style=style)
+                entry = Text(shown, style=style)
                 if words:
-                    text.append(f" {words}")
+                    entry.append(f" {words}")
+                entries.append(entry)
+            parts.append(Phrases(entries, separator="  "))
             if grid.note:
-                text.append("\n")
-                text.append(grid.note, style="dim")
-        self.query_one("#topo-legend", Static).update(text)
+                parts.append(Text(grid.note, style="dim"))
+        self.query_one("#topo-legend", Static).update(Group(*parts))
 
     def _show_detail(self, selected: tuple[str, str] | None) -> None:
         detail = self.query_one("#pair-detail", Static)
