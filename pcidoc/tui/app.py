@@ -517,6 +517,7 @@ class PcidocApp(App[int]):
 
             gc.collect()
             gc.freeze()
+            gc.enable()  # run_tui kept it off until now
 
     @on(CountersSampled)
     def _counters_sampled(self, message: CountersSampled) -> None:
