@@ -242,8 +242,9 @@ class PcidocApp(App[int]):
         return screen
 
     def on_mount(self) -> None:
-        """Start once the main screen has its widgets."""
-        self.call_after_refresh(self._start)
+        """Start once the main screen has its widgets, without waiting for its first paint:
+        a paint of empty panes is work thrown away, and the doctor would start that late."""
+        self.main.call_later(self._start)
 
     def _start(self) -> None:
         """Show what is known at once and start loading the rest."""

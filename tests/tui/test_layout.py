@@ -273,3 +273,22 @@ async def test_links_note_and_legend_wrap_between_phrases(width: int) -> None:
             for phrase in phrases:
                 rest = rest.replace(phrase, "")
             assert not rest.strip(), f"a phrase broken at {width} columns: {line!r}"
+
+
+async def test_the_legend_follows_the_matrix_layout_when_the_terminal_is_resized() -> None:
+    # Compact (one character per cell) at 160 columns, G0 headers at 220: the legend spells
+    # out the one-character codes exactly while they are on screen.
+    app = demo_app("synthetic-16gpu")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        matrix = app.main.topology.matrix
+        legend = app.main.topology.query_one("#topo-legend", Static)
+        assert matrix.layout_name == "compact"
+        assert "N=NV12" in plain(legend) and "one character per cell" in plain(legend)
+        await pilot.resize_terminal(220, 60)
+        await settle(pilot)
+        assert matrix.layout_name != "compact"
+        assert "N=NV12" not in plain(legend) and "one character per cell" not in plain(legend)
+        await pilot.resize_terminal(160, 48)
+        await settle(pilot)
+        assert matrix.layout_name == "compact" and "N=NV12" in plain(legend)

@@ -112,6 +112,18 @@ class TopologyMatrix(ScrollView, can_focus=True):
             """The matrix that sent it."""
             return self.matrix
 
+    class LayoutChanged(Message):
+        """The matrix switched between full, narrow and compact (the legend says which)."""
+
+        def __init__(self, matrix: TopologyMatrix) -> None:
+            super().__init__()
+            self.matrix = matrix
+
+        @property
+        def control(self) -> TopologyMatrix:
+            """The matrix that sent it."""
+            return self.matrix
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.grid: MatrixGrid | None = None
@@ -278,7 +290,9 @@ class TopologyMatrix(ScrollView, can_focus=True):
             return
         chosen = self._choose_layout(self._available_width())
         self._layout = chosen
-        self.layout_name = chosen.name
+        if chosen.name != self.layout_name:
+            self.layout_name = chosen.name
+            self.post_message(self.LayoutChanged(self))
         self.virtual_size = Size(chosen.total_w, len(chosen.header) + len(self.grid.labels))
         self.refresh()
         self.call_after_refresh(self._scroll_to_cursor)

@@ -167,6 +167,12 @@ class TopologyPane(Container):
         self.query_one("#topo-notes", Static).update(notes)
         self.query_one("#topo-notes-left", Static).update(notes)
 
+    @on(TopologyMatrix.LayoutChanged)
+    def _layout_changed(self) -> None:
+        # The legend spells out the one-character codes of the compact layout only.
+        self._show_legend()
+        self._fit()
+
     @on(TopologyMatrix.CursorMoved)
     def _cursor_moved(self, event: TopologyMatrix.CursorMoved) -> None:
         self._show_detail((event.row, event.col))
