@@ -37,9 +37,18 @@ class Hanging:
 
     def __init__(self, text: Text) -> None:
         self.text = text
+        self._segments: dict[int, list[Segment]] = {}
+        """Rendered segments by width: a pane's text is measured and drawn several times at
+        one width (layout, then each paint), and wrapping it is the costly part."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
+        cached = self._segments.get(width)
+        if cached is None:
+            cached = self._segments[width] = list(self._render(console, width))
+        yield from cached
+
+    def _render(self, console: Console, width: int) -> RenderResult:
         for line in self.text.split("\n", allow_blank=True):
             indent = hang_width(line.plain, width)
             body = line[indent:]
