@@ -9,6 +9,7 @@ wrapped on its own, after its indent.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
@@ -48,7 +49,7 @@ class Hanging:
             cached = self._segments[width] = list(self._render(console, width))
         yield from cached
 
-    def _render(self, console: Console, width: int) -> RenderResult:
+    def _render(self, console: Console, width: int) -> Iterator[Segment]:
         for line in self.text.split("\n", allow_blank=True):
             indent = hang_width(line.plain, width)
             body = line[indent:]
