@@ -292,3 +292,27 @@ async def test_the_legend_follows_the_matrix_layout_when_the_terminal_is_resized
         await pilot.resize_terminal(160, 48)
         await settle(pilot)
         assert matrix.layout_name == "compact" and "N=NV12" in plain(legend)
+
+
+@pytest.mark.parametrize("keys", [("end",), ("l",) * 40, ("end", "home")])
+async def test_the_cursor_cell_stays_on_screen_beside_the_ellipsis(keys: tuple[str, ...]) -> None:
+    # 72 GPUs + 18 NICs at 80 columns: the last two columns of the viewport hold a blank and
+    # the "…" that says more columns follow; scrolling to the cursor must leave them out.
+    app = demo_app("synthetic-72gpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        matrix = app.main.query_one(TopologyMatrix)
+        await pilot.press(*keys)
+        await pilot.pause()
+        row, _ = matrix.cursor
+        layout = matrix._layout
+        assert layout is not None
+        y = matrix.header_height + row - matrix.scroll_offset.y
+        x = 0
+        cursor_drawn = False
+        for segment in matrix.render_line(y):
+            style = segment.style
+            if x >= layout.label_w and segment.text.strip() and style and style.reverse:
+                cursor_drawn = True
+            x += len(segment.text)
+        assert cursor_drawn, f"cursor {matrix.selected} not drawn after {keys}"

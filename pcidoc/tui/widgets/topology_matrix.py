@@ -539,6 +539,8 @@ class TopologyMatrix(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         x0 = layout.col_x[col]
         x1 = x0 + layout.col_w[col]
+        if x1 < layout.total_w - layout.label_w:
+            view_w = max(1, view_w - 2)  # columns follow: the edge keeps a blank and the ``…``
         new_x, new_y = scroll_x, scroll_y
         if x0 < scroll_x:
             new_x = x0
