@@ -29,7 +29,6 @@ from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import var
-from textual.widgets import TabbedContent
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from pcidoc.model.capture import Capture
@@ -617,12 +616,6 @@ class PcidocApp(App[int]):
             matrix = self.main.topology.matrix
         matrix.select(row, col)
         matrix.focus()
-
-    @on(TabbedContent.TabActivated)
-    async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        pane = event.pane.id
-        if pane and self.main.active_pane == pane:
-            await self.open_pane(pane)
 
     def action_topology_key(self, key: str) -> None:
         """``c`` / ``n`` from the key bar: act on the Topology pane."""

@@ -72,3 +72,19 @@ async def test_the_app_turns_the_collector_back_on_after_its_first_screen(
             assert gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+def test_the_first_screen_does_not_load_textuals_tabbed_content() -> None:
+    # TabbedContent (a Tabs bar with a widget per tab, an animated underline) cost about 40 ms
+    # of the first screen; the one-line PaneTabs and a ContentSwitcher do the same job.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pcidoc.tui.app\n"
+        "print(sorted(m for m in sys.modules if m.startswith('textual.widgets._tab')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]", result.stdout
