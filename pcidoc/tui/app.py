@@ -29,7 +29,6 @@ from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import var
-from textual.widgets import TabbedContent
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from pcidoc.model.capture import Capture
@@ -242,8 +241,9 @@ class PcidocApp(App[int]):
         return screen
 
     def on_mount(self) -> None:
-        """Start once the main screen has its widgets."""
-        self.call_after_refresh(self._start)
+        """Start once the main screen has its widgets, without waiting for its first paint:
+        a paint of empty panes is work thrown away, and the doctor would start that late."""
+        self.main.call_later(self._start)
 
     def _start(self) -> None:
         """Show what is known at once and start loading the rest."""
@@ -517,6 +517,7 @@ class PcidocApp(App[int]):
 
             gc.collect()
             gc.freeze()
+            gc.enable()  # run_tui kept it off until now
 
     @on(CountersSampled)
     def _counters_sampled(self, message: CountersSampled) -> None:
@@ -615,12 +616,6 @@ class PcidocApp(App[int]):
             matrix = self.main.topology.matrix
         matrix.select(row, col)
         matrix.focus()
-
-    @on(TabbedContent.TabActivated)
-    async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        pane = event.pane.id
-        if pane and self.main.active_pane == pane:
-            await self.open_pane(pane)
 
     def action_topology_key(self, key: str) -> None:
         """``c`` / ``n`` from the key bar: act on the Topology pane."""

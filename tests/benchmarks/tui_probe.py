@@ -45,6 +45,9 @@ def _rss_mb() -> float:
 
 def first_screen(parent_time: float) -> dict[str, object]:
     """What ``pcidoc --demo`` does (run_tui), headless, until the first complete screen."""
+    import gc
+
+    gc.disable()  # as run_tui does until the first screen
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as pcidoc.cli.main does
     from pcidoc.tui.live import load_demo
 

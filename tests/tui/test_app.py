@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from textual.widgets import DataTable, OptionList, Static, TabbedContent
+from textual.widgets import DataTable, OptionList, Static
 
 from pcidoc.model.report import ReportSource
 from pcidoc.tui.keys import all_keys
@@ -13,6 +13,7 @@ from pcidoc.tui.messages import FactsCollected, ReportUpdated, ThisMachineCollec
 from pcidoc.tui.screens.export import ExportScreen
 from pcidoc.tui.screens.help import HelpScreen
 from pcidoc.tui.screens.samples import SamplePicker
+from pcidoc.tui.widgets.pane_tabs import PaneTabs
 from pcidoc.tui.widgets.topology_matrix import TopologyMatrix
 from tests.tui.conftest import demo_app, make_app, plain, settle
 from tests.tui.machines import NO_DRIVER, acs_machine, acs_source, no_gpu_machine
@@ -54,7 +55,7 @@ async def test_number_keys_switch_panes_and_focus_their_main_widget() -> None:
         for key, (pane, widget) in expected.items():
             await pilot.press(key)
             await pilot.pause()
-            assert app.main.query_one(TabbedContent).active == pane
+            assert app.main.active_pane == pane
             assert isinstance(app.focused, widget)
         await pilot.press("4")
         await pilot.pause()
@@ -66,7 +67,9 @@ async def test_tabs_respond_to_the_mouse() -> None:
     app = make_app(acs_machine(), acs_source())
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
-        await pilot.click("#panes Tab#--content-tab-doctor")
+        tabs = app.main.query_one(PaneTabs)
+        start, _end, _ = next(span for span in tabs._spans if span[2] == "doctor")
+        await pilot.click("#tabs", offset=(start + 1, 0))
         await pilot.pause()
         assert app.main.active_pane == "doctor"
 

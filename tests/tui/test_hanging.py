@@ -52,3 +52,38 @@ def test_a_line_that_fits_is_unchanged() -> None:
     assert _render(Hanging(Text("CPU             AMD EPYC 9654")), 80) == [
         "CPU             AMD EPYC 9654"
     ]
+
+
+def test_phrases_break_between_phrases_never_inside_one() -> None:
+    from pcidoc.tui.hanging import Phrases
+
+    phrases = [Text("static values from the capture"), Text("errors: totals since boot.")]
+    phrases.append(Text("a phrase much longer than the narrow width it is rendered at here"))
+    assert _render(Phrases(phrases), 80) == [
+        "static values from the capture errors: totals since boot.",
+        "a phrase much longer than the narrow width it is rendered at here",
+    ]
+    lines = _render(Phrases(phrases), 40)
+    assert lines[:2] == ["static values from the capture", "errors: totals since boot."]
+    # A phrase wider than the line still wraps (between its words).
+    assert all(len(line) <= 40 for line in lines) and len(lines) == 4
+
+
+def test_hanging_wraps_once_per_width(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # A pane's text is measured and painted several times at one width before the first
+    # screen; wrapping it again each time cost ~10 ms of start-up.
+    calls: list[int] = []
+    original = Text.wrap
+
+    def counting_wrap(self: Text, console: Console, width: int, **kwargs: object):  # type: ignore[no-untyped-def]
+        calls.append(width)
+        return original(self, console, width, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Text, "wrap", counting_wrap)
+    hanging = Hanging(
+        Text("kernel          6.8.0-45-generic #45~22.04.1-Ubuntu SMP PREEMPT_DYNAMIC")
+    )
+    first = _render(hanging, 40)
+    assert _render(hanging, 40) == first
+    assert calls == [40 - 16]  # one wrap of the value, at its width after the indent
+    assert _render(hanging, 60) != first and len(calls) == 2

@@ -278,11 +278,11 @@ async def test_b_hides_the_no_gpu_banner_and_gives_its_rows_back() -> None:
         await settle(pilot)
         banner = app.main.banner
         assert banner.display and "b hide this" in plain(banner)
-        tabs_top = app.main.query_one("TabbedContent").region.y
+        tabs_top = app.main.query_one("#tabs").region.y
         await pilot.press("b")
         await pilot.pause()
         assert not banner.display
-        assert app.main.query_one("TabbedContent").region.y < tabs_top
+        assert app.main.query_one("#tabs").region.y < tabs_top
         await pilot.press("b")
         await pilot.pause()
         assert banner.display

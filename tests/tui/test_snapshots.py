@@ -1,4 +1,4 @@
-"""SVG snapshots of every pane, dialog and state, at 80×24 and 160×48.
+"""SVG snapshots of every pane, dialog and state, at 80×24 and 160×48 (and 220×60).
 
 Baselines live in ``<repo>/snapshots/test_snapshots/`` (see ``conftest.py``). Data are the
 bundled samples, the synthetic 72-GPU capture and the synthetic machines of ``machines.py``;
@@ -70,6 +70,11 @@ def _sampled(box: Any, *keys: str):
 @pytest.mark.parametrize("sample", SAMPLES)
 def test_topology(snap_compare, sample: str, size: tuple[int, int]) -> None:
     assert snap_compare(demo_app(sample), terminal_size=size, run_before=_keys())
+
+
+def test_topology_72_gpus_on_a_tall_terminal(snap_compare) -> None:
+    """220×60: the matrix takes every row the legend and the findings leave."""
+    assert snap_compare(demo_app("synthetic-72gpu"), terminal_size=(220, 60), run_before=_keys())
 
 
 @pytest.mark.parametrize("size", SIZES)

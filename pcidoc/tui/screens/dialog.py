@@ -26,6 +26,17 @@ class Dialog(ModalScreen[ResultT]):
     dismissed = False
     """True once :meth:`dismiss` was called (later calls do nothing)."""
 
+    def on_mount(self) -> None:
+        """A notification still on screen ("Wrote … in …" after an export) would cover the
+        dialog; the user has moved on, so it goes (``app.notices`` keeps every one). The
+        screen below the dialog still draws its own toasts, so its toast rack is hidden too
+        (Textual shows it again, with whatever is new, when that screen is back on top)."""
+        self.app.clear_notifications()
+        for screen in self.app.screen_stack:
+            if screen is not self:
+                for rack in screen.query("ToastRack"):
+                    rack.display = False
+
     def dismiss(self, result: ResultT | None = None) -> AwaitComplete:
         """Close the dialog with ``result``; only the first call has an effect."""
         if self.dismissed or self.app.screen is not self:

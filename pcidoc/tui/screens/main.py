@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from textual.app import ComposeResult
+from textual.containers import Container
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import TabbedContent, TabPane
+from textual.widgets import ContentSwitcher
 
 from pcidoc.tui.widgets.doctor_pane import DoctorPane
 from pcidoc.tui.widgets.host_pane import HostPane
@@ -23,6 +24,7 @@ from pcidoc.tui.widgets.key_bar import KeyBar, KeyHint
 from pcidoc.tui.widgets.links_pane import LinksPane
 from pcidoc.tui.widgets.machine_header import MachineHeader
 from pcidoc.tui.widgets.no_gpu_banner import NoGpuBanner
+from pcidoc.tui.widgets.pane_tabs import PaneTabs
 from pcidoc.tui.widgets.topology_pane import TopologyPane
 
 if TYPE_CHECKING:
@@ -73,16 +75,18 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield MachineHeader(id="header")
         yield NoGpuBanner("", id="banner")
-        with TabbedContent(id="panes", initial="topology"):
-            with TabPane(PANES[0][1], id="topology"):
+        yield PaneTabs(PANES, id="tabs")
+        with ContentSwitcher(id="panes", initial="topology"):
+            with Container(id="topology"):
                 yield TopologyPane(id="topology-pane")
             # Built when first opened: a quarter of the widgets, none of them on the first screen.
-            for pane, label in PANES[1:]:
-                yield TabPane(label, id=pane)
+            for pane, _label in PANES[1:]:
+                yield Container(id=pane)
         yield KeyBar(id="footer")
 
     def on_mount(self) -> None:
         self.query_one(NoGpuBanner).display = False
+        self.query_one(PaneTabs).show(self.active_pane)
         # The key bar offers x (cancel) exactly while probes run.
         self.query_one(KeyBar).watch(self.state, "probes_running", self.show_keys)
         self._bind_header(self.header)
@@ -130,7 +134,7 @@ class MainScreen(Screen[None]):
     @property
     def active_pane(self) -> str:
         """Id of the pane on display."""
-        return str(self.query_one(TabbedContent).active)
+        return str(self.query_one(ContentSwitcher).current)
 
     def pane(self, name: str) -> Widget | None:
         """A pane's widget, or ``None`` while it has never been opened."""
@@ -143,7 +147,7 @@ class MainScreen(Screen[None]):
         if name not in LAZY_PANES or self.pane(name) is not None:
             return False
         pane = LAZY_PANES[name](id=f"{name}-pane")
-        await self.query_one(f"TabPane#{name}", TabPane).mount(pane)
+        await self.query_one(f"#panes > #{name}").mount(pane)
         if isinstance(pane, LinksPane):
             self._bind_links(pane)
         elif isinstance(pane, DoctorPane):
@@ -157,7 +161,8 @@ class MainScreen(Screen[None]):
         first)."""
         if pane == "topology" and self.topology_stale:
             self._redraw_topology()
-        self.query_one(TabbedContent).active = pane
+        self.query_one(ContentSwitcher).current = pane
+        self.query_one(PaneTabs).show(pane)
         self.focus_pane(pane)
 
     def focus_pane(self, pane: str) -> None:

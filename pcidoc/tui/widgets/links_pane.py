@@ -24,6 +24,7 @@ from pcidoc.model.counters import CounterSample, GpuCounters, GpuRates
 from pcidoc.model.facts import Gpu
 from pcidoc.model.units import link_label
 from pcidoc.tui.describe import gpu_pcie_ceiling
+from pcidoc.tui.hanging import Phrases
 
 HISTORY = 120
 """Samples kept per series for the chart."""
@@ -224,28 +225,29 @@ class LinksPane(Container):
         table.refresh()
 
     def _show_note(self) -> None:
-        note = Text()
+        # Phrases, broken between and never inside (a note that wraps at 80 or 100 columns).
+        phrases: list[Text] = []
         if self.live and self.replay:
-            note.append(self.replay, style="bold magenta")
             every = f" every {self.interval:g} s" if self.interval else ""
-            note.append(
-                f": a generated training loop on the demo's links{every}, to show how this pane "
-                "moves on a live GPU machine."
-            )
+            head = Text(self.replay, style="bold magenta")
+            head.append(f": a generated training loop on the demo's links{every},")
+            phrases += [head, Text("to show how this pane moves on a live GPU machine.")]
         elif self.live:
-            note.append("LIVE", style="bold green")
             every = f" every {self.interval:g} s" if self.interval else ""
-            note.append(f" counters{every}, Δ since the last sample.")
+            head = Text("LIVE", style="bold green")
+            head.append(f" counters{every}, Δ since the last sample.")
+            phrases.append(head)
         else:
-            note.append(STATIC_NOTE, style="bold yellow")
-            note.append(" (errors: totals since boot).", style="dim")
-        note.append(
-            " Util % raw: busier direction ÷ raw ceiling of the negotiated PCIe link.", style="dim"
+            phrases.append(Text(f"{STATIC_NOTE}.", style="bold yellow"))
+        phrases.append(
+            Text("Util % raw: busier direction ÷ raw ceiling of the current PCIe link.", "dim")
         )
+        if not self.live:
+            phrases.append(Text("Errors: totals since boot.", style="dim"))
         if self.sort != "gpu":
             words = next(w for name, w, _ in SORTS if name == self.sort)
-            note.append(f" Sorted by {words} (o).", style="bold")
-        self.query_one("#links-note", Static).update(note)
+            phrases.append(Text(f"Sorted by {words} (o).", style="bold"))
+        self.query_one("#links-note", Static).update(Phrases(phrases))
 
     def _static_row(self, gpu: Gpu) -> list[Text]:
         tx = None if gpu.tx_bytes_per_s is None else gpu.tx_bytes_per_s / 1e9

@@ -4,7 +4,11 @@ Row labels and column headers stay in place while the cells scroll, so a 72-GPU 
 readable at 80×24. Devices named by a failing or warning check carry the severity's mark after
 their label and their header in its colour; cells of a pair named by one are underlined in it.
 The layout adapts to the width: full labels (``GPU0``/``NV18``), narrow (``G0`` headers) or
-compact (one character per cell, column numbers written vertically).
+compact (one character per cell, column numbers written vertically). The first layout that shows
+everything, the CPU affinity and NUMA columns included, wins; when none does, the first whose
+cells fit, and the affinity columns scroll. Columns of one layout are all one width, and a column
+the viewport would cut is left blank, with ``…`` in the header saying that more columns are to
+that side: no header or cell is ever shown cut.
 """
 
 from __future__ import annotations
@@ -63,6 +67,22 @@ class _Layout:
         extra = 0 if self.affinity_x is None else 2 + self.cpu_w + 2 + self.numa_w
         return self.label_w + self.data_w + extra
 
+    @property
+    def boundaries(self) -> list[int]:
+        """Where each column (cells, then CPU affinity and NUMA) ends, in data coordinates."""
+        ends = [x + w for x, w in zip(self.col_x, self.col_w, strict=True)]
+        if self.affinity_x is not None:
+            ends += [self.data_w + 2 + self.cpu_w, self.total_w - self.label_w]
+        return ends
+
+    @property
+    def starts(self) -> list[int]:
+        """Where each column starts, in data coordinates (the order of :attr:`boundaries`)."""
+        starts = list(self.col_x)
+        if self.affinity_x is not None:
+            starts += [self.data_w, self.data_w + 2 + self.cpu_w]
+        return starts
+
 
 class TopologyMatrix(ScrollView, can_focus=True):
     """Draws a :class:`MatrixGrid` with a cell cursor (arrows, hjkl, mouse)."""
@@ -86,6 +106,18 @@ class TopologyMatrix(ScrollView, can_focus=True):
             self.matrix = matrix
             self.row = row
             self.col = col
+
+        @property
+        def control(self) -> TopologyMatrix:
+            """The matrix that sent it."""
+            return self.matrix
+
+    class LayoutChanged(Message):
+        """The matrix switched between full, narrow and compact (the legend says which)."""
+
+        def __init__(self, matrix: TopologyMatrix) -> None:
+            super().__init__()
+            self.matrix = matrix
 
         @property
         def control(self) -> TopologyMatrix:
@@ -181,7 +213,10 @@ class TopologyMatrix(ScrollView, can_focus=True):
         grid = self.grid
         assert grid is not None
         n = len(grid.labels)
-        label_w = max((len(label) for label in grid.labels), default=3) + 1
+        # Label, the finding mark, and (where cells are not centred with a margin) one blank.
+        label_w = max((len(label) for label in grid.labels), default=3) + (
+            1 if name == "full" else 2
+        )
         col_x: list[int] = []
         col_w: list[int] = []
         header: list[list[tuple[int, str]]] = []
@@ -212,10 +247,14 @@ class TopologyMatrix(ScrollView, can_focus=True):
                 previous_kind = kind
             header = [tag_row, *rows]
         else:
-            for j in range(n):
-                head = grid.labels[j] if name == "full" else grid.short_label(j)
-                widest = max([len(head), *(len(grid.cells[i][j].text) for i in range(n))])
-                width = widest + (2 if name == "full" else 1)
+            # One width for every column, so that the headers are evenly spaced.
+            widest = max(
+                (len(grid.labels[j] if name == "full" else grid.short_label(j)) for j in range(n)),
+                default=1,
+            )
+            widest = max([widest, *(len(cell.text) for row in grid.cells for cell in row)])
+            width = widest + (2 if name == "full" else 1)
+            for _ in range(n):
                 col_x.append(x)
                 col_w.append(width)
                 x += width
@@ -249,19 +288,28 @@ class TopologyMatrix(ScrollView, can_focus=True):
             self.virtual_size = Size(0, 0)
             self.refresh()
             return
-        width = self._available_width()
-        chosen = None
-        for name in LAYOUTS:
-            layout = self._make_layout(name)
-            if layout.label_w + layout.data_w <= width or name == "compact":
-                chosen = layout
-                break
-        assert chosen is not None
+        chosen = self._choose_layout(self._available_width())
         self._layout = chosen
-        self.layout_name = chosen.name
+        if chosen.name != self.layout_name:
+            self.layout_name = chosen.name
+            self.post_message(self.LayoutChanged(self))
         self.virtual_size = Size(chosen.total_w, len(chosen.header) + len(self.grid.labels))
         self.refresh()
         self.call_after_refresh(self._scroll_to_cursor)
+
+    def _choose_layout(self, width: int) -> _Layout:
+        """Full labels, then ``G0`` headers, with everything visible if one fits ``width``
+        (one column kept for the vertical scrollbar); else the first whose cells fit; else
+        one character per cell."""
+        layouts = [self._make_layout(name) for name in LAYOUTS]
+        readable = layouts[:-1]
+        for layout in readable:
+            if layout.total_w + 1 <= width:
+                return layout
+        for layout in readable:
+            if layout.label_w + layout.data_w + 1 <= width:
+                return layout
+        return layouts[-1]
 
     def on_resize(self, event: events.Resize) -> None:
         """Pick the layout again for the new width."""
@@ -291,11 +339,13 @@ class TopologyMatrix(ScrollView, can_focus=True):
         severity = self._device_mark(r)
         if severity:
             label_style = label_style + _style(MARK_STYLES[severity])
-        segments.append(Segment(grid.labels[r].ljust(layout.label_w - 1), label_style))
+        label = grid.labels[r]
+        segments.append(Segment(label, label_style))
         if severity:
             segments.append(Segment(MARK_CHARS[severity], base + _style(MARK_STYLES[severity])))
         else:
             segments.append(Segment(" ", base))
+        segments.append(Segment(" " * (layout.label_w - len(label) - 1), label_style))
         x = 0
         for j, cell in enumerate(grid.cells[r]):
             start = layout.col_x[j]
@@ -401,9 +451,34 @@ class TopologyMatrix(ScrollView, can_focus=True):
                 return Strip.blank(width, base)
             full = self._row_strip(r)
         label = full.crop(0, layout.label_w)
-        start = layout.label_w + scroll_x
-        rest = full.crop(start, start + max(0, width - layout.label_w))
-        return Strip.join([label, rest]).adjust_cell_length(width, base)
+        view_w = max(0, width - layout.label_w)
+        first, end, more_left, more_right = self._visible_span(scroll_x, view_w)
+        parts = [label]
+        if more_left and y == header_h - 1:
+            parts = [Strip([Segment(" " * (layout.label_w - 1) + "…", base + _DIM)])]
+        parts.append(Strip.blank(first - scroll_x, base))
+        parts.append(full.crop(layout.label_w + first, layout.label_w + end))
+        line = Strip.join(parts).adjust_cell_length(width, base)
+        if more_right and y == header_h - 1:
+            line = Strip.join(
+                [line.crop(0, width - 1), Strip([Segment("…", base + _DIM)])]
+            ).adjust_cell_length(width, base)
+        return line
+
+    def _visible_span(self, scroll_x: int, view_w: int) -> tuple[int, int, bool, bool]:
+        """The whole columns that fit the viewport: ``(start, end, more left, more right)``
+        in data coordinates. A column the viewport would cut is left out (blank), and two
+        cells are kept at the right edge for a blank and the ``…`` that says more follow."""
+        layout = self._layout
+        assert layout is not None
+        right = scroll_x + view_w
+        data_end = layout.total_w - layout.label_w
+        more_right = data_end > right
+        limit = right - 2 if more_right else right  # a blank, then the ``…``
+        first = min((s for s in layout.starts if s >= scroll_x), default=scroll_x)
+        ends = [e for e in layout.boundaries if first < e <= limit]
+        end = max(ends) if ends else first
+        return first, end, first > 0, more_right
 
     def render_all(self) -> list[Strip]:
         """Every line of the whole matrix (not just the viewport); used by the benchmark."""
@@ -464,6 +539,8 @@ class TopologyMatrix(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         x0 = layout.col_x[col]
         x1 = x0 + layout.col_w[col]
+        if x1 < layout.total_w - layout.label_w:
+            view_w = max(1, view_w - 2)  # columns follow: the edge keeps a blank and the ``…``
         new_x, new_y = scroll_x, scroll_y
         if x0 < scroll_x:
             new_x = x0

@@ -11,6 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Vertical, VerticalScroll
+from textual.geometry import Size
 from textual.widgets import Static
 
 from pcidoc.model.capture import Capture
@@ -18,12 +19,20 @@ from pcidoc.model.counters import GpuRates
 from pcidoc.model.report import Report
 from pcidoc.present._matrix import MatrixView, finding_marks
 from pcidoc.tui.describe import attention_text, bullet_lines, describe_cell
-from pcidoc.tui.hanging import Hanging
+from pcidoc.tui.hanging import Hanging, Phrases
 from pcidoc.tui.matrix_grid import COLOUR_MODES, MODE_TITLES, MatrixGrid, build_grid
 from pcidoc.tui.widgets.topology_matrix import TopologyMatrix
 
 WIDE_MIN_COLUMNS = 120
 """From this width on, the detail sits beside the matrix instead of below it."""
+
+DETAIL_MIN_COLUMNS = 56
+"""Side by side, the matrix may take all but this many columns (at least 62 % of the width),
+so that a wide terminal shows a big matrix whole, CPU affinity included."""
+
+MATRIX_MIN_ROWS = 8
+"""Side by side, the matrix keeps at least this many rows (or all of its own) when the legend
+and the findings under it are long."""
 
 
 class TopologyPane(Container):
@@ -49,6 +58,7 @@ class TopologyPane(Container):
             yield TopologyMatrix(id="matrix")
             yield Static("", id="topo-legend")
             yield Static("", id="topo-findings")
+            yield Static("", id="topo-notes-left")
         with VerticalScroll(id="topo-detail"):
             yield Static("", id="pair-detail")
             yield Static("", id="topo-notes")
@@ -66,6 +76,7 @@ class TopologyPane(Container):
         self._view = None if capture is None else MatrixView(capture)
         if notes is not None:
             self._notes = notes
+            self._show_notes()
         if capture is None:
             self.matrix.set_placeholder("collecting this machine's facts…")
             return
@@ -87,9 +98,10 @@ class TopologyPane(Container):
 
     def show_report(self, report: Report | None) -> None:
         """What is wrong, beside the matrix (wide layout only); marks in the matrix."""
-        self.query_one("#topo-findings", Static).update(attention_text(report))
+        self.query_one("#topo-findings", Static).update(Hanging(attention_text(report)))
         labels = list(self.capture.topology.labels) if self.capture else []
         self.matrix.set_marks(finding_marks(report, labels))
+        self._fit()
 
     def show_rates(self, rates: Mapping[int, GpuRates] | None) -> None:
         """New live rates (only redrawn in traffic mode)."""
@@ -119,23 +131,24 @@ class TopologyPane(Container):
             text.append("shown" if self.show_nics else "hidden", style="bold")
         if self.matrix.layout_name == "compact":
             text.append("  · one character per cell", style="dim")
+        parts: list[Text | Phrases] = [text]
         grid = self.grid
         if grid is not None:
-            text.append("\n")
+            # One phrase per entry: a narrow screen breaks between entries, never inside one.
             compact = self.matrix.layout_name == "compact"
-            for pos, (cls, code, style, words) in enumerate(grid.legend):
-                if pos:
-                    text.append("  ")
+            entries: list[Text] = []
+            for cls, code, style, words in grid.legend:
                 shown = cls
                 if compact and code != cls:
                     shown = f"{code}={cls}" if grid.mode == "class" else f"{code} {cls}"
-                text.append(shown, style=style)
+                entry = Text(shown, style=style)
                 if words:
-                    text.append(f" {words}")
+                    entry.append(f" {words}")
+                entries.append(entry)
+            parts.append(Phrases(entries, separator="  "))
             if grid.note:
-                text.append("\n")
-                text.append(grid.note, style="dim")
-        self.query_one("#topo-legend", Static).update(text)
+                parts.append(Text(grid.note, style="dim"))
+        self.query_one("#topo-legend", Static).update(Group(*parts))
 
     def _show_detail(self, selected: tuple[str, str] | None) -> None:
         detail = self.query_one("#pair-detail", Static)
@@ -143,11 +156,22 @@ class TopologyPane(Container):
             detail.update(Text("No cell selected.", style="dim") if self.capture else "")
         else:
             detail.update(Hanging(describe_cell(self.capture, *selected)))
-        notes = self.query_one("#topo-notes", Static)
-        if self._notes:
-            notes.update(Group(Text("\nNotable", style="bold"), bullet_lines(self._notes)))
-        else:
-            notes.update("")
+
+    def _show_notes(self) -> None:
+        """Notable facts: under the findings when they fit there, else under the detail."""
+        notes = (
+            Group(Text("\nNotable", style="bold"), Hanging(bullet_lines(self._notes)))
+            if self._notes
+            else ""
+        )
+        self.query_one("#topo-notes", Static).update(notes)
+        self.query_one("#topo-notes-left", Static).update(notes)
+
+    @on(TopologyMatrix.LayoutChanged)
+    def _layout_changed(self) -> None:
+        # The legend spells out the one-character codes of the compact layout only.
+        self._show_legend()
+        self._fit()
 
     @on(TopologyMatrix.CursorMoved)
     def _cursor_moved(self, event: TopologyMatrix.CursorMoved) -> None:
@@ -168,14 +192,48 @@ class TopologyPane(Container):
         left = self.query_one("#topo-left")
         matrix = self.matrix
         if wide:
-            budget = int(width * 0.62)
+            budget = max(int(width * 0.62), width - DETAIL_MIN_COLUMNS)
             matrix.budget = budget
             natural = matrix.natural_width
             floor = int(width * 0.4)
-            left.styles.width = max(floor, min(budget, natural + 2)) if natural else budget
+            left_w = max(floor, min(budget, natural + 2)) if natural else budget
+            left.styles.width = left_w
+            rows, notes_left = self._left_column(left_w)
+            matrix.styles.max_height = rows
         else:
             matrix.budget = None
             left.styles.width = "100%"
+            matrix.styles.max_height = None  # the stylesheet's share of the screen
+            notes_left = False
+        self.query_one("#topo-notes-left").display = notes_left
+        self.query_one("#topo-notes").display = not notes_left
+
+    def _left_column(self, left_w: int) -> tuple[int, bool]:
+        """Side by side: the matrix's rows, and whether the notable facts go under the findings.
+
+        The matrix gets every row of the left column that its legend and the findings under it
+        do not need (a 72-GPU matrix fills a tall terminal instead of a fixed share of it, with
+        the findings right under it). When the whole matrix, legend and findings leave room for
+        the notable facts too, those move under the findings, out of the selected cell's
+        detail, so that neither column ends in a screenful of blank rows.
+        """
+        height = self.size.height
+        used = self._rows_of("#topo-legend", left_w) + self._rows_of("#topo-findings", left_w)
+        matrix = self.matrix
+        own = matrix.virtual_size.height + 1 if matrix.grid is not None else MATRIX_MIN_ROWS
+        notes = self._rows_of("#topo-notes-left", left_w) if self._notes else 0
+        notes_left = bool(self._notes) and own + used + notes <= height
+        if notes_left:
+            used += notes
+        return max(min(own, MATRIX_MIN_ROWS), height - used), notes_left
+
+    def _rows_of(self, selector: str, width: int) -> int:
+        """Rows a widget of the left column needs at ``width`` columns (padding included)."""
+        widget = self.query_one(selector)
+        gutter = widget.styles.gutter
+        inner = max(1, width - gutter.width)
+        content = widget.get_content_height(Size(inner, self.size.height), self.app.size, inner)
+        return content + gutter.height
 
     # ------------------------------------------------------------------------ actions
 
