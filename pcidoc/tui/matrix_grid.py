@@ -39,7 +39,7 @@ SHORT_LEGEND: dict[str, str] = {
     "PXB": "several PCIe bridges",
     "PHB": "via the CPU's host bridge",
     "NODE": "between host bridges, same NUMA node",
-    "SYS": "across sockets",
+    "SYS": "across NUMA nodes",
     "?": "unknown",
 }
 """Legend words short enough for one line at 80 columns."""
