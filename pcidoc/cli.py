@@ -331,7 +331,7 @@ def _wrote(what: str, result: WriteResult, detail: str = "") -> None:
         return
     verb = "replaced the existing file" if result.replaced else "wrote"
     if "(s)" in detail:
-        from pcidoc.doctor.wording import plurals
+        from pcidoc.model.units import plurals
 
         detail = plurals(detail)
     _stderr(f"pcidoc: {verb} {result.path}{': ' + detail if detail else ''}")

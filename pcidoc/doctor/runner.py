@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from pcidoc import __version__
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import CHECK_IDS, CheckSpec, Finding, load_checks
-from pcidoc.doctor.wording import plurals
 from pcidoc.errors import PcidocError
 from pcidoc.model.capture import Capture
 from pcidoc.model.report import SEVERITY_ORDER, CheckResult, Report, ReportSource
+from pcidoc.model.units import plurals
 
 _CONFIDENCE_RANK = {"high": 2, "medium": 1, "low": 0}
 

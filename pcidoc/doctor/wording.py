@@ -11,28 +11,19 @@ from collections.abc import Iterable, Sequence
 
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.facts import Gpu
+from pcidoc.model.units import plurals
 
-_COUNTED = re.compile(
-    r"\b(\d[\d,]*) ((?:[A-Za-z][A-Za-z-]* ){0,2})([A-Za-z][A-Za-z-]*)\(s\)"
-    r"(?: (have|are|were|lack|run|cross|read|sit|share|use|show|need|reach|do)\b)?"
-)
-_SINGULAR_VERB = {"have": "has", "are": "is", "were": "was", "do": "does", "cross": "crosses"}
-
-
-def plurals(text: str) -> str:
-    """``"1 GPU(s)"`` -> ``"1 GPU"``, ``"8 GPU(s)"`` -> ``"8 GPUs"``, ``"1 identical peer(s)
-    have"`` -> ``"1 identical peer has"``: the ``(s)`` after a counted word (and the verb right
-    after it) resolved by the count. A ``(s)`` without a number before it stays."""
-
-    def fix(match: re.Match[str]) -> str:
-        number, adjective, word, verb = match.groups()
-        one = number.replace(",", "") == "1"
-        out = f"{number} {adjective}{word}{'' if one else 's'}"
-        if verb:
-            out += " " + (_SINGULAR_VERB.get(verb, verb + "s") if one else verb)
-        return out
-
-    return _COUNTED.sub(fix, text) if "(s)" in text else text
+__all__ = [
+    "all_pairs",
+    "gbps",
+    "gpu_names",
+    "gpu_ref",
+    "joined",
+    "outlier_factor",
+    "plurals",
+    "short_list",
+    "span",
+]
 
 
 def gbps(value: float) -> str:

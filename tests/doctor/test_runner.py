@@ -56,7 +56,7 @@ def test_merge_keeps_first_seen_order_without_duplicates() -> None:
     ],
 )
 def test_counted_words_are_singular_or_plural_by_their_count(text: str, expected: str) -> None:
-    from pcidoc.doctor.wording import plurals
+    from pcidoc.model.units import plurals
 
     assert plurals(text) == expected
 

@@ -16,14 +16,16 @@ entity is fetched and no entity expanded), and at most 4 MiB are parsed.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, label_span, lazy, normalize_bus_id
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.evidence import NcclTopology, TopoCpu, TopoNvlink, TopoPci
 from pcidoc.model.facts import Topology
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 FORMAT = "nccl-topo-xml"
 
@@ -146,6 +148,8 @@ def parse_xml_text(text: str, source: str) -> tuple[NcclTopology | None, list[st
             "complete"
         )
         text = _repair(text)
+    import xml.etree.ElementTree as ET  # only for a topology file: 4 ms at every import
+
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
