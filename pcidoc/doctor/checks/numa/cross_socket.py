@@ -140,6 +140,12 @@ def _node_label(ctx: Context, group: list[int]) -> str | None:
     return f"NUMA {','.join(map(str, nodes))}" if nodes else None
 
 
+def _first_pairs(pairs: list[tuple[int, int]]) -> tuple[str, str]:
+    """``("GPU0-GPU1, GPU0-GPU2, ...", " and 24 more")``: the first four pairs and the rest."""
+    shown = ", ".join(f"GPU{a}-GPU{b}" for a, b in pairs[:4])
+    return shown, f" and {len(pairs) - 4} more" if len(pairs) > 4 else ""
+
+
 def _cross_finding(
     ctx: Context,
     cross: list[tuple[int, int]],
@@ -190,8 +196,7 @@ def _cross_finding(
     else:
         confidence = "medium"
         bound = "; CPU or link speed unknown, so the socket-link bound was not computed"
-    shown = ", ".join(f"GPU{a}-GPU{b}" for a, b in cross[:4])
-    more = f" and {len(cross) - 4} more" if len(cross) > 4 else ""
+    shown, more = _first_pairs(cross)
     advice = (
         f"Keep tightly coupled ranks on one side: use {group_text} together"
         if len(groups) > 1
@@ -221,8 +226,7 @@ def _numa_finding(
 ) -> Finding:
     """SYS pairs between NUMA nodes whose sockets the capture does not give."""
     nodes = sorted({n for g in ctx.gpus if (n := gpu_node(g)) is not None})
-    shown = ", ".join(f"GPU{a}-GPU{b}" for a, b in cross[:4])
-    more = f" and {len(cross) - 4} more" if len(cross) > 4 else ""
+    shown, more = _first_pairs(cross)
     sockets = ctx.host.sockets
     where = f"on {sockets} sockets" if sockets else "on an unknown number of sockets"
     return Finding(
