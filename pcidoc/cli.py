@@ -33,8 +33,35 @@ _HIDDEN_DEBUG: dict[str, Any] = {
 }
 
 
+def _terminal_columns() -> int:
+    """What ``shutil.get_terminal_size().columns`` says (``$COLUMNS``, else the terminal on
+    stdout, else 80), without importing shutil and its compression modules at every start."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout at the terminal's width."""
+
+    def __init__(self, prog: str, **kwargs: Any) -> None:
+        kwargs.setdefault("width", _terminal_columns() - 2)
+        super().__init__(prog, **kwargs)
+
+
 class _Parser(argparse.ArgumentParser):
     """ArgumentParser whose usage errors exit 3, as every other bad input does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """One line, like every other bad input, with where to look for help."""

@@ -32,7 +32,6 @@ import errno
 import os
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -214,6 +213,21 @@ def _keep_owner(fd: int, existing: os.stat_result) -> bool:
     return True
 
 
+def _temporary_file(folder: str, prefix: str, suffix: str) -> tuple[int, str]:
+    """A new file beside the target, as ``tempfile.mkstemp`` makes it (exclusive create, no
+    symlink followed, mode 0600), without importing tempfile, shutil and random at every start
+    of a read-only command."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
+    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        path = os.path.join(folder, f"{prefix}{os.urandom(6).hex()}{suffix}")
+        try:
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name", folder)
+
+
 def write_output(
     path: str | os.PathLike[str], data: bytes | str, *, compress: bool | None = None
 ) -> WriteResult:
@@ -271,9 +285,7 @@ def write_output(
         _rewrite_in_place(target, payload, label)
         return WriteResult(label, replaced=True, stream=False, size_bytes=len(payload))
     try:
-        fd, tmp_name = tempfile.mkstemp(
-            prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder
-        )
+        fd, tmp_name = _temporary_file(folder, f".{os.path.basename(target)}.", ".tmp")
     except OSError as exc:
         if info is not None and exc.errno in (errno.EACCES, errno.EPERM):
             # The folder is not writable but the file may be (like a shell's `>`).

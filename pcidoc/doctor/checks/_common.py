@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.finding import Finding
 from pcidoc.model.report import Confidence, Evidence
+
+
+def median(values: Sequence[float]) -> float:
+    """``statistics.median`` (the middle value, or the mean of the two middle ones), without
+    importing ``statistics`` and its dependencies at every start of ``pcidoc check``."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if n == 0:
+        raise ValueError("median of no values")
+    if n % 2:
+        return ordered[n // 2]
+    return (ordered[n // 2 - 1] + ordered[n // 2]) / 2
 
 
 def ev(

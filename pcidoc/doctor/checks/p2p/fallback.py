@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
+from pcidoc.doctor.checks._common import median as _median
 from pcidoc.doctor.checks.p2p._shared import (
     ACS_ROOT_HINT,
     NCCL_AB_TEST,
@@ -501,7 +501,7 @@ def _fallback_findings(ctx: Context, v: _Verdicts, mode: str) -> list[Finding]:
             )
         )
     if v.fallback:
-        median = statistics.median(v.fallback)
+        median = _median(v.fallback)
         codes = sorted(
             {
                 c
@@ -608,12 +608,12 @@ def _outliers(
                     x for x in (_best(enabled, g, peer), _best(enabled, peer, g)) if x is not None
                 ]
             if values:
-                per_gpu[g] = statistics.median(values)
+                per_gpu[g] = _median(values)
         if len(per_gpu) < 3:
             continue
         for g, med in per_gpu.items():
             others = [m for k, m in per_gpu.items() if k != g]
-            ref = statistics.median(others)
+            ref = _median(others)
             if ref > 0 and med < config.P2P_OUTLIER_FRACTION * ref:
                 gpu = ctx.gpu_by_index.get(g)
                 evidence = [

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import statistics
-
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
+from pcidoc.doctor.checks._common import median as _median
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
 from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.checks.pcie._shared import _RESEAT, _port_name
@@ -140,7 +139,7 @@ def _replay_outliers(ctx: Context) -> list[Finding]:
 
 
 def _replay_outlier(gpu: Gpu, others: list[int]) -> Finding | None:
-    median = statistics.median(others)
+    median = _median(others)
     count = gpu.replay_count or 0
     if count <= 0:
         return None
