@@ -40,10 +40,10 @@ class Context:
         self._gpu_pos = {
             g.index: self._label_pos[g.label] for g in self.gpus if g.label in self._label_pos
         }
-        self._p2p_pos = {idx: pos for pos, idx in enumerate(capture.p2p.gpus)}
-        self._p2p_first: dict[int, int] = {}
+        # Position of each GPU in the P2P matrices (the first one if a paste repeats it).
+        self._p2p_pos: dict[int, int] = {}
         for pos, idx in enumerate(capture.p2p.gpus):
-            self._p2p_first.setdefault(idx, pos)
+            self._p2p_pos.setdefault(idx, pos)
         self.measurements = capture.measurements
         self.memo: dict[str, dict[object, object]] = {}
         """Per-run caches of check helpers (a check module's results for this capture)."""
@@ -301,8 +301,8 @@ class Context:
         """``cudaDeviceCanAccessPeer`` for the pair (False if either direction is False)."""
         status = self.capture.p2p
         matrix = status.can_access_peer
-        i = self._p2p_first.get(a)
-        j = self._p2p_first.get(b)
+        i = self._p2p_pos.get(a)
+        j = self._p2p_pos.get(b)
         if matrix is None or i is None or j is None:
             return None
         values = []

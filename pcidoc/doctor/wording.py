@@ -11,19 +11,6 @@ from collections.abc import Iterable, Sequence
 
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.facts import Gpu
-from pcidoc.model.units import plurals
-
-__all__ = [
-    "all_pairs",
-    "gbps",
-    "gpu_names",
-    "gpu_ref",
-    "joined",
-    "outlier_factor",
-    "plurals",
-    "short_list",
-    "span",
-]
 
 
 def gbps(value: float) -> str:

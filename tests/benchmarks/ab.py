@@ -16,27 +16,18 @@ median CPU time (user + system) of the child process.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from run import run_once  # this folder is sys.path[0] when run as a script
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 
 
 def _run(argv: list[str], tree: Path) -> tuple[float, float]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(tree)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(argv, cwd=tree, env=env, capture_output=True, check=False)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return run_once(argv, {"PYTHONPATH": str(tree)}, cwd=tree)
 
 
 def main() -> int:

@@ -45,6 +45,20 @@ def bench_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def run_once(
+    argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one run of ``argv`` in :func:`bench_env`."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(argv, capture_output=True, env=bench_env(env), cwd=cwd or ROOT, check=False)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
 def wall(argv: list[str], repeat: int, env: dict[str, str] | None = None) -> float:
     """Median wall time in seconds of running ``argv`` ``repeat`` times (after one warm-up)."""
     full_env = bench_env(env)

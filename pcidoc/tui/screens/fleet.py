@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from pcidoc.fleet.model import FleetNode, FleetReport
+from pcidoc.model.units import plurals
 
 if TYPE_CHECKING:
     from pcidoc.tui.app import PcidocApp
@@ -68,11 +69,13 @@ class FleetScreen(Screen[str | None]):
         s = self.report.summary
         title = Text("Fleet: ", style="bold")
         title.append(
-            f"{s.get('nodes', 0)} nodes, {len(self.report.groups)} group(s), "
-            f"{s.get('outliers', 0)} outlier(s), {s.get('excluded', 0)} to exclude"
+            plurals(
+                f"{s.get('nodes', 0)} node(s), {len(self.report.groups)} group(s), "
+                f"{s.get('outliers', 0)} outlier(s), {s.get('excluded', 0)} to exclude"
+            )
         )
         if s.get("unreadable"):
-            title.append(f", {s['unreadable']} unreadable file(s)", style="red")
+            title.append(plurals(f", {s['unreadable']} unreadable file(s)"), style="red")
         with Vertical(id="fleet-box"):
             yield Static(title, id="fleet-title")
             shared = Text()

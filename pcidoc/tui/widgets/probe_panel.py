@@ -8,6 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, ProgressBar, Static
 
 from pcidoc.model.measurements import ProbeError
+from pcidoc.model.units import plurals
 
 _SAFE = str.maketrans({c: "-" for c in " ()/+,.:;"})
 
@@ -135,7 +136,7 @@ class ProbePanel(Vertical):
             await self._set(probe, f"{error.kind}: {error.message}", style)
         else:
             took = f" in {wall_s:.0f} s" if wall_s >= 1 else ""
-            what = f" · {results} measurement(s)" if results else ""
+            what = plurals(f" · {results} measurement(s)") if results else ""
             await self._set(probe, f"done{took}{what}", "green", progress=100)
 
     def end(self, cancelled: bool) -> None:
