@@ -363,9 +363,6 @@ def read_input(path: str, *, limit: int, what: str = "a pcidoc file", stdin: boo
     Raises:
         PcidocError: missing, unreadable, a directory, binary, damaged gzip, or over ``limit``.
     """
-    import gzip
-    import zlib
-
     label = "<stdin>" if path == "-" and stdin else path
     try:
         if path == "-" and stdin:
@@ -394,13 +391,10 @@ def read_input(path: str, *, limit: int, what: str = "a pcidoc file", stdin: boo
             pass
         head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
         if head == b"\x1f\x8b":
-            with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
-                return _read_bounded(unzipped, limit, label, what)  # type: ignore[arg-type]
+            return _read_gzip(raw, limit, label, what)
         return _read_bounded(raw, limit, label, what)
     except PcidocError:
         raise
-    except (gzip.BadGzipFile, EOFError, zlib.error):
-        raise PcidocError(f"{label}: damaged gzip file") from None
     except IsADirectoryError:
         raise PcidocError(f"{label}: is a directory") from None
     except MemoryError:
@@ -410,6 +404,18 @@ def read_input(path: str, *, limit: int, what: str = "a pcidoc file", stdin: boo
     finally:
         if close:
             raw.close()
+
+
+def _read_gzip(raw: BinaryIO, limit: int, label: str, what: str) -> bytes:
+    """:func:`_read_bounded` over the gunzipped stream (gzip is imported only for gzip files)."""
+    import gzip
+    import zlib
+
+    try:
+        with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
+            return _read_bounded(unzipped, limit, label, what)  # type: ignore[arg-type]
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        raise PcidocError(f"{label}: damaged gzip file") from None
 
 
 def decode_text(data: bytes, label: str, *, strict: bool = False) -> str:

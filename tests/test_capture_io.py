@@ -159,3 +159,15 @@ def test_cli_reports_bad_capture_in_one_line(
         assert err.count("\n") == 1
         assert "Traceback" not in err
         assert "newer pcidoc" in err
+
+
+def test_a_damaged_gzip_capture_is_one_line(tmp_path: Path) -> None:
+    good = save_capture(machine(2), tmp_path / "m.json.gz").read_bytes()
+    for name, data in (
+        ("cut.json.gz", good[: len(good) // 2]),
+        ("bad.json.gz", good[:10] + b"x" * 40),
+    ):
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(PcidocError, match=r"damaged gzip file$"):
+            load_capture(path)

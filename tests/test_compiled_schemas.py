@@ -105,6 +105,53 @@ def test_check_runs_on_light_classes_without_importing_pydantic(lite_check: dict
     assert lite_check["code"] in (0, 1, 2)
 
 
+_TOPO = r"""
+import contextlib, io, json, sys
+from pcidoc.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(["topo", "--json", "--from", sys.argv[1]])
+print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if "pydantic" in m)}))
+"""
+
+
+def test_topo_loads_pydantic_cores_engine_alone() -> None:
+    """``topo --json`` validates with the engine; the package's ``__init__`` (its typed-dict
+    ``core_schema`` module) is not worth its start-up time there. (Serializing a model does load
+    it: the engine reads ``pydantic_core.MISSING`` from the package.)"""
+    out = _python(_TOPO, str(SAMPLE))
+    assert out == {"code": 0, "modules": ["pydantic_core._pydantic_core"]}
+
+
+_LATER_PYDANTIC = r"""
+import json, sys
+from pcidoc.model.capture import Capture
+from pcidoc.model.compiled import core
+engine = core()
+import pydantic, pydantic_core
+
+class Other(pydantic.BaseModel):
+    n: int
+
+caught = []
+for make in (lambda: Other(n="x"), lambda: Capture.model_validate({"schema": 1})):
+    try:
+        make()
+    except pydantic.ValidationError as exc:
+        caught.append(type(exc).__name__)
+print(json.dumps({"base": Capture.__mro__[2].__name__, "same": pydantic_core.SchemaValidator is
+                  engine.SchemaValidator, "caught": caught, "n": Other(n="3").n}))
+"""
+
+
+def test_pydantic_imported_after_light_models_shares_their_engine() -> None:
+    """A user's code may import pydantic after pcidoc's light models loaded the engine alone."""
+    out = _python(_LATER_PYDANTIC)
+    assert out["base"] == "LiteModel"
+    assert out["same"] is True
+    assert out["caught"] == ["ValidationError", "ValidationError"]
+    assert out["n"] == 3
+
+
 def test_pydantic_models_print_the_same_report(lite_check: dict) -> None:
     built = _python(_CHECK.format(setup=""), str(SAMPLE), env={"PCIDOC_COMPILED_SCHEMAS": "0"})
     assert built["base"] == "BaseModel" and built["pydantic"] is True
@@ -120,7 +167,7 @@ def test_a_changed_model_source_means_pydantic_models(lite_check: dict) -> None:
 
 
 def test_a_store_of_another_pydantic_core_means_pydantic_models(tmp_path: Path) -> None:
-    lines = compiled.STORE_FILE.read_text(encoding="utf-8").split("\n")
+    lines = Path(compiled.STORE_FILE).read_text(encoding="utf-8").split("\n")
     header = json.loads(lines[0])
     header["pydantic_core"] = "0.0.1"
     other = tmp_path / "compiled.jsonl"
@@ -149,6 +196,30 @@ def test_encode_round_trips_classes_methods_and_tuples() -> None:
     assert back["cls"] is Gpu and back["factory"] is list
     assert back["pair"] == (1, "a")
     assert back["ref"] == "pcidoc.model.facts.Gpu"
+
+
+def test_stored_entries_decode_by_their_tag_paths_as_by_a_full_walk() -> None:
+    """Entries are decoded at the stored paths only; a hook on every object gives the same."""
+    from pcidoc.model.facts import Gpu
+
+    nested = {"a": [{"pair": ({"cls": Gpu}, 2)}], "b": {"$tuple": [1]}, "c": {"x": list}}
+    encoded = compiled.encode(nested)
+    store = compiled._Store(
+        "\n".join(
+            [
+                json.dumps({"pydantic_core": "", "sources": {}, "lines": {"k": 1}}),
+                json.dumps({**encoded, "$tags": compiled.tag_paths(encoded)}),
+            ]
+        )
+    )
+    assert store.entry("k") == {"a": [{"pair": ({"cls": Gpu}, 2)}], "b": (1,), "c": {"x": list}}
+    assert compiled.lite_mode()
+    real = compiled._store
+    assert real is not None and len(real.lines) > 50
+    for key, line in real.lines.items():
+        walked = json.loads(real.raw[line], object_hook=compiled._decode)
+        walked.pop("$tags", None)
+        assert real.entry(key) == walked, key
 
 
 def test_encode_refuses_what_it_cannot_name() -> None:

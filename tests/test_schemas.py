@@ -44,7 +44,7 @@ def test_stored_core_schema_matches_the_models(generated: dict) -> None:
 
 
 def test_stored_compiled_schemas_match_the_models(generated: dict) -> None:
-    assert STORE_FILE.read_text(encoding="utf-8") == generated["compiled"], (
+    assert Path(STORE_FILE).read_text(encoding="utf-8") == generated["compiled"], (
         "pcidoc/model/compiled.jsonl is stale: run `python -m pcidoc.model.schemas`"
     )
 

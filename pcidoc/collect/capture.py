@@ -119,13 +119,12 @@ def capture_from_data(data: Any, name: str, *, clean: bool = True) -> Capture:
     from pcidoc.sanitize import clean_data
 
     body, name = _unwrap(clean_data(data) if clean else data, clean_line(name))
-    from pydantic_core import ValidationError
-
     from pcidoc.model.capture import Capture
+    from pcidoc.model.compiled import core
 
     try:
         return Capture.model_validate(body)
-    except ValidationError as exc:
+    except core().ValidationError as exc:
         raise _validation_error(name, exc.errors()) from None
 
 
@@ -178,7 +177,71 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
 
     file = Path(path)
     text = _read_text(file)
-    return capture_from_data(_parse_json(text, file), str(file), clean=not json_text_is_clean(text))
+    clean = json_text_is_clean(text)
+    if clean:
+        capture = _validate_current_capture(text)
+        if capture is not None:
+            return capture
+    return capture_from_data(_parse_json(text, file), str(file), clean=not clean)
+
+
+# Digits as "0", everything else as it is: a number's shape, found with bytes searches.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+# What a huge number looks like in that shape: a three-digit exponent, or over 200 digits.
+_HUGE_MARKS = (b"0e000", b"0E000", b"0e+000", b"0E+000", b"0" * 200)
+_NUMBER_RUN = re.compile(rb"[0-9.eE+-]*")
+_BEFORE_VALUE = re.compile(rb"[:\[,\s]")
+
+
+def _strict_parse_needed(text: str) -> bool:
+    """True when ``text`` may hold a number the strict parser refuses: a NaN or Infinity token,
+    or one too large for a float (which needs a three-digit exponent or, with a two-digit one,
+    over 200 digits before the point).
+
+    A mark counts where it sits in a run of number characters that starts a JSON value (after
+    ``:``, ``[``, ``,``, whitespace or at the start), so a GPU's UUID (``...3e534...``) does not
+    count; a number-like run inside a string after a space may, which only costs the slower path.
+    """
+    if "NaN" in text or "Infinity" in text:
+        return True
+    shape = text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
+    looks = 64  # a text with more look-alikes than that is not worth the search
+    for mark in _HUGE_MARKS:
+        found = shape.find(mark)
+        while found >= 0:
+            looks -= 1
+            start = found
+            while start and _NUMBER_RUN.fullmatch(shape, start - 1, start):
+                start -= 1
+                if found - start > 400:
+                    return True
+            if looks < 0 or start == 0 or _BEFORE_VALUE.fullmatch(shape, start - 1, start):
+                return True
+            end = _NUMBER_RUN.match(shape, found).end()
+            found = shape.find(mark, end)
+    return False
+
+
+def _validate_current_capture(text: str) -> Capture | None:
+    """The capture in ``text``, parsed and validated in one step by ``pydantic_core``, or
+    ``None`` when it is anything but a valid ``pcidoc.capture/1`` object whose text needs no
+    cleaning.
+
+    An optimisation of the strict path (:func:`_parse_json`, :func:`_unwrap`, validation), not a
+    second set of rules: for any text it accepts it builds the same capture, and every other
+    text (a report, an error of any kind, numbers the strict parser refuses) goes the strict way,
+    which gives the one-line error. The caller has checked that the text holds nothing to clean.
+    """
+    if _strict_parse_needed(text):
+        return None
+    from pcidoc.model.capture import Capture
+
+    try:
+        capture = Capture.model_validate_json(text)
+    except (ValueError, RecursionError):  # ValidationError is a ValueError
+        return None
+    # The schema tag has a default; a file without one is not a capture.
+    return capture if "schema_" in capture.model_fields_set else None
 
 
 _FAST_VALIDATOR: Any = None
@@ -200,15 +263,15 @@ def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
     body, name = _unwrap(
         data if json_text_is_clean(text) else clean_data(data), clean_line(str(file))
     )
-    from pydantic_core import SchemaValidator, ValidationError
+    from pcidoc.model.compiled import core
 
     if _FAST_VALIDATOR is None:
         from pcidoc.model.schemas import CORE_SCHEMA_FILE
 
-        _FAST_VALIDATOR = SchemaValidator(json.loads(CORE_SCHEMA_FILE.read_text("utf-8")))
+        _FAST_VALIDATOR = core().SchemaValidator(json.loads(CORE_SCHEMA_FILE.read_text("utf-8")))
     try:
         return dict(_FAST_VALIDATOR.validate_python(body))
-    except ValidationError as exc:
+    except core().ValidationError as exc:
         raise _validation_error(name, exc.errors()) from None
 
 

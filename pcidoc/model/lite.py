@@ -16,10 +16,13 @@ from __future__ import annotations
 import copy as _copy
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic_core import SchemaSerializer, SchemaValidator
+from pcidoc.model.compiled import core
 
 if TYPE_CHECKING:
-    from pydantic_core import CoreConfig
+    from pydantic_core import CoreConfig, SchemaSerializer, SchemaValidator
+else:
+    SchemaSerializer = core().SchemaSerializer
+    SchemaValidator = core().SchemaValidator
 
 _ENTRIES: dict[type, tuple[dict[str, Any], CoreConfig]] = {}
 _VALIDATORS: dict[type, SchemaValidator] = {}

@@ -115,9 +115,10 @@ def write_all(docs_dir: Path) -> list[Path]:
     """Regenerate the stored schemas and the docs' JSON Schemas."""
     from pcidoc.model.compiled import STORE_FILE
 
+    store_file = Path(STORE_FILE)
     generated = generate_all()
-    written = [STORE_FILE, CORE_SCHEMA_FILE]
-    STORE_FILE.write_text(generated["compiled"], encoding="utf-8")
+    written = [store_file, CORE_SCHEMA_FILE]
+    store_file.write_text(generated["compiled"], encoding="utf-8")
     CORE_SCHEMA_FILE.write_text(generated["core"], encoding="utf-8")
     docs_dir.mkdir(parents=True, exist_ok=True)
     for name, schema in generated["schemas"].items():
