@@ -32,9 +32,9 @@ import errno
 import os
 import stat
 import sys
-from dataclasses import dataclass
 from typing import BinaryIO
 
+from pcidoc._record import record
 from pcidoc.errors import PcidocError
 
 __all__ = [
@@ -59,7 +59,7 @@ _STREAMS = {"-": 1, "/dev/stdout": 1, "/dev/stderr": 2}
 _FD_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WriteResult:
     """What :func:`write_output` did.
 

@@ -30,9 +30,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pcidoc._lazyre import lazy
+
 __all__ = ["clean_data", "clean_line", "clean_text", "has_controls", "json_text_is_clean"]
 
-_SEQUENCE = re.compile(
+_SEQUENCE = lazy(
     # CSI: parameters, intermediates, final byte (missing when the text was cut).
     r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
     # OSC, DCS, SOS, PM, APC strings, ended by BEL, ST (ESC \ or 0x9c) or the end of the line.
@@ -42,7 +44,7 @@ _SEQUENCE = re.compile(
     # Remaining C0 controls (not tab/newline), DEL, C1 controls, bidi controls.
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 )
-_LINE_BREAKS = re.compile(r"[\t\n\u2028\u2029]")
+_LINE_BREAKS = lazy(r"[\t\n\u2028\u2029]")
 # In JSON text, what could decode to a character clean_line changes: the escapes of C0/C1
 # controls, DEL, tab/newline/CR/backspace/form feed, bidi controls and line separators, and
 # those characters written raw (raw C0 controls can only be whitespace outside strings: JSON

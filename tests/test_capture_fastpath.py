@@ -31,7 +31,7 @@ REALDATA = ROOT.parent / "shared" / "realdata"
 def _strict(text: str) -> Any:
     """The strict path's capture, or its error message."""
     try:
-        return capture_from_data(_parse_json(text, Path("x.json")), "x.json")
+        return capture_from_data(_parse_json(text, "x.json"), "x.json")
     except PcidocError as exc:
         return str(exc)
 

@@ -11,15 +11,17 @@ import json
 import os
 import re
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pcidoc import __version__
+from pcidoc._lazyre import lazy
 from pcidoc.errors import PcidocError
 from pcidoc.model.formats import CAPTURE_MAJOR
 from pcidoc.sanitize import clean_line
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pcidoc.model.capture import Capture
 
 _SCHEMA_RE = re.compile(r"^pcidoc\.(?P<kind>[a-z]+)/(?P<major>\d+)$")
@@ -38,12 +40,12 @@ def utc_now() -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: str) -> str:
     """The file's text: at most MAX_CAPTURE_BYTES, gzip or not, UTF-8 or UTF-16 with a BOM."""
     from pcidoc.fileio import MAX_CAPTURE_BYTES, decode_text, read_input
 
-    data = read_input(str(path), limit=MAX_CAPTURE_BYTES, what="a capture", stdin=False)
-    return decode_text(data, str(path), strict=True)
+    data = read_input(path, limit=MAX_CAPTURE_BYTES, what="a capture", stdin=False)
+    return decode_text(data, path, strict=True)
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
@@ -146,7 +148,7 @@ def _finite_float(text: str) -> float:
 _NON_FINITE_RE = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
 
 
-def _parse_json(text: str, file: Path) -> Any:
+def _parse_json(text: str, file: str) -> Any:
     """Parse strict JSON: NaN and Infinity are refused (pcidoc writes unknown values as null)."""
     try:
         data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
@@ -175,21 +177,21 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
     """
     from pcidoc.sanitize import json_text_is_clean
 
-    file = Path(path)
+    file = os.fspath(path)  # named in messages as given (pathlib is not worth its import here)
     text = _read_text(file)
     clean = json_text_is_clean(text)
     if clean:
         capture = _validate_current_capture(text)
         if capture is not None:
             return capture
-    return capture_from_data(_parse_json(text, file), str(file), clean=not clean)
+    return capture_from_data(_parse_json(text, file), file, clean=not clean)
 
 
-# Digits as "0", everything else as it is: a number's shape, found with bytes searches.
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+# A number's shape, for bytes searches: digits as "0", "E" as "e", and "+" dropped.
+_SHAPE = bytes.maketrans(b"123456789E", b"000000000e")
 # What a huge number looks like in that shape: a three-digit exponent, or over 200 digits.
-_HUGE_MARKS = (b"0e000", b"0E000", b"0e+000", b"0E+000", b"0" * 200)
-_NUMBER_RUN = re.compile(rb"[0-9.eE+-]*")
+_HUGE_MARKS = (b"0e000", b"0" * 200)
+_NUMBER_RUN = re.compile(rb"[0.e-]*")
 _BEFORE_VALUE = re.compile(rb"[:\[,\s]")
 
 
@@ -204,7 +206,7 @@ def _strict_parse_needed(text: str) -> bool:
     """
     if "NaN" in text or "Infinity" in text:
         return True
-    shape = text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
+    shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE, b"+")
     looks = 64  # a text with more look-alikes than that is not worth the search
     for mark in _HUGE_MARKS:
         found = shape.find(mark)
@@ -255,14 +257,12 @@ def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
     (:mod:`pcidoc.model.schemas`). For read-only fast paths such as ``pcidoc topo --json``.
     """
     global _FAST_VALIDATOR
-    file = Path(path)
+    file = os.fspath(path)
     from pcidoc.sanitize import clean_data, json_text_is_clean
 
     text = _read_text(file)
     data = _parse_json(text, file)
-    body, name = _unwrap(
-        data if json_text_is_clean(text) else clean_data(data), clean_line(str(file))
-    )
+    body, name = _unwrap(data if json_text_is_clean(text) else clean_data(data), clean_line(file))
     from pcidoc.model.compiled import core
 
     if _FAST_VALIDATOR is None:
@@ -287,6 +287,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
         PcidocError: the target is not a regular file, its folder is missing or not
             writable, or the write failed.
     """
+    from pathlib import Path
+
     from pcidoc.fileio import write_output
 
     write_output(path, text)
@@ -315,25 +317,25 @@ def save_capture(capture: Capture, path: str | os.PathLike[str]) -> Path:
 # is kept is documented in docs/collection.md ("Redaction"); keep the two in step.
 
 _ZERO_UUID = "00000000-0000-0000-0000-000000000000"
-_UUID_RE = re.compile(
+_UUID_RE = lazy(
     r"(?<![0-9A-Za-z-])(?:GPU-|MIG-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}"
     r"-[0-9a-fA-F]{12}(?![0-9A-Za-z-])"
 )
-_MAC_RE = re.compile(r"(?<![0-9A-Za-z:])[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}(?![0-9A-Za-z:])")
-_GUID_RE = re.compile(r"(?<![0-9A-Za-z:])[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){3}(?![0-9A-Za-z:])")
-_IPV4_RE = re.compile(
+_MAC_RE = lazy(r"(?<![0-9A-Za-z:])[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}(?![0-9A-Za-z:])")
+_GUID_RE = lazy(r"(?<![0-9A-Za-z:])[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){3}(?![0-9A-Za-z:])")
+_IPV4_RE = lazy(
     r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
     r"(?![\w.])"
 )
 # IPv6 only where addresses are expected (environment values, kernel command line): it needs
 # "::" or eight groups, so PCI addresses (0000:18:00.0) never match.
-_IPV6_RE = re.compile(
+_IPV6_RE = lazy(
     r"(?<![\w:.])(?:(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}"
     r"|(?:[0-9a-fA-F]{1,4}:){0,6}[0-9a-fA-F]{0,4}::(?:[0-9a-fA-F]{1,4}:){0,6}[0-9a-fA-F]{0,4})"
     r"(?:%\w+)?(?![\w:])"
 )
-_HOME_RE = re.compile(r"(?P<root>/(?:home|Users|u|users|scratch/users)/)(?P<user>[^/\s:;,'\"]+)")
-_TILDE_RE = re.compile(r"(?<![\w/])~(?P<user>[A-Za-z_][\w.-]*)")
+_HOME_RE = lazy(r"(?P<root>/(?:home|Users|u|users|scratch/users)/)(?P<user>[^/\s:;,'\"]+)")
+_TILDE_RE = lazy(r"(?<![\w/])~(?P<user>[A-Za-z_][\w.-]*)")
 
 _SERIAL_KEYS = frozenset({"serial", "serial_number", "board_serial"})
 _VERSION_KEYS = frozenset(

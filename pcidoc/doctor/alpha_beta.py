@@ -18,8 +18,8 @@ Units: bytes, seconds, GB/s = 10^9 B/s, microseconds only where a name says ``_u
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
+from pcidoc._record import record
 from pcidoc.doctor import config
 
 
@@ -109,7 +109,7 @@ def accumulation_steps_for(
     return steps if steps <= max_steps else None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class WhatIf:
     """One remedy and what the model predicts for it."""
 
@@ -124,7 +124,7 @@ class WhatIf:
         return 1.0 - self.efficiency
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CommModel:
     """The α–β model of one data-parallel configuration.
 

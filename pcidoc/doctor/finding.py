@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from pcidoc._record import record
 from pcidoc.model.report import Confidence, Evidence, Severity
 
 
-@dataclass
+@record
 class Finding:
     """One thing a check found. A check may return several; they merge into one result.
 

@@ -9,9 +9,9 @@ id (worst finding first).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pcidoc._record import field, record
 from pcidoc.doctor.finding import Finding
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ CHECK_IDS: tuple[str, ...] = (
 CheckFunction = Callable[["Context"], "Finding | list[Finding]"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CheckSpec:
     """A registered check."""
 

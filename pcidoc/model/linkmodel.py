@@ -34,9 +34,9 @@ Source tags (research/checks.md): [A] vendor datasheet, whitepaper, spec or vend
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from pcidoc._record import field, record
 from pcidoc.model.units import pcie_raw_gbps
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def nccl_nvlink_model_gbps(
 # ----------------------------------------------------------------------------- GPU models
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GpuModel:
     """What one GPU model's links are built to carry (see the module docstring)."""
 
@@ -438,7 +438,7 @@ CeilingKind = Literal["pcie", "nvlink", "unknown"]
 Provenance = Literal["fact", "model", "unknown"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Ceiling:
     """A per-direction ceiling and how it was derived.
 

@@ -12,60 +12,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
 
-# ------------------------------------------------------------------------- lazy patterns
-
-
-class LazyPattern:
-    """A regular expression compiled on first use.
-
-    The importer knows ~100 patterns but one paste needs a few of them; compiling them lazily
-    keeps ``import pcidoc.collect.importers`` cheap.
-    """
-
-    __slots__ = ("_compiled", "_flags", "_pattern")
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self._pattern = pattern
-        self._flags = flags
-        self._compiled: re.Pattern[str] | None = None
-
-    @property
-    def compiled(self) -> re.Pattern[str]:
-        """The compiled pattern."""
-        if self._compiled is None:
-            self._compiled = re.compile(self._pattern, self._flags)
-        return self._compiled
-
-    def match(self, text: str) -> re.Match[str] | None:
-        """``re.Pattern.match``."""
-        return self.compiled.match(text)
-
-    def search(self, text: str) -> re.Match[str] | None:
-        """``re.Pattern.search``."""
-        return self.compiled.search(text)
-
-    def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        """``re.Pattern.finditer``."""
-        return self.compiled.finditer(text)
-
-    def findall(self, text: str) -> list[Any]:
-        """``re.Pattern.findall``."""
-        return self.compiled.findall(text)
-
-    def sub(self, replacement: str, text: str) -> str:
-        """``re.Pattern.sub``."""
-        return self.compiled.sub(replacement, text)
-
-
-def lazy(pattern: str, flags: int = 0) -> LazyPattern:
-    """A :class:`LazyPattern` (drop-in for ``re.compile`` in this package)."""
-    return LazyPattern(pattern, flags)
-
+# The importers' patterns are compiled on first use; they take ``lazy`` from here.
+from pcidoc._lazyre import LazyPattern as LazyPattern
+from pcidoc._lazyre import lazy as lazy
 
 # --------------------------------------------------------------------------- value parsers
 
