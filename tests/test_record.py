@@ -120,8 +120,9 @@ def test_inheritance_and_field_order_rules() -> None:
 def test_pcidoc_records_do_not_import_dataclasses() -> None:
     code = (
         "import sys; import pcidoc.doctor.finding, pcidoc.doctor.registry, pcidoc.model.linkmodel,"
-        " pcidoc.doctor.alpha_beta, pcidoc.fileio; print('dataclasses' in sys.modules,"
-        " 'inspect' in sys.modules)"
+        " pcidoc.doctor.alpha_beta, pcidoc.fileio, pcidoc.collect.importers,"
+        " pcidoc.present._matrix, pcidoc.present._sections;"
+        " print('dataclasses' in sys.modules, 'inspect' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

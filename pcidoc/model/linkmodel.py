@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
+from pcidoc._lazyre import LazyPattern
 from pcidoc._record import field, record
 from pcidoc.model.units import pcie_raw_gbps
 
@@ -387,8 +388,10 @@ GPU_MODELS: tuple[GpuModel, ...] = (
 # fmt: on
 """Known GPU models, most specific name patterns first (lookup takes the first match)."""
 
-_COMPILED: tuple[tuple[re.Pattern[str], GpuModel], ...] = tuple(
-    (re.compile(pattern), model) for model in GPU_MODELS for pattern in model.patterns
+# Compiled on first use: a lookup stops at the first match, so it compiles only the patterns
+# before it.
+_COMPILED: tuple[tuple[LazyPattern, GpuModel], ...] = tuple(
+    (LazyPattern(pattern), model) for model in GPU_MODELS for pattern in model.patterns
 )
 _BY_ID: dict[int, GpuModel] = {i: m for m in GPU_MODELS for i in m.device_ids}
 _NOISE = re.compile(r"\b(NVIDIA|TESLA|GEFORCE|QUADRO|AMD|INSTINCT|RADEON)\b")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pcidoc._record import field, record
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.links import LEGEND, PCIE_CLASSES, is_nvlink, nvlink_count
@@ -44,7 +44,7 @@ _TRAILING_NUMBER = re.compile(r"(\d+)$")
 RowKind = Literal["gpu", "nic"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MatrixRow:
     """One row of the matrix with the affinity columns of ``nvidia-smi topo -m``."""
 
@@ -55,7 +55,7 @@ class MatrixRow:
     numa: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LegendEntry:
     """One class shown in the legend (``NV18``, ``PIX``...) with its compact code."""
 
@@ -65,7 +65,7 @@ class LegendEntry:
     meaning: str
 
 
-@dataclass
+@record
 class CompactBlock:
     """A slice of columns of the compact matrix that fits the available width.
 
@@ -270,7 +270,7 @@ def gpu_set(indices: list[int]) -> str:
     return f"GPUs {format_cpulist(indices)}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FindingMarks:
     """Devices and device pairs named by a failing or warning check, with the worst severity.
 

@@ -11,8 +11,8 @@ pipes in them, so that ``src \\ dst`` keeps its single backslash.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from pcidoc._record import record
 from pcidoc.model.capture import Capture
 from pcidoc.model.measurements import Measurements, P2PMatrixMeasurement, WorkloadEvidence
 from pcidoc.model.report import Report
@@ -32,7 +32,7 @@ P2P_MATRIX_MAX_GPUS = 16
 """Measured P2P matrices up to this size are shown in full, bigger ones as min/median/max."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Code:
     """A piece of text shown as code (a file path, a command)."""
 
@@ -46,7 +46,7 @@ Text = str | tuple[Span, ...]
 """Plain text, or a run of plain and code spans."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Heading:
     """A section (level 2) or subsection (level 3) title."""
 
@@ -54,7 +54,7 @@ class Heading:
     level: int = 3
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Paragraph:
     """One paragraph; ``muted`` ones are secondary (a measurement's source)."""
 
@@ -62,7 +62,7 @@ class Paragraph:
     muted: bool = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Item:
     """A list item with optional sub-items (one level deep)."""
 
@@ -70,7 +70,7 @@ class Item:
     children: tuple[Item, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Bullets:
     """A bulleted list, with an optional lead-in line before it (``Probes that ...:``)."""
 
@@ -78,7 +78,7 @@ class Bullets:
     intro: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Table:
     """A table; with ``row_labels`` the first cell of each row names the row (shown bold).
 
@@ -104,7 +104,7 @@ class Table:
         return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Facts:
     """Labelled facts, ``(label, text)`` pairs: the report header's Machine, Source..."""
 

@@ -14,9 +14,9 @@ Public API: :func:`import_texts`, :func:`import_paths`, :class:`ImportResult`,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from pcidoc._record import field, record
 from pcidoc.collect.importers import scan as _scan
 from pcidoc.collect.importers import whole_text as _whole_text
 from pcidoc.collect.importers.fragment import Fragment
@@ -57,7 +57,7 @@ MAX_PASTE_LINES = 500_000
 a 1,000-GPU ``topo -m`` is 1,000). Profiler traces (JSON) are not counted in lines."""
 
 
-@dataclass
+@record
 class ImportResult:
     """The outcome of an import.
 

@@ -8,9 +8,9 @@ pydantic models for measurements.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from pcidoc._record import field, record
 from pcidoc.model.evidence import ImportedEvidence
 from pcidoc.model.facts import Topology
 from pcidoc.model.measurements import (
@@ -38,7 +38,7 @@ def too_many(frag: Fragment, count: int, limit: int, what: str) -> bool:
     return True
 
 
-@dataclass
+@record
 class GpuPart:
     """What one section says about one GPU.
 
@@ -65,7 +65,7 @@ class GpuPart:
         self.unavailable.setdefault(part, {}).setdefault(field_name, reason)
 
 
-@dataclass
+@record
 class Fragment:
     """The facts and measurements one section of one file contributes."""
 
@@ -117,7 +117,7 @@ class Fragment:
             self.warnings.append(message)
 
 
-@dataclass
+@record
 class Context:
     """What the scanner knows when a section starts."""
 

@@ -17,9 +17,9 @@ Rules (see docs/import.md):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
+from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import Fragment, GpuPart
 from pcidoc.collect.importers.text import label_span
 from pcidoc.model.capture import Capture
@@ -46,7 +46,7 @@ _FORMAT_NAMES = {
 }
 
 
-@dataclass
+@record
 class FileResult:
     """What was found in one input file."""
 
@@ -56,7 +56,7 @@ class FileResult:
     warnings: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record
 class _Acc:
     """A GPU being assembled, with where each field came from."""
 

@@ -10,8 +10,8 @@ are skipped.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from pcidoc._record import field, record
 from pcidoc.collect.importers import (
     amd_topo,
     bandwidth_test,
@@ -52,7 +52,7 @@ RAISE_PARSER_ERRORS = False
 """Tests set this to see parser bugs as exceptions instead of warnings."""
 
 
-@dataclass
+@record
 class ScanResult:
     """The fragments of one text and what could not be read."""
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from itertools import pairwise
 
 # The importers' patterns are compiled on first use; they take ``lazy`` from here.
 from pcidoc._lazyre import LazyPattern as LazyPattern
 from pcidoc._lazyre import lazy as lazy
+from pcidoc._record import field, record
 
 # --------------------------------------------------------------------------- value parsers
 
@@ -140,7 +140,7 @@ _PREFIX_OK_RE = lazy(
 _GLUED_HEADER_RE = lazy(r"\s{2,}(?=GPU\d)")
 
 
-@dataclass
+@record
 class Doc:
     """One text after cleaning: lines, and the shell command found on each command line."""
 
