@@ -114,6 +114,23 @@ print(json.dumps({"code": code, "modules": sorted(m for m in sys.modules if "pyd
 """
 
 
+_DEMO_DIAGNOSIS = r"""
+import json, sys
+from pcidoc import doctor
+from pcidoc.model.report import ReportSource
+from pcidoc.samples import load_sample, sample_names
+for name in sample_names():
+    doctor.run(load_sample(name), ReportSource(kind="demo"), [], [], generated_at="x")
+print(json.dumps({"modules": sorted(m for m in sys.modules if "pydantic" in m)}))
+"""
+
+
+def test_loading_and_diagnosing_need_only_the_engine() -> None:
+    """What the TUI does before its first screen: load a capture and run the doctor."""
+    out = _python(_DEMO_DIAGNOSIS)
+    assert out == {"modules": ["pydantic_core._pydantic_core"]}
+
+
 def test_topo_loads_pydantic_cores_engine_alone() -> None:
     """``topo --json`` validates with the engine; the package's ``__init__`` (its typed-dict
     ``core_schema`` module) is not worth its start-up time there. (Serializing a model does load
