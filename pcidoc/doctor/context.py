@@ -326,12 +326,14 @@ class Context:
         size = max((max([len(matrix), *map(len, matrix)]) for matrix in matrices), default=0)
         cell = {**{code: rank.get(code, 1) for code in present}, None: -1, "": -1, "X": -1}
         pad = [-1] * size
-        best = [pad] * size
+        # Each matrix as ranks, square, then with its transpose: the six cells of a pair are
+        # the same position of these six tables.
+        tables: list[list[list[int]] | list[tuple[int, ...]]] = []
         for matrix in matrices:
-            rows = [[cell[c] for c in row] + pad[len(row) :] for row in matrix]
+            rows = [[*map(cell.__getitem__, row), *pad[len(row) :]] for row in matrix]
             rows += [pad] * (size - len(rows))
-            columns = list(zip(*rows, strict=True))
-            best = [list(map(max, b, r, c)) for b, r, c in zip(best, rows, columns, strict=True)]
+            tables += [rows, list(zip(*rows, strict=True))]
+        best = [list(map(max, *cells)) for cells in zip(*tables, strict=True)]
         return best, codes
 
     def _p2p_code_at(self, i: int, j: int) -> str | None:
