@@ -89,7 +89,8 @@ def _pair(a: int, b: int) -> str:
 
 
 class _Wiring:
-    """The matrix indexed once: GPU positions, NIC positions and a safe cell lookup."""
+    """The matrix indexed once: GPU positions, NIC positions, GPU pair classes and GPU-NIC
+    classes (a cell missing from a short row is unknown)."""
 
     def __init__(self, capture: Capture) -> None:
         topo = capture.topology
@@ -104,32 +105,46 @@ class _Wiring:
             else:
                 self.nic_pos.append((label, pos))
         self.gpus: list[int] = sorted(self.gpu_pos)
+        # The matrix squared to the labels (None where a row is short or missing) and its
+        # transpose: a cell and its mirror are then the same position of two rows.
+        size = len(self.labels)
+        grid = [[*row[:size], *[None] * (size - len(row))] for row in self.links[:size]]
+        grid += [[None] * size for _ in range(size - len(grid))]
+        mirror = [list(column) for column in zip(*grid, strict=True)]
         self.asymmetric: list[tuple[str, str, str, str]] = []
         # GPU pair -> class (None when unknown), a < b.
         self.pairs: dict[tuple[int, int], str | None] = {}
-        for i, a in enumerate(self.gpus):
-            for b in self.gpus[i + 1 :]:
-                self.pairs[(a, b)] = self._symmetric(self.gpu_pos[a], self.gpu_pos[b])
+        columns = [self.gpu_pos[g] for g in self.gpus]
+        for k, a in enumerate(self.gpus):
+            i = self.gpu_pos[a]
+            rest = columns[k + 1 :]
+            forward = _gather(grid[i], rest)
+            backward = _gather(mirror[i], rest)
+            if forward == backward:  # a symmetric row: each cell is its mirror
+                self.pairs.update(zip([(a, b) for b in self.gpus[k + 1 :]], forward, strict=True))
+                continue
+            for b, j, fwd, back in zip(self.gpus[k + 1 :], rest, forward, backward, strict=True):
+                if fwd is not None and back is not None and fwd != back:
+                    self.asymmetric.append((self.labels[i], self.labels[j], fwd, back))
+                self.pairs[(a, b)] = fwd if fwd is not None else back
+        self.classes: Counter[str | None] = Counter(self.pairs.values())
+        """How many GPU pairs have each class (``None``: unknown), in first-seen order."""
+        # GPU -> its class to each NIC, in nic_pos order (the mirror cell when one is missing).
+        nic_columns = [pos for _, pos in self.nic_pos]
+        self.nic_cells: dict[int, list[str | None]] = {}
+        for g in self.gpus:
+            i = self.gpu_pos[g]
+            self.nic_cells[g] = [
+                fwd if fwd is not None else back
+                for fwd, back in zip(
+                    _gather(grid[i], nic_columns), _gather(mirror[i], nic_columns), strict=True
+                )
+            ]
 
-    def raw(self, i: int, j: int) -> str | None:
-        row = self.links[i] if i < len(self.links) else None
-        if row is None or j >= len(row):
-            return None
-        return row[j]
 
-    def _symmetric(self, i: int, j: int) -> str | None:
-        forward, backward = self.raw(i, j), self.raw(j, i)
-        if forward is not None and backward is not None and forward != backward:
-            self.asymmetric.append((self.labels[i], self.labels[j], forward, backward))
-        return forward if forward is not None else backward
-
-    def gpu_nic(self, gpu: int, nic_pos: int) -> str | None:
-        """Class between a GPU and the NIC at matrix position ``nic_pos``."""
-        return self._symmetric_quiet(self.gpu_pos[gpu], nic_pos)
-
-    def _symmetric_quiet(self, i: int, j: int) -> str | None:
-        forward = self.raw(i, j)
-        return forward if forward is not None else self.raw(j, i)
+def _gather(row: list[str | None], columns: list[int]) -> list[str | None]:
+    """``[row[j] for j in columns]``, gathered in C."""
+    return list(map(row.__getitem__, columns))
 
 
 def _components(nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> list[list[int]]:
@@ -169,13 +184,18 @@ def _nvlink_notes(w: _Wiring, capture: Capture) -> list[str]:
     n = len(w.gpus)
     if n < 2:
         return []
-    nv = {pair: link for pair, link in w.pairs.items() if is_nvlink(link)}
-    if not nv:
+    counts: Counter[str] = Counter({c: n for c, n in w.classes.items() if c and is_nvlink(c)})
+    if not counts:
         return []
+    # A big NVSwitch box has thousands of pairs, all NVLink: no need to copy them.
+    nv = (
+        w.pairs
+        if len(counts) == len(w.classes)
+        else {pair: link for pair, link in w.pairs.items() if is_nvlink(link)}
+    )
     notes: list[str] = []
-    counts: Counter[str] = Counter(link for link in nv.values() if link)
     classes = _class_names(counts)
-    unknown = [pair for pair, link in w.pairs.items() if link is None]
+    unknown = [pair for pair, link in w.pairs.items() if link is None] if None in w.classes else []
     unknown_members = {g for pair in unknown for g in pair}
     if unknown:
         # Structure claims (mesh, islands, bridge pairs) need every pair; say what is known.
@@ -277,9 +297,17 @@ def _pcie_pair_notes(w: _Wiring) -> list[str]:
     if len(w.gpus) < 2:
         return []
     notes: list[str] = []
-    known = {pair: link for pair, link in w.pairs.items() if link is not None}
-    counts: Counter[str] = Counter(known.values())
-    pcie = {pair: link for pair, link in known.items() if not is_nvlink(link)}
+    counts: Counter[str] = Counter({c: n for c, n in w.classes.items() if c is not None})
+    known = (
+        w.pairs
+        if None not in w.classes
+        else {pair: link for pair, link in w.pairs.items() if link is not None}
+    )
+    pcie = (
+        {pair: link for pair, link in known.items() if not is_nvlink(link)}
+        if not all(is_nvlink(c) for c in counts)
+        else {}
+    )
     if len(counts) == 1 and len(known) == len(w.pairs):
         link = next(iter(counts))
         if not is_nvlink(link):
@@ -329,10 +357,16 @@ def _numa_notes(w: _Wiring, capture: Capture) -> list[str]:
         text = " and ".join(spread) if len(spread) == 2 else ", ".join(spread)
         across: Counter[str] = Counter()
         within: Counter[str] = Counter()
-        for (a, b), link in w.pairs.items():
-            if link is None or a not in nodes or b not in nodes:
-                continue
-            (within if nodes[a] == nodes[b] else across)[link] += 1
+        # Counted in one pass as (same node?, class), then split (first-seen order kept).
+        tally = Counter(
+            [
+                (nodes[a] == nodes[b], link)
+                for (a, b), link in w.pairs.items()
+                if link is not None and a in nodes and b in nodes
+            ]
+        )
+        for (same, link), count in tally.items():
+            (within if same else across)[link] = count
         if across and set(across) == set(within) and len(across) == 1:
             link = next(iter(across))
             if not is_nvlink(link):  # uniform NVLink was already said by the NVLink note
@@ -381,7 +415,7 @@ def _flattening_notes(w: _Wiring, capture: Capture) -> list[str]:
     if node != 0 or len(capture.host.numa_nodes) > 1:
         return []  # the machine has other NUMA nodes: SYS to devices on them is expected
     sys_paths = sum(1 for link in w.pairs.values() if link == "SYS")
-    sys_paths += sum(1 for g in w.gpus for _, pos in w.nic_pos if w.gpu_nic(g, pos) == "SYS")
+    sys_paths += sum(cells.count("SYS") for cells in w.nic_cells.values())
     if not sys_paths:
         return []
     who = "this VM" if hypervisor else "the OS"
@@ -406,7 +440,7 @@ def _nic_notes(w: _Wiring, capture: Capture) -> list[str]:
     nearest: Counter[str] = Counter()
     judged = 0
     for g in w.gpus:
-        cells = [w.gpu_nic(g, pos) for _, pos in w.nic_pos]
+        cells = w.nic_cells[g]
         known = [c for c in cells if c is not None]
         if not known:
             continue
@@ -423,8 +457,8 @@ def _nic_notes(w: _Wiring, capture: Capture) -> list[str]:
         notes.append("every GPU has a NIC at PIX/PXB distance")
 
     sys_nics: list[str] = []
-    for label, pos in w.nic_pos:
-        cells = [w.gpu_nic(g, pos) for g in w.gpus]
+    per_nic = zip(*(w.nic_cells[g] for g in w.gpus), strict=True)
+    for (label, _), cells in zip(w.nic_pos, per_nic, strict=False):
         if cells and all(c == "SYS" for c in cells):
             sys_nics.append(label)
     if sys_nics and len(sys_nics) == len(w.nic_pos) and len(sys_nics) > 1:
@@ -450,7 +484,7 @@ def _data_notes(w: _Wiring, capture: Capture) -> list[str]:
             f"{_plural(len(unknown_pairs), 'pair')} is unknown: {listed}"
         )
     if w.nic_pos:
-        unknown_nic = sum(1 for g in w.gpus for _, pos in w.nic_pos if w.gpu_nic(g, pos) is None)
+        unknown_nic = sum(cells.count(None) for cells in w.nic_cells.values())
         if unknown_nic:
             notes.append(
                 f"{unknown_nic} GPU-NIC {_plural(unknown_nic, 'path')} "
