@@ -46,6 +46,7 @@ class Context:
         for pos, idx in enumerate(capture.p2p.gpus):
             self._p2p_pos.setdefault(idx, pos)
         self.measurements = capture.measurements
+        self._link_rows: dict[str, dict[str, str | None]] = {}
         self._gpu_models: dict[str | None, linkmodel.GpuModel | None] = {}
         self.memo: dict[str, dict[object, object]] = {}
         """Per-run caches of check helpers (a check module's results for this capture)."""
@@ -64,6 +65,29 @@ class Context:
         if i >= len(links) or j >= len(links[i]):
             return None
         return links[i][j]
+
+    def link_row(self, a: str) -> dict[str, str | None]:
+        """Label ``a``'s row of the matrix: other label -> class (read only; a label whose cell
+        is missing is absent, as :meth:`link` then answers ``None``). Built once per label."""
+        rows = self._link_rows
+        row = rows.get(a)
+        if row is None:
+            i = self._label_pos.get(a)
+            links = self.capture.topology.links
+            cells = links[i] if i is not None and i < len(links) else []
+            labels, columns = self._label_columns
+            if columns and max(columns) < len(cells):  # every cell there: gathered in C
+                row = dict(zip(labels, map(cells.__getitem__, columns), strict=True))
+            else:
+                width = len(cells)
+                row = {b: cells[j] for b, j in self._label_pos.items() if j < width}
+            rows[a] = row
+        return row
+
+    @cached_property
+    def _label_columns(self) -> tuple[list[str], list[int]]:
+        """The labels of the matrix and their positions (the last one of a repeated label)."""
+        return list(self._label_pos), list(self._label_pos.values())
 
     def gpu_link(self, a: int, b: int) -> str | None:
         """Link class between GPU ``a`` and GPU ``b``."""

@@ -29,7 +29,7 @@ def nic_inventory(ctx: Context) -> list[Finding]:
     if nics and gpus:
         rails = []
         for nic in nics:
-            links = [ctx.link(g.label, nic.label) for g in gpus]
+            links = [ctx.link_row(g.label).get(nic.label) for g in gpus]
             if any(link in ("PIX", "PXB") for link in links):
                 rails.append(nic.name or nic.label)
         many = len(nics) >= 16 and len(nics) > 2 * len(gpus)

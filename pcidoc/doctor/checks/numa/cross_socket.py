@@ -261,10 +261,11 @@ def _nic_sys_findings(ctx: Context) -> list[Finding]:
         return []  # one NUMA node: a SYS to a NIC is a flattened view, not a socket crossing
     far: list[str] = []
     evidence = []
+    rows = [(g.index, ctx.link_row(g.label)) for g in ctx.gpus]
     for nic in ctx.nics:
         if is_bond(nic):
             continue
-        sys_gpus = [g.index for g in ctx.gpus if ctx.link(g.label, nic.label) == "SYS"]
+        sys_gpus = [index for index, row in rows if row.get(nic.label) == "SYS"]
         if sys_gpus and len(sys_gpus) < len(ctx.gpus):
             far.append(nic.label)
             evidence.append(
