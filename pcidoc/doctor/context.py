@@ -327,6 +327,27 @@ class Context:
             return None
         return codes.get(ranks[i][j])
 
+    def p2p_codes_from(self, a: int, others: list[int]) -> list[str | None]:
+        """``[self.p2p_code(a, b) for b in others]``, read off the table in one sweep when it
+        holds every GPU asked about (a check over all pairs asks row by row)."""
+        table = self._p2p_rank_table
+        positions = self._p2p_pos
+        i = positions.get(a)
+        if table is not None and i is not None and i < len(table[0]):
+            ranks, codes = table
+            try:
+                columns = list(map(positions.__getitem__, others))
+                return list(map(codes.get, map(ranks[i].__getitem__, columns)))
+            except (KeyError, IndexError):
+                pass  # a GPU outside the table: cell by cell below
+        return [self.p2p_code(a, b) for b in others]
+
+    def can_access_peer_from(self, a: int, others: list[int]) -> list[bool | None]:
+        """``[self.can_access_peer(a, b) for b in others]``."""
+        if self.capture.p2p.can_access_peer is None:
+            return [None] * len(others)
+        return [self.can_access_peer(a, b) for b in others]
+
     @cached_property
     def _p2p_rank_table(self) -> tuple[list[list[int]], dict[int, str]] | None:
         """Every pair's :meth:`p2p_code` at once: the best rank of its six cells by matrix
