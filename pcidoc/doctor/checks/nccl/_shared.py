@@ -12,8 +12,13 @@ RDMA_PREFIXES = ("mlx", "ib", "bnxt_re", "irdma", "efa", "hfi", "qedr", "rdma", 
 
 
 def evidence(ctx: Context) -> ImportedEvidence:
-    """The capture's evidence (empty when there is none)."""
-    return ctx.capture.evidence or ImportedEvidence()
+    """The capture's evidence (empty when there is none; made once per run)."""
+    if ctx.capture.evidence is not None:
+        return ctx.capture.evidence
+    memo = ctx.memo.setdefault("nccl.evidence", {})
+    if None not in memo:
+        memo[None] = ImportedEvidence()
+    return memo[None]  # type: ignore[return-value]
 
 
 def logs(ctx: Context) -> list[NcclLog]:

@@ -47,6 +47,15 @@ class _LinkUnderLoad:
 
 
 def _link_under_load(ctx: Context, gpu: Gpu) -> _LinkUnderLoad:
+    """The GPU's link as last seen (asked several times per GPU: read once per run)."""
+    memo = ctx.memo.setdefault("pcie.link_under_load", {})
+    found = memo.get(id(gpu))
+    if found is None:
+        found = memo[id(gpu)] = _read_link_under_load(ctx, gpu)
+    return found  # type: ignore[return-value]
+
+
+def _read_link_under_load(ctx: Context, gpu: Gpu) -> _LinkUnderLoad:
     measured = [
         t
         for t in ctx.measurements.transfers
@@ -84,6 +93,8 @@ def _downtrain_findings(ctx: Context, gpu: Gpu, vm: bool) -> list[Finding]:
     findings: list[Finding] = []
     gen_low = now.gen is not None and max_gen is not None and now.gen < max_gen
     width_low = now.width is not None and max_width is not None and now.width < max_width
+    if not (gen_low or width_low):
+        return findings
     evidence = [
         _ev("link now", link_label(now.gen, now.width), subject=subject),
         _ev("max possible (GPU and slot)", link_label(max_gen, max_width), subject=subject),
@@ -99,8 +110,6 @@ def _downtrain_findings(ctx: Context, gpu: Gpu, vm: bool) -> list[Finding]:
             subject=subject,
         ),
     ]
-    if not (gen_low or width_low):
-        return findings
     now_model, max_model = _model(now.gen, now.width), _model(max_gen, max_width)
     if now_model is not None:
         evidence.append(_ev("link model now", round(now_model, 1), "GB/s", subject))
@@ -491,7 +500,8 @@ def pcie_link_speed(ctx: Context) -> list[Finding]:
         )
     fine = [g for g in healthy if g not in idle_only]
     if fine:
-        links = sorted({link_label(*_possible(g, vm)) for g in ctx.gpus if g.label in fine})
+        labels = set(fine)
+        links = sorted({link_label(*_possible(g, vm)) for g in ctx.gpus if g.label in labels})
         findings.append(
             Finding(
                 "pass",
