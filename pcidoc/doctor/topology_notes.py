@@ -222,7 +222,7 @@ def _nvlink_notes(w: _Wiring, capture: Capture) -> list[str]:
                 )
         else:
             # Name the pairs of the rarer classes when they are few (e.g. one degraded pair).
-            common = counts.most_common(1)[0][0]
+            common = max(counts.items(), key=lambda item: item[1])[0]  # most_common(1)
             rare = sorted(pair for pair, link in nv.items() if link != common)
             if len(rare) <= 4:
                 listed = " ".join(f"{_pair(*p)} {nv[p]}" for p in rare)
@@ -528,7 +528,7 @@ def _affinity_mismatch_notes(capture: Capture, skip: set[str]) -> list[str]:
         counts = Counter(text for _, text in members)
         if len(counts) < 2:
             continue
-        usual, usual_count = counts.most_common(1)[0]
+        usual, usual_count = max(counts.items(), key=lambda item: item[1])  # most_common(1)
         if usual_count * 2 <= len(members):
             continue  # no clear majority to compare against
         odd = [(i, t) for i, t in members if t != usual and t not in skip]

@@ -42,5 +42,6 @@ def _common_nv(ctx: Context, gpus: list[Gpu]) -> str | None:
         # Counter keeps first-seen order, so among equal counts the first pair's class wins,
         # as it did when the NV# classes were counted pair by pair.
         classes = Counter({link: n for link, n in tally.items() if is_nvlink(link)})
-        memo[key] = classes.most_common(1)[0][0] if classes else None
+        # max() is most_common(1) (the first of equal counts) without importing heapq.
+        memo[key] = max(classes.items(), key=lambda item: item[1])[0] if classes else None
     return memo[key]  # type: ignore[return-value]
