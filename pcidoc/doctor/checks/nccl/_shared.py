@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pcidoc.doctor.context import Context
@@ -25,10 +24,11 @@ RDMA_PREFIXES = ("mlx", "ib", "bnxt_re", "irdma", "efa", "hfi", "qedr", "rdma", 
 """RDMA device name prefixes (Mellanox/NVIDIA, Broadcom, Intel, AWS EFA, Cornelis, QLogic...)."""
 
 
-@dataclass(frozen=True)
 class NoEvidence:
     """What the checks read of an :class:`ImportedEvidence`, for a capture without one: empty,
     and cheap (an ``ImportedEvidence()`` loads the schema of every evidence model first)."""
+
+    __slots__ = ()
 
     nccl_logs: tuple[NcclLog, ...] = ()
     nccl_topologies: tuple[NcclTopology, ...] = ()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
@@ -42,16 +41,18 @@ def _up_down(ctx: Context, gpu: Gpu) -> tuple[int, int]:
     return found  # type: ignore[return-value]
 
 
-@dataclass
 class _TopoView:
     """A GPU's NVLink neighbourhood in the topology matrix."""
 
-    peers: int
-    """Number of other GPUs joined to it by NV#."""
-    total: int
-    """Sum of NV# over its peers."""
-    widest: int
-    """Largest NV# to any peer."""
+    __slots__ = ("peers", "total", "widest")
+
+    def __init__(self, peers: int, total: int, widest: int) -> None:
+        self.peers = peers
+        """Number of other GPUs joined to it by NV#."""
+        self.total = total
+        """Sum of NV# over its peers."""
+        self.widest = widest
+        """Largest NV# to any peer."""
 
 
 def _topo_view(ctx: Context, gpu: Gpu, among: list[Gpu]) -> _TopoView | None:

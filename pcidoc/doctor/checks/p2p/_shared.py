@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
@@ -58,20 +57,35 @@ def _amd_small_box(ctx: Context) -> bool:
     return amd and len(ctx.p2p_gpu_indices()) <= config.NCCL_AMD_P2P_SYS_MAX_GPUS
 
 
-@dataclass
 class PairPath:
-    """The PCIe ports that decide what happens to peer traffic between two GPUs."""
+    """The PCIe ports that decide what happens to peer traffic between two GPUs.
 
-    a: int
-    b: int
-    link: str | None
-    kind: str
-    """``nvlink``, ``switch`` (PIX/PXB), ``cpu`` (PHB/NODE), ``sys`` or ``unknown``."""
-    uses_pcie_p2p: bool
-    """True when NCCL/CUDA would send peer traffic over PCIe P2P on this pair by default."""
-    hops: list[PcieHop] = field(default_factory=list)
-    """Ports below the lowest common ancestor (all ports when the GPUs share none)."""
-    paths_known: bool = False
+    (A plain class: the check modules are imported at every start, and a dataclass costs a
+    third of a millisecond to create.)
+    """
+
+    __slots__ = ("a", "b", "hops", "kind", "link", "paths_known", "uses_pcie_p2p")
+
+    def __init__(
+        self,
+        a: int,
+        b: int,
+        link: str | None,
+        kind: str,
+        uses_pcie_p2p: bool,
+        hops: list[PcieHop] | None = None,
+        paths_known: bool = False,
+    ) -> None:
+        self.a = a
+        self.b = b
+        self.link = link
+        self.kind = kind
+        """``nvlink``, ``switch`` (PIX/PXB), ``cpu`` (PHB/NODE), ``sys`` or ``unknown``."""
+        self.uses_pcie_p2p = uses_pcie_p2p
+        """True when NCCL/CUDA would send peer traffic over PCIe P2P on this pair by default."""
+        self.hops: list[PcieHop] = [] if hops is None else hops
+        """Ports below the lowest common ancestor (all ports when the GPUs share none)."""
+        self.paths_known = paths_known
 
     @property
     def label(self) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
@@ -35,15 +34,19 @@ def _vm_note() -> str:
     )
 
 
-@dataclass
 class _LinkUnderLoad:
     """What the GPU's link looked like and whether that reading may be judged."""
 
-    gen: int | None
-    width: int | None
-    state: str
-    """``measured`` (a probe read it while copying), ``p0``, ``idle`` or ``unknown``."""
-    pstate: int | None = None
+    __slots__ = ("gen", "pstate", "state", "width")
+
+    def __init__(
+        self, gen: int | None, width: int | None, state: str, pstate: int | None = None
+    ) -> None:
+        self.gen = gen
+        self.width = width
+        self.state = state
+        """``measured`` (a probe read it while copying), ``p0``, ``idle`` or ``unknown``."""
+        self.pstate = pstate
 
 
 def _link_under_load(ctx: Context, gpu: Gpu) -> _LinkUnderLoad:
@@ -312,11 +315,13 @@ def _slot_limit_findings(ctx: Context, gpu: Gpu, vm: bool) -> list[Finding]:
     ]
 
 
-@dataclass
 class _HopIssue:
-    hop: PcieHop
-    gpus: list[str] = field(default_factory=list)
-    loaded: bool = False
+    __slots__ = ("gpus", "hop", "loaded")
+
+    def __init__(self, hop: PcieHop) -> None:
+        self.hop = hop
+        self.gpus: list[str] = []
+        self.loaded = False
 
 
 def _link_partner(path: Sequence[PcieHop], i: int) -> PcieHop | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
@@ -28,10 +27,12 @@ from pcidoc.model.units import link_label
 # ====================================================================== pcie.shared-uplink
 
 
-@dataclass
 class _Uplink:
-    hop: PcieHop
-    gpus: list[Gpu]
+    __slots__ = ("gpus", "hop")
+
+    def __init__(self, hop: PcieHop, gpus: list[Gpu]) -> None:
+        self.hop = hop
+        self.gpus = gpus
 
 
 def _shared_uplinks(ctx: Context) -> list[_Uplink]:
