@@ -132,6 +132,8 @@ def _replay_outliers(ctx: Context) -> list[Finding]:
         if len(peers) < 2:
             continue
         for gpu in peers:
+            if (gpu.replay_count or 0) <= 0:
+                continue  # no replay: not an outlier (and no peer list to build for it)
             finding = _replay_outlier(gpu, [p.replay_count or 0 for p in peers if p is not gpu])
             if finding is not None:
                 findings.append(finding)
