@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import format_cpulist, parse_cpulist
@@ -112,21 +113,24 @@ class _Wiring:
         grid += [[None] * size for _ in range(size - len(grid))]
         mirror = [list(column) for column in zip(*grid, strict=True)]
         self.asymmetric: list[tuple[str, str, str, str]] = []
-        # GPU pair -> class (None when unknown), a < b.
+        # GPU pair -> class (None when unknown), a < b; and by rows: GPU a -> the classes of
+        # its pairs with the GPUs after it (in ``gpus`` order).
         self.pairs: dict[tuple[int, int], str | None] = {}
+        self.rows: dict[int, list[str | None]] = {}
         columns = [self.gpu_pos[g] for g in self.gpus]
         for k, a in enumerate(self.gpus):
             i = self.gpu_pos[a]
+            later = self.gpus[k + 1 :]
             rest = columns[k + 1 :]
             forward = _gather(grid[i], rest)
             backward = _gather(mirror[i], rest)
-            if forward == backward:  # a symmetric row: each cell is its mirror
-                self.pairs.update(zip([(a, b) for b in self.gpus[k + 1 :]], forward, strict=True))
-                continue
-            for b, j, fwd, back in zip(self.gpus[k + 1 :], rest, forward, backward, strict=True):
-                if fwd is not None and back is not None and fwd != back:
-                    self.asymmetric.append((self.labels[i], self.labels[j], fwd, back))
-                self.pairs[(a, b)] = fwd if fwd is not None else back
+            if forward != backward:  # an asymmetric row: say where, take the known cell
+                for j, fwd, back in zip(rest, forward, backward, strict=True):
+                    if fwd is not None and back is not None and fwd != back:
+                        self.asymmetric.append((self.labels[i], self.labels[j], fwd, back))
+                forward = _known_of(forward, backward)
+            self.rows[a] = forward
+            self.pairs.update(zip(zip(repeat(a), later), forward, strict=True))
         self.classes: Counter[str | None] = Counter(self.pairs.values())
         """How many GPU pairs have each class (``None``: unknown), in first-seen order."""
         # GPU -> its class to each NIC, in nic_pos order (the mirror cell when one is missing).
@@ -134,12 +138,14 @@ class _Wiring:
         self.nic_cells: dict[int, list[str | None]] = {}
         for g in self.gpus:
             i = self.gpu_pos[g]
-            self.nic_cells[g] = [
-                fwd if fwd is not None else back
-                for fwd, back in zip(
-                    _gather(grid[i], nic_columns), _gather(mirror[i], nic_columns), strict=True
-                )
-            ]
+            forward = _gather(grid[i], nic_columns)
+            backward = _gather(mirror[i], nic_columns)
+            self.nic_cells[g] = forward if forward == backward else _known_of(forward, backward)
+
+
+def _known_of(cells: list[str | None], mirrors: list[str | None]) -> list[str | None]:
+    """Each cell, or its mirror where the cell is unknown."""
+    return [c if c is not None else m for c, m in zip(cells, mirrors, strict=True)]
 
 
 def _gather(row: list[str | None], columns: list[int]) -> list[str | None]:
@@ -357,16 +363,16 @@ def _numa_notes(w: _Wiring, capture: Capture) -> list[str]:
         text = " and ".join(spread) if len(spread) == 2 else ", ".join(spread)
         across: Counter[str] = Counter()
         within: Counter[str] = Counter()
-        # Counted in one pass as (same node?, class), then split (first-seen order kept).
-        tally = Counter(
-            [
-                (nodes[a] == nodes[b], link)
-                for (a, b), link in w.pairs.items()
-                if link is not None and a in nodes and b in nodes
-            ]
-        )
-        for (same, link), count in tally.items():
-            (within if same else across)[link] = count
+        # Row by row: the pairs of a GPU with the GPUs after it, counted by (their node, class).
+        node_of = [nodes.get(g) for g in w.gpus]
+        for k, a in enumerate(w.gpus):
+            if a not in nodes:
+                continue
+            for (node, link), count in Counter(
+                zip(node_of[k + 1 :], w.rows[a], strict=True)
+            ).items():
+                if node is not None and link is not None:
+                    (within if node == nodes[a] else across)[link] += count
         if across and set(across) == set(within) and len(across) == 1:
             link = next(iter(across))
             if not is_nvlink(link):  # uniform NVLink was already said by the NVLink note
