@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import operator
 import re
+from collections import Counter
 from collections.abc import Iterator
 from functools import cached_property
 from typing import ClassVar
@@ -132,6 +133,12 @@ class Context:
             get = (rows.get(a) or {}).get
             out += [(a, b, get(b)) for b in indices[pos + 1 :]]
         return out
+
+    @cached_property
+    def pair_classes(self) -> Counter[str | None]:
+        """How many GPU pairs (of :meth:`gpu_pairs`) have each link class (``None``:
+        unknown), in first-seen order (read only)."""
+        return Counter(map(operator.itemgetter(2), self._pair_list))
 
     @cached_property
     def has_topology(self) -> bool:

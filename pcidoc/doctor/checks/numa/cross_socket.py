@@ -49,8 +49,9 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
             needs="the topology: `pcidoc capture` on the machine, or import `nvidia-smi topo -m`",
         )
     pairs = list(ctx.gpu_pairs())
-    sys_pairs = [(a, b) for a, b, link in pairs if link == "SYS"]
-    unknown = [(a, b) for a, b, link in pairs if link is None]
+    classes = ctx.pair_classes  # a big NVLink box has thousands of pairs, none SYS or unknown
+    sys_pairs = [(a, b) for a, b, link in pairs if link == "SYS"] if "SYS" in classes else []
+    unknown = [(a, b) for a, b, link in pairs if link is None] if None in classes else []
     findings: list[Finding] = []
     if _flattened(ctx, sys_pairs) or ctx.flattened_view:
         nodes = sorted({n for g in ctx.gpus if (n := gpu_node(g)) is not None})

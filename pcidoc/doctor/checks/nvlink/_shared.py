@@ -36,9 +36,12 @@ def _common_nv(ctx: Context, gpus: list[Gpu]) -> str | None:
     key = tuple(map(id, gpus))
     if key not in memo:
         tally: Counter[str | None] = Counter()
-        for i, a in enumerate(gpus):
-            get = ctx.gpu_link_row(a.index).get
-            tally.update([get(b.index) for b in gpus[i + 1 :]])
+        if key == tuple(map(id, ctx.gpus)):
+            tally = ctx.pair_classes  # the same pairs, in the same order
+        else:
+            for i, a in enumerate(gpus):
+                get = ctx.gpu_link_row(a.index).get
+                tally.update([get(b.index) for b in gpus[i + 1 :]])
         # Counter keeps first-seen order, so among equal counts the first pair's class wins,
         # as it did when the NV# classes were counted pair by pair.
         classes = Counter({link: n for link, n in tally.items() if is_nvlink(link)})

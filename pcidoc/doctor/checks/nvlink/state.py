@@ -63,6 +63,12 @@ def _topo_view(ctx: Context, gpu: Gpu, among: list[Gpu]) -> _TopoView | None:
 
 def _topo_views(ctx: Context, among: list[Gpu]) -> dict[int, _TopoView | None]:
     """The view of every GPU of ``among`` among the others, by ``id`` of the GPU."""
+    # By the list itself first (kept alive in the memo, so its id cannot be reused), then by
+    # its GPUs: a group of peers holding every GPU shares the views of ``ctx.gpus``.
+    by_list = ctx.memo.setdefault("nvlink.topo_views_by_list", {})
+    known = by_list.get(id(among))
+    if known is not None and known[0] is among:  # type: ignore[index]
+        return known[1]  # type: ignore[index,no-any-return]
     memo = ctx.memo.setdefault("nvlink.topo_views", {})
     key = tuple(map(id, among))
     views = memo.get(key)
@@ -78,6 +84,7 @@ def _topo_views(ctx: Context, among: list[Gpu]) -> dict[int, _TopoView | None]:
                 get = ctx.gpu_link_row(gpu.index).get
                 links = [get(other.index) for other in among if other is not gpu]
             views[id(gpu)] = _topo_view_of(links)
+    by_list[id(among)] = (among, views)
     return views  # type: ignore[return-value]
 
 
@@ -445,10 +452,7 @@ def nvlink_state(ctx: Context) -> list[Finding]:
             parts.append(
                 f"{len(facts_known)} GPU(s) with {'/'.join(map(str, up_counts))} NVLinks up each"
             )
-        classes = sorted(
-            {link for link in {link for _, _, link in ctx.gpu_pairs()} if is_nvlink(link)},
-            key=nvlink_count,
-        )
+        classes = sorted({link for link in ctx.pair_classes if is_nvlink(link)}, key=nvlink_count)
         if topo_known and classes:
             parts.append(f"topology {'/'.join(c for c in classes if c)} consistent across peers")
         findings.append(
