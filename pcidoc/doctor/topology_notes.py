@@ -285,7 +285,8 @@ def _nvlink_notes(w: _Wiring, capture: Capture) -> list[str]:
 
 def _mesh_kind(capture: Capture, gpus: list[int], per_pair: int, pair: bool) -> str:
     """How an all-NVLink matrix is built, as far as the facts tell."""
-    facts = [g for g in capture.gpus if g.index in set(gpus)]
+    wanted = set(gpus)
+    facts = [g for g in capture.gpus if g.index in wanted]
     remote = {link.remote_type for g in facts for link in g.nvlinks if link.remote_type}
     if "switch" in remote:
         return " (through NVSwitch)" if pair else " (full mesh through NVSwitch)"
@@ -482,7 +483,9 @@ def _data_notes(w: _Wiring, capture: Capture) -> list[str]:
     if missing and w.labels:
         verb = "is" if len(missing) == 1 else "are"
         notes.append(f"{gpu_list(missing)} {verb} not in the topology matrix")
-    unknown_pairs = [pair for pair, link in w.pairs.items() if link is None]
+    unknown_pairs = (
+        [pair for pair, link in w.pairs.items() if link is None] if None in w.classes else []
+    )
     if unknown_pairs:
         listed = _limited([_pair(*p) for p in unknown_pairs], sep=" ")
         notes.append(
