@@ -98,6 +98,13 @@ def _damaged() -> Iterator[tuple[str, Capture]]:
         ],
     )
     yield "short-topology", cap
+    # A row too short to hold its own diagonal cell: GPU2's view must leave that cell out.
+    cap = machine(3, link="NV2")
+    cap.topology = Topology(
+        labels=["GPU0", "GPU1", "GPU2"],
+        links=[["X", "NV2", "NV2"], ["NV2", "X", "NV1"], ["NV2", "NV1"]],
+    )
+    yield "short-diagonal", cap
 
 
 def _captures() -> Iterator[tuple[str, Capture]]:
@@ -211,3 +218,65 @@ def test_the_empty_evidence_stand_in_reads_like_an_empty_imported_evidence() -> 
     assert set(stand_in) == set(empty)  # a new evidence kind must be added to the stand-in
     assert {k: v if v is None else list(v) for k, v in stand_in.items()} == empty
     assert isinstance(evidence(Context(machine(2))), NoEvidence)
+
+
+def _path_fields(path: object) -> tuple[object, ...]:
+    names = ("a", "b", "link", "kind", "uses_pcie_p2p", "hops", "paths_known")
+    return tuple(getattr(path, name) for name in names)
+
+
+def test_pcie_pair_paths_are_the_pair_paths_of_the_pairs_without_nvlink(capture: Capture) -> None:
+    from pcidoc.doctor.checks.p2p._shared import _pairs, pair_path, pcie_pair_paths
+    from pcidoc.model.links import is_nvlink
+
+    ctx = Context(capture)
+    indices = ctx.p2p_gpu_indices()
+    every = [pair_path(ctx, a, b) for a, b in _pairs(indices)]
+    paths, nvlink = pcie_pair_paths(ctx, indices)
+    assert [_path_fields(p) for p in paths] == [
+        _path_fields(p) for p in every if p.kind != "nvlink"
+    ]
+    assert nvlink == sum(1 for p in every if is_nvlink(p.link))
+    for p in every:  # the hops: below the first port the two paths share, or all of them
+        ga, gb = ctx.gpu_by_index.get(p.a), ctx.gpu_by_index.get(p.b)
+        if ga is None or gb is None or not ga.path or not gb.path:
+            assert p.hops == [] and not p.paths_known
+            continue
+        ids_b = [h.bus_id for h in gb.path]
+        common = next((i for i, h in enumerate(ga.path) if h.bus_id in ids_b), None)
+        if common is None:
+            assert p.hops == [*ga.path, *gb.path]
+        else:
+            k = ids_b.index(ga.path[common].bus_id)
+            assert p.hops == [*ga.path[:common], *gb.path[:k]]
+
+
+def test_nvlink_views_and_common_class_agree_with_the_pairwise_count(capture: Capture) -> None:
+    from collections import Counter
+
+    from pcidoc.doctor.checks.nvlink._shared import _common_nv
+    from pcidoc.doctor.checks.nvlink.state import _topo_view
+    from pcidoc.model.links import is_nvlink, nvlink_count
+
+    ctx = Context(capture)
+    halves = [ctx.gpus, ctx.gpus[::2], [*ctx.gpus, *ctx.gpus[-1:]]]  # the last lists a GPU twice
+    for among in halves:
+        for gpu in among:
+            links = [ctx.gpu_link(gpu.index, o.index) for o in among if o is not gpu]
+            view = _topo_view(ctx, gpu, among)
+            if not links or None in links:
+                assert view is None
+                continue
+            counts = [nvlink_count(link) for link in links if is_nvlink(link)]
+            assert view is not None
+            assert (view.peers, view.total, view.widest) == (
+                len(counts),
+                sum(counts),
+                max(counts, default=0),
+            )
+        pairs = [
+            ctx.gpu_link(a.index, b.index) for i, a in enumerate(among) for b in among[i + 1 :]
+        ]
+        classes = [link for link in pairs if is_nvlink(link)]
+        expected = Counter(classes).most_common(1)[0][0] if classes else None
+        assert _common_nv(ctx, among) == expected
