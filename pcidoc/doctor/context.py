@@ -5,7 +5,9 @@ Checks receive a :class:`Context`; they must not mutate the capture.
 
 from __future__ import annotations
 
+import operator
 import re
+from collections import Counter
 from collections.abc import Iterator
 from functools import cached_property
 from typing import ClassVar
@@ -45,6 +47,8 @@ class Context:
         for pos, idx in enumerate(capture.p2p.gpus):
             self._p2p_pos.setdefault(idx, pos)
         self.measurements = capture.measurements
+        self._link_rows: dict[str, dict[str, str | None]] = {}
+        self._gpu_models: dict[str | None, linkmodel.GpuModel | None] = {}
         self.memo: dict[str, dict[object, object]] = {}
         """Per-run caches of check helpers (a check module's results for this capture)."""
         self.host = capture.host
@@ -63,20 +67,57 @@ class Context:
             return None
         return links[i][j]
 
-    def gpu_link(self, a: int, b: int) -> str | None:
-        """Link class between GPU ``a`` and GPU ``b``."""
-        return self._gpu_links.get((a, b))
+    def link_row(self, a: str) -> dict[str, str | None]:
+        """Label ``a``'s row of the matrix: other label -> class (read only; a label whose cell
+        is missing is absent, as :meth:`link` then answers ``None``). Built once per label."""
+        rows = self._link_rows
+        row = rows.get(a)
+        if row is None:
+            i = self._label_pos.get(a)
+            links = self.capture.topology.links
+            cells = links[i] if i is not None and i < len(links) else []
+            labels, columns = self._label_columns
+            if columns and max(columns) < len(cells):  # every cell there: gathered in C
+                row = dict(zip(labels, map(cells.__getitem__, columns), strict=True))
+            else:
+                width = len(cells)
+                row = {b: cells[j] for b, j in self._label_pos.items() if j < width}
+            rows[a] = row
+        return row
 
     @cached_property
-    def _gpu_links(self) -> dict[tuple[int, int], str | None]:
-        """Every GPU pair's cell of the matrix, both orders (checks ask thousands of times)."""
+    def _label_columns(self) -> tuple[list[str], list[int]]:
+        """The labels of the matrix and their positions (the last one of a repeated label)."""
+        return list(self._label_pos), list(self._label_pos.values())
+
+    def gpu_link(self, a: int, b: int) -> str | None:
+        """Link class between GPU ``a`` and GPU ``b``."""
+        row = self._gpu_link_rows.get(a)
+        return None if row is None else row.get(b)
+
+    def gpu_link_row(self, a: int) -> dict[int, str | None]:
+        """GPU ``a``'s row of the matrix: other GPU index -> link class (read only; GPUs whose
+        cell is missing are absent, as :meth:`gpu_link` then answers ``None``)."""
+        return self._gpu_link_rows.get(a) or {}
+
+    @cached_property
+    def _gpu_link_rows(self) -> dict[int, dict[int, str | None]]:
+        """Every GPU's row of the matrix by GPU index (checks ask thousands of times)."""
         links = self.capture.topology.links
-        out: dict[tuple[int, int], str | None] = {}
-        for a, i in self._gpu_pos.items():
+        positions = list(self._gpu_pos.items())
+        indices = [b for b, _ in positions]
+        columns = [j for _, j in positions]
+        # One C-level gather per row when the row has every GPU's cell (the usual case).
+        gather = operator.itemgetter(*columns) if len(columns) > 1 else None
+        last = max(columns, default=-1)
+        out: dict[int, dict[int, str | None]] = {}
+        for a, i in positions:
             row = links[i] if i < len(links) else []
-            for b, j in self._gpu_pos.items():
-                if j < len(row):
-                    out[(a, b)] = row[j]
+            width = len(row)
+            if gather is not None and last < width:
+                out[a] = dict(zip(indices, gather(row), strict=True))
+            else:
+                out[a] = {b: row[j] for b, j in positions if j < width}
         return out
 
     def gpu_pairs(self) -> Iterator[tuple[int, int, str | None]]:
@@ -86,9 +127,18 @@ class Context:
     @cached_property
     def _pair_list(self) -> list[tuple[int, int, str | None]]:
         indices = [g.index for g in self.gpus]
-        return [
-            (a, b, self.gpu_link(a, b)) for pos, a in enumerate(indices) for b in indices[pos + 1 :]
-        ]
+        rows = self._gpu_link_rows
+        out: list[tuple[int, int, str | None]] = []
+        for pos, a in enumerate(indices):
+            get = (rows.get(a) or {}).get
+            out += [(a, b, get(b)) for b in indices[pos + 1 :]]
+        return out
+
+    @cached_property
+    def pair_classes(self) -> Counter[str | None]:
+        """How many GPU pairs (of :meth:`gpu_pairs`) have each link class (``None``:
+        unknown), in first-seen order (read only)."""
+        return Counter(map(operator.itemgetter(2), self._pair_list))
 
     @cached_property
     def has_topology(self) -> bool:
@@ -276,6 +326,70 @@ class Context:
         j = self._p2p_pos.get(b)
         if i is None or j is None:
             return None
+        table = self._p2p_rank_table
+        if table is None:
+            return self._p2p_code_at(i, j)
+        ranks, codes = table
+        if i >= len(ranks) or j >= len(ranks):
+            return None
+        return codes.get(ranks[i][j])
+
+    def p2p_codes_from(self, a: int, others: list[int]) -> list[str | None]:
+        """``[self.p2p_code(a, b) for b in others]``, read off the table in one sweep when it
+        holds every GPU asked about (a check over all pairs asks row by row)."""
+        table = self._p2p_rank_table
+        positions = self._p2p_pos
+        i = positions.get(a)
+        if table is not None and i is not None and i < len(table[0]):
+            ranks, codes = table
+            try:
+                columns = list(map(positions.__getitem__, others))
+                return list(map(codes.get, map(ranks[i].__getitem__, columns)))
+            except (KeyError, IndexError):
+                pass  # a GPU outside the table: cell by cell below
+        return [self.p2p_code(a, b) for b in others]
+
+    def can_access_peer_from(self, a: int, others: list[int]) -> list[bool | None]:
+        """``[self.can_access_peer(a, b) for b in others]``."""
+        if self.capture.p2p.can_access_peer is None:
+            return [None] * len(others)
+        return [self.can_access_peer(a, b) for b in others]
+
+    @cached_property
+    def _p2p_rank_table(self) -> tuple[list[list[int]], dict[int, str]] | None:
+        """Every pair's :meth:`p2p_code` at once: the best rank of its six cells by matrix
+        positions (``-1`` when none is known), and the code of each rank present.
+
+        Built with list operations in one pass instead of six cell reads per pair. ``None``
+        when the matrices hold two different codes of equal rank (``U`` and a code outside the
+        order): which of them wins then depends on the order the cells are read in, so
+        :meth:`_p2p_code_at` answers per pair. Otherwise the most telling code of the six cells
+        wins whatever the order, and the table gives the same answer.
+        """
+        rank = self._P2P_CODE_RANK
+        matrices = [m for cap in self._P2P_GRANT_CAPS if (m := self.capture.p2p.matrices.get(cap))]
+        present: set[str | None] = set()
+        for matrix in matrices:
+            present.update(*matrix)
+        present -= {None, "", "X"}
+        codes = {rank.get(code, 1): code for code in present}  # type: ignore[arg-type]
+        if len(codes) < len(present):
+            return None
+        size = max((max([len(matrix), *map(len, matrix)]) for matrix in matrices), default=0)
+        cell = {**{code: rank.get(code, 1) for code in present}, None: -1, "": -1, "X": -1}
+        pad = [-1] * size
+        # Each matrix as ranks, square, then with its transpose: the six cells of a pair are
+        # the same position of these six tables.
+        tables: list[list[list[int]] | list[tuple[int, ...]]] = []
+        for matrix in matrices:
+            rows = [[*map(cell.__getitem__, row), *pad[len(row) :]] for row in matrix]
+            rows += [pad] * (size - len(rows))
+            tables += [rows, list(zip(*rows, strict=True))]
+        best = [list(map(max, *cells)) for cells in zip(*tables, strict=True)]
+        return best, codes
+
+    def _p2p_code_at(self, i: int, j: int) -> str | None:
+        """:meth:`p2p_code` of the GPUs at matrix positions ``i`` and ``j``, cell by cell."""
         matrices = self.capture.p2p.matrices
         rank = self._P2P_CODE_RANK
         # The most telling code wins; among equals the first seen (read, write, pci; a->b then
@@ -333,6 +447,17 @@ class Context:
         if not indices:
             indices = set(self.capture.p2p.gpus)
         return sorted(indices)
+
+    def gpu_model(self, gpu: Gpu | None) -> linkmodel.GpuModel | None:
+        """:func:`pcidoc.model.linkmodel.gpu_model_of`, looked up once per GPU name and run (a
+        lookup tries dozens of name patterns; a big box has many GPUs of one name)."""
+        if gpu is None:
+            return None
+        name = gpu.name
+        models = self._gpu_models
+        if name not in models:
+            models[name] = linkmodel.gpu_model_of(gpu)
+        return models[name]
 
     @staticmethod
     def is_geforce(gpu: Gpu | None) -> bool:

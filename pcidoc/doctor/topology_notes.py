@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import format_cpulist, parse_cpulist
@@ -89,7 +90,8 @@ def _pair(a: int, b: int) -> str:
 
 
 class _Wiring:
-    """The matrix indexed once: GPU positions, NIC positions and a safe cell lookup."""
+    """The matrix indexed once: GPU positions, NIC positions, GPU pair classes and GPU-NIC
+    classes (a cell missing from a short row is unknown)."""
 
     def __init__(self, capture: Capture) -> None:
         topo = capture.topology
@@ -104,32 +106,51 @@ class _Wiring:
             else:
                 self.nic_pos.append((label, pos))
         self.gpus: list[int] = sorted(self.gpu_pos)
+        # The matrix squared to the labels (None where a row is short or missing) and its
+        # transpose: a cell and its mirror are then the same position of two rows.
+        size = len(self.labels)
+        grid = [[*row[:size], *[None] * (size - len(row))] for row in self.links[:size]]
+        grid += [[None] * size for _ in range(size - len(grid))]
+        mirror = [list(column) for column in zip(*grid, strict=True)]
         self.asymmetric: list[tuple[str, str, str, str]] = []
-        # GPU pair -> class (None when unknown), a < b.
+        # GPU pair -> class (None when unknown), a < b; and by rows: GPU a -> the classes of
+        # its pairs with the GPUs after it (in ``gpus`` order).
         self.pairs: dict[tuple[int, int], str | None] = {}
-        for i, a in enumerate(self.gpus):
-            for b in self.gpus[i + 1 :]:
-                self.pairs[(a, b)] = self._symmetric(self.gpu_pos[a], self.gpu_pos[b])
+        self.rows: dict[int, list[str | None]] = {}
+        columns = [self.gpu_pos[g] for g in self.gpus]
+        for k, a in enumerate(self.gpus):
+            i = self.gpu_pos[a]
+            later = self.gpus[k + 1 :]
+            rest = columns[k + 1 :]
+            forward = _gather(grid[i], rest)
+            backward = _gather(mirror[i], rest)
+            if forward != backward:  # an asymmetric row: say where, take the known cell
+                for j, fwd, back in zip(rest, forward, backward, strict=True):
+                    if fwd is not None and back is not None and fwd != back:
+                        self.asymmetric.append((self.labels[i], self.labels[j], fwd, back))
+                forward = _known_of(forward, backward)
+            self.rows[a] = forward
+            self.pairs.update(zip(zip(repeat(a), later), forward, strict=True))
+        self.classes: Counter[str | None] = Counter(self.pairs.values())
+        """How many GPU pairs have each class (``None``: unknown), in first-seen order."""
+        # GPU -> its class to each NIC, in nic_pos order (the mirror cell when one is missing).
+        nic_columns = [pos for _, pos in self.nic_pos]
+        self.nic_cells: dict[int, list[str | None]] = {}
+        for g in self.gpus:
+            i = self.gpu_pos[g]
+            forward = _gather(grid[i], nic_columns)
+            backward = _gather(mirror[i], nic_columns)
+            self.nic_cells[g] = forward if forward == backward else _known_of(forward, backward)
 
-    def raw(self, i: int, j: int) -> str | None:
-        row = self.links[i] if i < len(self.links) else None
-        if row is None or j >= len(row):
-            return None
-        return row[j]
 
-    def _symmetric(self, i: int, j: int) -> str | None:
-        forward, backward = self.raw(i, j), self.raw(j, i)
-        if forward is not None and backward is not None and forward != backward:
-            self.asymmetric.append((self.labels[i], self.labels[j], forward, backward))
-        return forward if forward is not None else backward
+def _known_of(cells: list[str | None], mirrors: list[str | None]) -> list[str | None]:
+    """Each cell, or its mirror where the cell is unknown."""
+    return [c if c is not None else m for c, m in zip(cells, mirrors, strict=True)]
 
-    def gpu_nic(self, gpu: int, nic_pos: int) -> str | None:
-        """Class between a GPU and the NIC at matrix position ``nic_pos``."""
-        return self._symmetric_quiet(self.gpu_pos[gpu], nic_pos)
 
-    def _symmetric_quiet(self, i: int, j: int) -> str | None:
-        forward = self.raw(i, j)
-        return forward if forward is not None else self.raw(j, i)
+def _gather(row: list[str | None], columns: list[int]) -> list[str | None]:
+    """``[row[j] for j in columns]``, gathered in C."""
+    return list(map(row.__getitem__, columns))
 
 
 def _components(nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> list[list[int]]:
@@ -169,13 +190,18 @@ def _nvlink_notes(w: _Wiring, capture: Capture) -> list[str]:
     n = len(w.gpus)
     if n < 2:
         return []
-    nv = {pair: link for pair, link in w.pairs.items() if is_nvlink(link)}
-    if not nv:
+    counts: Counter[str] = Counter({c: n for c, n in w.classes.items() if c and is_nvlink(c)})
+    if not counts:
         return []
+    # A big NVSwitch box has thousands of pairs, all NVLink: no need to copy them.
+    nv = (
+        w.pairs
+        if len(counts) == len(w.classes)
+        else {pair: link for pair, link in w.pairs.items() if is_nvlink(link)}
+    )
     notes: list[str] = []
-    counts: Counter[str] = Counter(link for link in nv.values() if link)
     classes = _class_names(counts)
-    unknown = [pair for pair, link in w.pairs.items() if link is None]
+    unknown = [pair for pair, link in w.pairs.items() if link is None] if None in w.classes else []
     unknown_members = {g for pair in unknown for g in pair}
     if unknown:
         # Structure claims (mesh, islands, bridge pairs) need every pair; say what is known.
@@ -202,7 +228,7 @@ def _nvlink_notes(w: _Wiring, capture: Capture) -> list[str]:
                 )
         else:
             # Name the pairs of the rarer classes when they are few (e.g. one degraded pair).
-            common = counts.most_common(1)[0][0]
+            common = max(counts.items(), key=lambda item: item[1])[0]  # most_common(1)
             rare = sorted(pair for pair, link in nv.items() if link != common)
             if len(rare) <= 4:
                 listed = " ".join(f"{_pair(*p)} {nv[p]}" for p in rare)
@@ -259,7 +285,8 @@ def _nvlink_notes(w: _Wiring, capture: Capture) -> list[str]:
 
 def _mesh_kind(capture: Capture, gpus: list[int], per_pair: int, pair: bool) -> str:
     """How an all-NVLink matrix is built, as far as the facts tell."""
-    facts = [g for g in capture.gpus if g.index in set(gpus)]
+    wanted = set(gpus)
+    facts = [g for g in capture.gpus if g.index in wanted]
     remote = {link.remote_type for g in facts for link in g.nvlinks if link.remote_type}
     if "switch" in remote:
         return " (through NVSwitch)" if pair else " (full mesh through NVSwitch)"
@@ -277,9 +304,17 @@ def _pcie_pair_notes(w: _Wiring) -> list[str]:
     if len(w.gpus) < 2:
         return []
     notes: list[str] = []
-    known = {pair: link for pair, link in w.pairs.items() if link is not None}
-    counts: Counter[str] = Counter(known.values())
-    pcie = {pair: link for pair, link in known.items() if not is_nvlink(link)}
+    counts: Counter[str] = Counter({c: n for c, n in w.classes.items() if c is not None})
+    known = (
+        w.pairs
+        if None not in w.classes
+        else {pair: link for pair, link in w.pairs.items() if link is not None}
+    )
+    pcie = (
+        {pair: link for pair, link in known.items() if not is_nvlink(link)}
+        if not all(is_nvlink(c) for c in counts)
+        else {}
+    )
     if len(counts) == 1 and len(known) == len(w.pairs):
         link = next(iter(counts))
         if not is_nvlink(link):
@@ -329,10 +364,16 @@ def _numa_notes(w: _Wiring, capture: Capture) -> list[str]:
         text = " and ".join(spread) if len(spread) == 2 else ", ".join(spread)
         across: Counter[str] = Counter()
         within: Counter[str] = Counter()
-        for (a, b), link in w.pairs.items():
-            if link is None or a not in nodes or b not in nodes:
+        # Row by row: the pairs of a GPU with the GPUs after it, counted by (their node, class).
+        node_of = [nodes.get(g) for g in w.gpus]
+        for k, a in enumerate(w.gpus):
+            if a not in nodes:
                 continue
-            (within if nodes[a] == nodes[b] else across)[link] += 1
+            for (node, link), count in Counter(
+                zip(node_of[k + 1 :], w.rows[a], strict=True)
+            ).items():
+                if node is not None and link is not None:
+                    (within if node == nodes[a] else across)[link] += count
         if across and set(across) == set(within) and len(across) == 1:
             link = next(iter(across))
             if not is_nvlink(link):  # uniform NVLink was already said by the NVLink note
@@ -381,7 +422,7 @@ def _flattening_notes(w: _Wiring, capture: Capture) -> list[str]:
     if node != 0 or len(capture.host.numa_nodes) > 1:
         return []  # the machine has other NUMA nodes: SYS to devices on them is expected
     sys_paths = sum(1 for link in w.pairs.values() if link == "SYS")
-    sys_paths += sum(1 for g in w.gpus for _, pos in w.nic_pos if w.gpu_nic(g, pos) == "SYS")
+    sys_paths += sum(cells.count("SYS") for cells in w.nic_cells.values())
     if not sys_paths:
         return []
     who = "this VM" if hypervisor else "the OS"
@@ -406,7 +447,7 @@ def _nic_notes(w: _Wiring, capture: Capture) -> list[str]:
     nearest: Counter[str] = Counter()
     judged = 0
     for g in w.gpus:
-        cells = [w.gpu_nic(g, pos) for _, pos in w.nic_pos]
+        cells = w.nic_cells[g]
         known = [c for c in cells if c is not None]
         if not known:
             continue
@@ -423,8 +464,8 @@ def _nic_notes(w: _Wiring, capture: Capture) -> list[str]:
         notes.append("every GPU has a NIC at PIX/PXB distance")
 
     sys_nics: list[str] = []
-    for label, pos in w.nic_pos:
-        cells = [w.gpu_nic(g, pos) for g in w.gpus]
+    per_nic = zip(*(w.nic_cells[g] for g in w.gpus), strict=True)
+    for (label, _), cells in zip(w.nic_pos, per_nic, strict=False):
         if cells and all(c == "SYS" for c in cells):
             sys_nics.append(label)
     if sys_nics and len(sys_nics) == len(w.nic_pos) and len(sys_nics) > 1:
@@ -442,7 +483,9 @@ def _data_notes(w: _Wiring, capture: Capture) -> list[str]:
     if missing and w.labels:
         verb = "is" if len(missing) == 1 else "are"
         notes.append(f"{gpu_list(missing)} {verb} not in the topology matrix")
-    unknown_pairs = [pair for pair, link in w.pairs.items() if link is None]
+    unknown_pairs = (
+        [pair for pair, link in w.pairs.items() if link is None] if None in w.classes else []
+    )
     if unknown_pairs:
         listed = _limited([_pair(*p) for p in unknown_pairs], sep=" ")
         notes.append(
@@ -450,7 +493,7 @@ def _data_notes(w: _Wiring, capture: Capture) -> list[str]:
             f"{_plural(len(unknown_pairs), 'pair')} is unknown: {listed}"
         )
     if w.nic_pos:
-        unknown_nic = sum(1 for g in w.gpus for _, pos in w.nic_pos if w.gpu_nic(g, pos) is None)
+        unknown_nic = sum(cells.count(None) for cells in w.nic_cells.values())
         if unknown_nic:
             notes.append(
                 f"{unknown_nic} GPU-NIC {_plural(unknown_nic, 'path')} "
@@ -494,7 +537,7 @@ def _affinity_mismatch_notes(capture: Capture, skip: set[str]) -> list[str]:
         counts = Counter(text for _, text in members)
         if len(counts) < 2:
             continue
-        usual, usual_count = counts.most_common(1)[0]
+        usual, usual_count = max(counts.items(), key=lambda item: item[1])  # most_common(1)
         if usual_count * 2 <= len(members):
             continue  # no clear majority to compare against
         odd = [(i, t) for i, t in members if t != usual and t not in skip]

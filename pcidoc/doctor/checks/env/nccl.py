@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
@@ -85,14 +83,16 @@ def _p2p_ok(ctx: Context, a: int, b: int) -> bool | None:
 # ----------------------------------------------------------------------- visible devices
 
 
-@dataclass
 class _Visible:
     """How CUDA_VISIBLE_DEVICES maps to NVML indices."""
 
-    order: list[int] | None
-    """NVML indices in CUDA ordinal order; ``None`` when the entries cannot be mapped."""
-    problems: list[str]
-    hides_all: bool = False
+    __slots__ = ("hides_all", "order", "problems")
+
+    def __init__(self, order: list[int] | None, problems: list[str], hides_all: bool = False):
+        self.order = order
+        """NVML indices in CUDA ordinal order; ``None`` when the entries cannot be mapped."""
+        self.problems = problems
+        self.hides_all = hides_all
 
 
 def _visible(ctx: Context, value: str, pci_order: bool) -> _Visible:

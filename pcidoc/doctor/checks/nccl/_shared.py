@@ -2,18 +2,51 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pcidoc.doctor.context import Context
-from pcidoc.model.evidence import ImportedEvidence, NcclLog
+from pcidoc.model.evidence import NcclLog
 from pcidoc.model.facts import Gpu
 from pcidoc.model.report import Evidence
+
+if TYPE_CHECKING:
+    from pcidoc.model.evidence import (
+        AmdTopology,
+        EnvReport,
+        ImportedEvidence,
+        LspciDevice,
+        LspciTree,
+        NcclTopology,
+        PerfRun,
+    )
 
 RDMA_PREFIXES = ("mlx", "ib", "bnxt_re", "irdma", "efa", "hfi", "qedr", "rdma", "erdma", "ionic")
 """RDMA device name prefixes (Mellanox/NVIDIA, Broadcom, Intel, AWS EFA, Cornelis, QLogic...)."""
 
 
-def evidence(ctx: Context) -> ImportedEvidence:
+class NoEvidence:
+    """What the checks read of an :class:`ImportedEvidence`, for a capture without one: empty,
+    and cheap (an ``ImportedEvidence()`` loads the schema of every evidence model first)."""
+
+    __slots__ = ()
+
+    nccl_logs: tuple[NcclLog, ...] = ()
+    nccl_topologies: tuple[NcclTopology, ...] = ()
+    lspci: tuple[LspciDevice, ...] = ()
+    lspci_trees: tuple[LspciTree, ...] = ()
+    env_reports: tuple[EnvReport, ...] = ()
+    test_runs: tuple[PerfRun, ...] = ()
+    amd_topologies: tuple[AmdTopology, ...] = ()
+    topo_file_env: str | None = None
+    topo_file_error: str | None = None
+
+
+_NO_EVIDENCE = NoEvidence()
+
+
+def evidence(ctx: Context) -> ImportedEvidence | NoEvidence:
     """The capture's evidence (empty when there is none)."""
-    return ctx.capture.evidence or ImportedEvidence()
+    return ctx.capture.evidence or _NO_EVIDENCE
 
 
 def logs(ctx: Context) -> list[NcclLog]:

@@ -79,21 +79,23 @@ def pcie_model_of(gpu: Gpu) -> float | None:
 def locality_groups(ctx: Context, indices: list[int]) -> list[list[int]]:
     """GPU sets that avoid the socket interconnect: connected by links better than SYS, or
     (when every pair is SYS) by NUMA socket."""
-    parent = {i: i for i in indices}
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            i = parent[i]
-        return i
-
+    # Components of the graph whose edges are the cells (a, b), a before b, with a known class
+    # better than SYS; each GPU carries its component's id, merged sets are relabelled.
+    component = {i: i for i in indices}
+    members = {i: [i] for i in component}
     for pos, a in enumerate(indices):
-        for b in indices[pos + 1 :]:
-            link = ctx.gpu_link(a, b)
-            if link is not None and link != "SYS":
-                parent[find(b)] = find(a)
+        later = indices[pos + 1 :]
+        links = list(map(ctx.gpu_link_row(a).get, later))
+        if None in links or "SYS" in links:
+            later = [b for b, link in zip(later, links, strict=True) if link not in (None, "SYS")]
+        target = component[a]
+        for other in set(map(component.__getitem__, later)) - {target}:
+            for member in members.pop(other):
+                component[member] = target
+                members[target].append(member)
     groups: dict[int, list[int]] = {}
     for i in indices:
-        groups.setdefault(find(i), []).append(i)
+        groups.setdefault(component[i], []).append(i)
     result = sorted(groups.values())
     if all(len(g) == 1 for g in result) and len(result) > 1:
         sockets = socket_of_node(ctx)

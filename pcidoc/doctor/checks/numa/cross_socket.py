@@ -49,8 +49,9 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
             needs="the topology: `pcidoc capture` on the machine, or import `nvidia-smi topo -m`",
         )
     pairs = list(ctx.gpu_pairs())
-    sys_pairs = [(a, b) for a, b, link in pairs if link == "SYS"]
-    unknown = [(a, b) for a, b, link in pairs if link is None]
+    classes = ctx.pair_classes  # a big NVLink box has thousands of pairs, none SYS or unknown
+    sys_pairs = [(a, b) for a, b, link in pairs if link == "SYS"] if "SYS" in classes else []
+    unknown = [(a, b) for a, b, link in pairs if link is None] if None in classes else []
     findings: list[Finding] = []
     if _flattened(ctx, sys_pairs) or ctx.flattened_view:
         nodes = sorted({n for g in ctx.gpus if (n := gpu_node(g)) is not None})
@@ -261,10 +262,11 @@ def _nic_sys_findings(ctx: Context) -> list[Finding]:
         return []  # one NUMA node: a SYS to a NIC is a flattened view, not a socket crossing
     far: list[str] = []
     evidence = []
+    rows = [(g.index, ctx.link_row(g.label)) for g in ctx.gpus]
     for nic in ctx.nics:
         if is_bond(nic):
             continue
-        sys_gpus = [g.index for g in ctx.gpus if ctx.link(g.label, nic.label) == "SYS"]
+        sys_gpus = [index for index, row in rows if row.get(nic.label) == "SYS"]
         if sys_gpus and len(sys_gpus) < len(ctx.gpus):
             far.append(nic.label)
             evidence.append(

@@ -31,7 +31,20 @@ def _to_switch(gpu: Gpu) -> bool:
 
 
 def _common_nv(ctx: Context, gpus: list[Gpu]) -> str | None:
-    """The most common NV# class among the pairs of ``gpus``."""
-    links = (ctx.gpu_link(a.index, b.index) for i, a in enumerate(gpus) for b in gpus[i + 1 :])
-    classes = [link for link in links if is_nvlink(link)]
-    return Counter(classes).most_common(1)[0][0] if classes else None
+    """The most common NV# class among the pairs of ``gpus`` (ties: the first pair's)."""
+    memo = ctx.memo.setdefault("nvlink.common_nv", {})
+    key = tuple(map(id, gpus))
+    if key not in memo:
+        tally: Counter[str | None] = Counter()
+        if key == tuple(map(id, ctx.gpus)):
+            tally = ctx.pair_classes  # the same pairs, in the same order
+        else:
+            for i, a in enumerate(gpus):
+                get = ctx.gpu_link_row(a.index).get
+                tally.update([get(b.index) for b in gpus[i + 1 :]])
+        # Counter keeps first-seen order, so among equal counts the first pair's class wins,
+        # as it did when the NV# classes were counted pair by pair.
+        classes = Counter({link: n for link, n in tally.items() if is_nvlink(link)})
+        # max() is most_common(1) (the first of equal counts) without importing heapq.
+        memo[key] = max(classes.items(), key=lambda item: item[1])[0] if classes else None
+    return memo[key]  # type: ignore[return-value]

@@ -118,7 +118,8 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
                     confidence="low",
                 )
             )
-    missing = [g.label for g in gpus if g not in counted]
+    read = {id(g) for g in counted}  # by identity: comparing GPU models field by field is slow
+    missing = [g.label for g in gpus if id(g) not in read]
     if missing:
         findings.append(
             Finding(

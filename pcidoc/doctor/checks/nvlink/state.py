@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
@@ -13,7 +12,6 @@ from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import gpu_ref
 from pcidoc.doctor.wording import joined as _names
-from pcidoc.model import linkmodel
 from pcidoc.model.facts import Gpu
 from pcidoc.model.links import is_nvlink, nvlink_count
 from pcidoc.model.report import Confidence
@@ -34,35 +32,73 @@ def _down(gpu: Gpu) -> int:
     return sum(1 for link in gpu.nvlinks if link.state == "down")
 
 
-@dataclass
+def _up_down(ctx: Context, gpu: Gpu) -> tuple[int, int]:
+    """``(_up(gpu), _down(gpu))``, counted once per GPU and run (asked several times each)."""
+    memo = ctx.memo.setdefault("nvlink.up_down", {})
+    found = memo.get(id(gpu))
+    if found is None:
+        found = memo[id(gpu)] = (_up(gpu), _down(gpu))
+    return found  # type: ignore[return-value]
+
+
 class _TopoView:
     """A GPU's NVLink neighbourhood in the topology matrix."""
 
-    peers: int
-    """Number of other GPUs joined to it by NV#."""
-    total: int
-    """Sum of NV# over its peers."""
-    widest: int
-    """Largest NV# to any peer."""
+    __slots__ = ("peers", "total", "widest")
+
+    def __init__(self, peers: int, total: int, widest: int) -> None:
+        self.peers = peers
+        """Number of other GPUs joined to it by NV#."""
+        self.total = total
+        """Sum of NV# over its peers."""
+        self.widest = widest
+        """Largest NV# to any peer."""
 
 
 def _topo_view(ctx: Context, gpu: Gpu, among: list[Gpu]) -> _TopoView | None:
-    if among is ctx.gpus:
-        # Asked for every GPU several times per run: one row of the matrix each, once.
-        views = ctx.memo.setdefault("nvlink.topo_view", {})
-        if gpu.index not in views:
-            views[gpu.index] = _compute_topo_view(ctx, gpu, among)
-        view = views[gpu.index]
-        return view if isinstance(view, _TopoView) else None
-    return _compute_topo_view(ctx, gpu, among)
+    """``gpu``'s view among ``among`` (which holds it); each GPU set's views are computed
+    once per run, as every GPU is asked about several times."""
+    return _topo_views(ctx, among)[id(gpu)]
 
 
-def _compute_topo_view(ctx: Context, gpu: Gpu, among: list[Gpu]) -> _TopoView | None:
-    links = [ctx.gpu_link(gpu.index, other.index) for other in among if other is not gpu]
-    if not links or any(link is None for link in links):
+def _topo_views(ctx: Context, among: list[Gpu]) -> dict[int, _TopoView | None]:
+    """The view of every GPU of ``among`` among the others, by ``id`` of the GPU."""
+    # By the list itself first (kept alive in the memo, so its id cannot be reused), then by
+    # its GPUs: a group of peers holding every GPU shares the views of ``ctx.gpus``.
+    by_list = ctx.memo.setdefault("nvlink.topo_views_by_list", {})
+    known = by_list.get(id(among))
+    if known is not None and known[0] is among:  # type: ignore[index]
+        return known[1]  # type: ignore[index,no-any-return]
+    memo = ctx.memo.setdefault("nvlink.topo_views", {})
+    key = tuple(map(id, among))
+    views = memo.get(key)
+    if views is None:
+        views = memo[key] = {}
+        indices = [other.index for other in among]
+        unique = len(set(key)) == len(key)
+        for pos, gpu in enumerate(among):
+            if unique:  # each GPU once: its own cell is the one left out
+                links = list(map(ctx.gpu_link_row(gpu.index).get, indices))
+                del links[pos]
+            else:  # a GPU listed twice (a hand-built capture): leave out every copy
+                get = ctx.gpu_link_row(gpu.index).get
+                links = [get(other.index) for other in among if other is not gpu]
+            views[id(gpu)] = _topo_view_of(links)
+    by_list[id(among)] = (among, views)
+    return views  # type: ignore[return-value]
+
+
+def _topo_view_of(links: list[str | None]) -> _TopoView | None:
+    """The view of a GPU from its cells towards the other GPUs."""
+    if not links or None in links:
         return None  # a row with unknown cells (a damaged paste) cannot be compared
-    counts = [nvlink_count(link) for link in links if is_nvlink(link)]
-    return _TopoView(len(counts), sum(counts), max(counts, default=0))
+    # A row has a few distinct classes: count each once.
+    tally = [(nvlink_count(link), n) for link, n in Counter(links).items() if is_nvlink(link)]
+    return _TopoView(
+        sum(n for _, n in tally),
+        sum(count * n for count, n in tally),
+        max((count for count, _ in tally), default=0),
+    )
 
 
 def _groups(gpus: list[Gpu]) -> dict[str, list[Gpu]]:
@@ -82,17 +118,17 @@ def _fact_findings(ctx: Context, peers: list[Gpu], named: bool) -> tuple[list[Fi
     known = [g for g in peers if _links_known(g)]
     if not known:
         return findings, flagged
-    counts = [_up(g) for g in known]
+    counts = [_up_down(ctx, g)[0] for g in known]
     reference = _mode(counts)
     confidence: Confidence = "high" if named else "medium"
     for gpu in known:
-        up, down = _up(gpu), _down(gpu)
-        evidence = [
-            _ev("NVLinks up", up, "links", gpu.label),
-            _ev("NVLinks down", down, "links", gpu.label),
-            _ev("peers' usual count", reference, "links"),
-        ]
+        up, down = _up_down(ctx, gpu)
         if len(known) >= 2 and up < reference:
+            evidence = [
+                _ev("NVLinks up", up, "links", gpu.label),
+                _ev("NVLinks down", down, "links", gpu.label),
+                _ev("peers' usual count", reference, "links"),
+            ]
             flagged.add(gpu.index)
             others = len(known) - 1
             findings.append(
@@ -112,9 +148,9 @@ def _fact_findings(ctx: Context, peers: list[Gpu], named: bool) -> tuple[list[Fi
                 )
             )
     # Down links on GPUs that match their peers: unwired lanes or a fault shared by all?
-    consistent = [g for g in known if _down(g) and g.index not in flagged]
+    consistent = [g for g in known if _up_down(ctx, g)[1] and g.index not in flagged]
     if consistent:
-        downs = sorted({_down(g) for g in consistent})
+        downs = sorted({_up_down(ctx, g)[1] for g in consistent})
         labels = [g.label for g in consistent]
         topo_ok = all(_topology_matches(ctx, g) for g in consistent)
         switch = any(_to_switch(g) for g in consistent)
@@ -176,11 +212,11 @@ def _fact_findings(ctx: Context, peers: list[Gpu], named: bool) -> tuple[list[Fi
 
 def _topology_matches(ctx: Context, gpu: Gpu) -> bool:
     """True when the matrix's NV# for this GPU equals its count of active links."""
-    others = [g for g in ctx.gpus if g is not gpu]
-    view = _topo_view(ctx, gpu, others)
+    # Among every GPU: a GPU's view leaves the GPU itself out.
+    view = _topo_view(ctx, gpu, ctx.gpus)
     if view is None or view.peers == 0:
         return False
-    up = _up(gpu)
+    up = _up_down(ctx, gpu)[0]
     return up in (view.total, view.widest)
 
 
@@ -204,6 +240,8 @@ def _topology_findings(
         view = known.get(gpu.index)
         if view is None or gpu.index in flagged:
             continue
+        if not (view.peers == 0 or view.peers < ref_peers or view.total < ref_total):
+            continue  # like its peers: nothing to say (and no evidence to build)
         evidence = [
             _ev("NVLink peers", view.peers, "GPUs", gpu.label),
             _ev("NVLinks to peers (sum of NV#)", view.total, "links", gpu.label),
@@ -279,12 +317,12 @@ def _bridge_findings(ctx: Context, peers: list[Gpu], flagged: set[int]) -> list[
     """
     findings: list[Finding] = []
     for gpu in peers:
-        model = linkmodel.gpu_model_of(gpu)
+        model = ctx.gpu_model(gpu)
         if gpu.index in flagged or model is None or model.nvlink_via != "bridge":
             continue
         expected = model.nvlink_links or 0
         if _links_known(gpu):
-            seen, how = _up(gpu), "NVLinks up"
+            seen, how = _up_down(ctx, gpu)[0], "NVLinks up"
         else:
             view = _topo_view(ctx, gpu, ctx.gpus)
             if view is None:
@@ -356,7 +394,7 @@ def nvlink_state(ctx: Context) -> list[Finding]:
             )
         ]
 
-    any_links = any(_up(g) or _down(g) for g in facts_known) or (
+    any_links = any(_up_down(ctx, g) != (0, 0) for g in facts_known) or (
         topo_known and bool(ctx.nvlink_pairs)
     )
     if not any_links:
@@ -409,21 +447,21 @@ def nvlink_state(ctx: Context) -> list[Finding]:
         )
     if not judged_problem:
         parts = []
-        up_counts = sorted({_up(g) for g in facts_known})
+        up_counts = sorted({_up_down(ctx, g)[0] for g in facts_known})
         if facts_known:
             parts.append(
                 f"{len(facts_known)} GPU(s) with {'/'.join(map(str, up_counts))} NVLinks up each"
             )
-        classes = sorted(
-            {link for _, _, link in ctx.gpu_pairs() if is_nvlink(link)}, key=nvlink_count
-        )
+        classes = sorted({link for link in ctx.pair_classes if is_nvlink(link)}, key=nvlink_count)
         if topo_known and classes:
             parts.append(f"topology {'/'.join(c for c in classes if c)} consistent across peers")
         findings.append(
             Finding(
                 "pass",
                 "; ".join(parts) or "NVLink consistent across peers",
-                evidence=[_ev("NVLinks up", _up(g), "links", g.label) for g in facts_known],
+                evidence=[
+                    _ev("NVLinks up", _up_down(ctx, g)[0], "links", g.label) for g in facts_known
+                ],
                 confidence="high" if facts_known and not unknown else "medium",
             )
         )

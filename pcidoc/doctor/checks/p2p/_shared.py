@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
@@ -58,20 +57,35 @@ def _amd_small_box(ctx: Context) -> bool:
     return amd and len(ctx.p2p_gpu_indices()) <= config.NCCL_AMD_P2P_SYS_MAX_GPUS
 
 
-@dataclass
 class PairPath:
-    """The PCIe ports that decide what happens to peer traffic between two GPUs."""
+    """The PCIe ports that decide what happens to peer traffic between two GPUs.
 
-    a: int
-    b: int
-    link: str | None
-    kind: str
-    """``nvlink``, ``switch`` (PIX/PXB), ``cpu`` (PHB/NODE), ``sys`` or ``unknown``."""
-    uses_pcie_p2p: bool
-    """True when NCCL/CUDA would send peer traffic over PCIe P2P on this pair by default."""
-    hops: list[PcieHop] = field(default_factory=list)
-    """Ports below the lowest common ancestor (all ports when the GPUs share none)."""
-    paths_known: bool = False
+    (A plain class: the check modules are imported at every start, and a dataclass costs a
+    third of a millisecond to create.)
+    """
+
+    __slots__ = ("a", "b", "hops", "kind", "link", "paths_known", "uses_pcie_p2p")
+
+    def __init__(
+        self,
+        a: int,
+        b: int,
+        link: str | None,
+        kind: str,
+        uses_pcie_p2p: bool,
+        hops: list[PcieHop] | None = None,
+        paths_known: bool = False,
+    ) -> None:
+        self.a = a
+        self.b = b
+        self.link = link
+        self.kind = kind
+        """``nvlink``, ``switch`` (PIX/PXB), ``cpu`` (PHB/NODE), ``sys`` or ``unknown``."""
+        self.uses_pcie_p2p = uses_pcie_p2p
+        """True when NCCL/CUDA would send peer traffic over PCIe P2P on this pair by default."""
+        self.hops: list[PcieHop] = [] if hops is None else hops
+        """Ports below the lowest common ancestor (all ports when the GPUs share none)."""
+        self.paths_known = paths_known
 
     @property
     def label(self) -> str:
@@ -98,21 +112,43 @@ class PairPath:
 
 def pair_path(ctx: Context, a: int, b: int) -> PairPath:
     """Classify the path between two GPUs and collect the ports that can redirect it."""
-    link = ctx.gpu_link(a, b)
-    ga, gb = ctx.gpu_by_index.get(a), ctx.gpu_by_index.get(b)
-    path_a = ga.path if ga else []
-    path_b = gb.path if gb else []
-    paths_known = bool(path_a) and bool(path_b)
+    return _pair_path(ctx, a, b, ctx.gpu_link(a, b))
+
+
+def pcie_pair_paths(ctx: Context, indices: list[int]) -> tuple[list[PairPath], int]:
+    """:func:`pair_path` of every pair of ``indices`` not joined by NVLink (in pair order),
+    and how many pairs are: ACS and the PCIe path play no part in an NVLink pair's P2P, and a
+    big NVLink box has thousands of such pairs."""
+    paths: list[PairPath] = []
+    nvlink = 0
+    for pos, a in enumerate(indices):
+        rest = indices[pos + 1 :]
+        for b, link in zip(rest, map(ctx.gpu_link_row(a).get, rest), strict=True):
+            if is_nvlink(link):
+                nvlink += 1
+            else:
+                paths.append(_pair_path(ctx, a, b, link))
+    return paths, nvlink
+
+
+def _pair_path(ctx: Context, a: int, b: int, link: str | None) -> PairPath:
+    known = _gpu_paths(ctx)
+    path_a = known.get(a)
+    path_b = known.get(b)
+    paths_known = path_a is not None and path_b is not None
     hops: list[PcieHop] = []
     common_role: str | None = None
-    if paths_known:
-        ids_b = [h.bus_id for h in path_b]
-        common = next((i for i, h in enumerate(path_a) if h.bus_id in ids_b), None)
-        if common is None:
-            hops = list(path_a) + list(path_b)
+    if path_a is not None and path_b is not None:
+        hops_a, _ = path_a
+        hops_b, first_b = path_b
+        for i, hop in enumerate(hops_a):
+            j = first_b.get(hop.bus_id)
+            if j is not None:
+                common_role = hop.role
+                hops = hops_a[:i] + hops_b[:j]
+                break
         else:
-            common_role = path_a[common].role
-            hops = list(path_a[:common]) + list(path_b[: ids_b.index(path_a[common].bus_id)])
+            hops = hops_a + hops_b
     if is_nvlink(link):
         kind = "nvlink"
     elif link in _SWITCH_CLASSES:
@@ -127,6 +163,22 @@ def pair_path(ctx: Context, a: int, b: int) -> PairPath:
         kind = "unknown"
     uses = kind in ("switch", "unknown") or (kind in ("cpu", "sys") and is_amd_small_box(ctx))
     return PairPath(a, b, link, kind, uses, hops, paths_known)
+
+
+def _gpu_paths(ctx: Context) -> dict[int, tuple[list[PcieHop], dict[str, int]]]:
+    """Each GPU's PCIe path (when known) with the first position of every bus id on it,
+    indexed once per run."""
+    memo = ctx.memo.setdefault("p2p.gpu_paths", {})
+    if None not in memo:
+        paths: dict[int, tuple[list[PcieHop], dict[str, int]]] = {}
+        for index, gpu in ctx.gpu_by_index.items():
+            if gpu.path:
+                first: dict[str, int] = {}
+                for pos, hop in enumerate(gpu.path):
+                    first.setdefault(hop.bus_id, pos)
+                paths[index] = (list(gpu.path), first)
+        memo[None] = paths
+    return memo[None]  # type: ignore[return-value]
 
 
 def _iommu_translating(ctx: Context, gpu: Gpu) -> bool | None:

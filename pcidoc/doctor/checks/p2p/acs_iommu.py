@@ -10,9 +10,8 @@ from pcidoc.doctor.checks.p2p._shared import (
     _best,
     _first,
     _iommu_translating,
-    _pairs,
     _uni_or_bidir,
-    pair_path,
+    pcie_pair_paths,
 )
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
@@ -78,13 +77,12 @@ def p2p_acs_iommu(ctx: Context) -> Finding | list[Finding]:
         )
     vm = ctx.is_vm
     findings: list[Finding] = []
-    pairs = [pair_path(ctx, a, b) for a, b in _pairs(indices)]
+    pairs, nv = pcie_pair_paths(ctx, indices)  # NVLink pairs are counted: ACS is not theirs
     p2p_pairs = [p for p in pairs if p.uses_pcie_p2p]
     findings.extend(_acs_findings(ctx, pairs, p2p_pairs, vm))
     findings.extend(_iommu_findings(ctx, p2p_pairs, vm))
     if not findings:
-        nv = sum(1 for p in pairs if p.kind == "nvlink")
-        if pairs and nv == len(pairs):
+        if nv and not pairs:
             text = f"all {nv} GPU pair(s) are joined by NVLink: PCIe ACS does not affect their P2P"
         elif not p2p_pairs:
             text = (

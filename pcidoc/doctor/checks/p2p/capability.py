@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pcidoc.doctor.checks._common import ev as _ev
-from pcidoc.doctor.checks.p2p._shared import _capped, _pairs, pair_label
+from pcidoc.doctor.checks.p2p._shared import _capped, pair_label
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import all_pairs as _all_pairs
@@ -84,10 +84,8 @@ def p2p_capability(ctx: Context) -> Finding | list[Finding]:
     granted: list[tuple[int, int, str | None]] = []
     unknown: list[str] = []
     contradictions: list[Finding] = []
-    for a, b in _pairs(indices):
-        link = ctx.gpu_link(a, b)
-        code = ctx.p2p_code(a, b)
-        cuda = ctx.can_access_peer(a, b)
+
+    def judge(a: int, b: int, link: str | None, code: str | None, cuda: bool | None) -> None:
         if (code == "OK" and cuda is False) or (code not in (None, "OK", "U") and cuda is True):
             contradictions.append(
                 Finding(
@@ -121,10 +119,25 @@ def p2p_capability(ctx: Context) -> Finding | list[Finding]:
         else:
             unknown.append(pair_label(a, b))
 
+    for pos, a in enumerate(indices):
+        rest = indices[pos + 1 :]
+        row = zip(
+            rest,
+            map(ctx.gpu_link_row(a).get, rest),
+            ctx.p2p_codes_from(a, rest),
+            ctx.can_access_peer_from(a, rest),
+            strict=True,
+        )
+        for b, link, code, cuda in row:
+            if code == "OK" and cuda is None:  # the usual pair: granted, nothing to say
+                granted.append((a, b, link))
+                continue
+            judge(a, b, link, code, cuda)
+
     findings: list[Finding] = list(contradictions)
-    nvlink_granted = [p for p in granted if is_nvlink(p[2])]
+    nvlink_granted = bool(refused) and any(is_nvlink(link) for *_, link in granted)
     for (klass, reason), pairs in sorted(refused.items()):
-        findings.append(_refusal_finding(ctx, klass, reason, pairs, bool(nvlink_granted)))
+        findings.append(_refusal_finding(ctx, klass, reason, pairs, nvlink_granted))
     if unknown:
         findings.append(
             Finding(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import median as _median
@@ -136,30 +134,32 @@ def _nvlink_model(ctx: Context, a: int, b: int, link: str) -> tuple[float | None
     return links * nominal, basis
 
 
-@dataclass
 class _Verdicts:
-    nv_unused: list[str] = field(default_factory=list)
-    nv_slow: list[str] = field(default_factory=list)
-    nv_ok: list[float] = field(default_factory=list)
-    slower: list[tuple[int, int]] = field(default_factory=list)
-    no_speedup: list[tuple[int, int]] = field(default_factory=list)
-    fallback: list[float] = field(default_factory=list)
-    fallback_pairs: list[str] = field(default_factory=list)
-    indistinct: list[tuple[int, int]] = field(default_factory=list)
-    ok_speedups: list[float] = field(default_factory=list)
-    ok_unknown_path: list[float] = field(default_factory=list)
-    """Enabled bandwidth of passing pairs whose path is not in the topology."""
-    nv_rate_unknown: bool = False
-    pcie_unjudged: bool = False
-    nv_model: tuple[float, str] | None = None
-    evidence: list[Evidence] = field(default_factory=list)
-    proven: list[tuple[int, int, str]] = field(default_factory=list)
-    """PCIe pairs whose weak unidirectional speedup was overruled by stronger evidence that
-    the peer path works (latency, bidirectional bandwidth): ``(a, b, what showed it)``."""
-    confirmed: set[tuple[int, int]] = field(default_factory=set)
-    """Pairs whose bad verdict stronger evidence confirmed (high confidence)."""
-    nv_inferred: list[float] = field(default_factory=list)
-    """Pairs of unknown path faster than any PCIe x16 link: NVLink without a topology."""
+    """The pairs' verdicts, gathered before the findings are worded (all empty at first)."""
+
+    def __init__(self) -> None:
+        self.nv_unused: list[str] = []
+        self.nv_slow: list[str] = []
+        self.nv_ok: list[float] = []
+        self.slower: list[tuple[int, int]] = []
+        self.no_speedup: list[tuple[int, int]] = []
+        self.fallback: list[float] = []
+        self.fallback_pairs: list[str] = []
+        self.indistinct: list[tuple[int, int]] = []
+        self.ok_speedups: list[float] = []
+        self.ok_unknown_path: list[float] = []
+        """Enabled bandwidth of passing pairs whose path is not in the topology."""
+        self.nv_rate_unknown = False
+        self.pcie_unjudged = False
+        self.nv_model: tuple[float, str] | None = None
+        self.evidence: list[Evidence] = []
+        self.proven: list[tuple[int, int, str]] = []
+        """PCIe pairs whose weak unidirectional speedup was overruled by stronger evidence that
+        the peer path works (latency, bidirectional bandwidth): ``(a, b, what showed it)``."""
+        self.confirmed: set[tuple[int, int]] = set()
+        """Pairs whose bad verdict stronger evidence confirmed (high confidence)."""
+        self.nv_inferred: list[float] = []
+        """Pairs of unknown path faster than any PCIe x16 link: NVLink without a topology."""
 
 
 @check("p2p.fallback", "P2P enabled vs staged copies", needs="probe")

@@ -37,8 +37,9 @@ def _per_minute(count: int, uptime_s: float | None) -> float | None:
 def _replay_findings(ctx: Context, gpu: Gpu) -> list[Finding]:
     subject = gpu.label
     count = gpu.replay_count
-    if count is None:
-        return []
+    rollovers = gpu.replay_rollover_count
+    if count is None or (count <= 0 and not rollovers):
+        return []  # no replay: nothing to say, nothing to build
     findings: list[Finding] = []
     gen, width = _limit_link(gpu)
     limit = config.replay_limit_per_minute(gen, width)
@@ -88,7 +89,6 @@ def _replay_findings(ctx: Context, gpu: Gpu) -> list[Finding]:
                 confidence="low",
             )
         )
-    rollovers = gpu.replay_rollover_count
     if rollovers:
         findings.append(
             Finding(
@@ -132,6 +132,8 @@ def _replay_outliers(ctx: Context) -> list[Finding]:
         if len(peers) < 2:
             continue
         for gpu in peers:
+            if (gpu.replay_count or 0) <= 0:
+                continue  # no replay: not an outlier (and no peer list to build for it)
             finding = _replay_outlier(gpu, [p.replay_count or 0 for p in peers if p is not gpu])
             if finding is not None:
                 findings.append(finding)
@@ -240,6 +242,8 @@ def _aer_one(
 ) -> list[Finding]:
     """AER findings of one device: ``who`` names it in evidence, ``place`` in summaries."""
     correctable, nonfatal, fatal = counts
+    if not ((fatal or 0) > 0 or (nonfatal or 0) > 0 or correctable):
+        return []  # no error counted: nothing to say, nothing to build
     subjects = list(dict.fromkeys([*gpus, *([bus_id] if bus_id and bus_id != who else [])]))
     if who not in subjects:
         subjects.insert(0, who)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
@@ -35,18 +34,31 @@ def _vm_note() -> str:
     )
 
 
-@dataclass
 class _LinkUnderLoad:
     """What the GPU's link looked like and whether that reading may be judged."""
 
-    gen: int | None
-    width: int | None
-    state: str
-    """``measured`` (a probe read it while copying), ``p0``, ``idle`` or ``unknown``."""
-    pstate: int | None = None
+    __slots__ = ("gen", "pstate", "state", "width")
+
+    def __init__(
+        self, gen: int | None, width: int | None, state: str, pstate: int | None = None
+    ) -> None:
+        self.gen = gen
+        self.width = width
+        self.state = state
+        """``measured`` (a probe read it while copying), ``p0``, ``idle`` or ``unknown``."""
+        self.pstate = pstate
 
 
 def _link_under_load(ctx: Context, gpu: Gpu) -> _LinkUnderLoad:
+    """The GPU's link as last seen (asked several times per GPU: read once per run)."""
+    memo = ctx.memo.setdefault("pcie.link_under_load", {})
+    found = memo.get(id(gpu))
+    if found is None:
+        found = memo[id(gpu)] = _read_link_under_load(ctx, gpu)
+    return found  # type: ignore[return-value]
+
+
+def _read_link_under_load(ctx: Context, gpu: Gpu) -> _LinkUnderLoad:
     measured = [
         t
         for t in ctx.measurements.transfers
@@ -84,6 +96,8 @@ def _downtrain_findings(ctx: Context, gpu: Gpu, vm: bool) -> list[Finding]:
     findings: list[Finding] = []
     gen_low = now.gen is not None and max_gen is not None and now.gen < max_gen
     width_low = now.width is not None and max_width is not None and now.width < max_width
+    if not (gen_low or width_low):
+        return findings
     evidence = [
         _ev("link now", link_label(now.gen, now.width), subject=subject),
         _ev("max possible (GPU and slot)", link_label(max_gen, max_width), subject=subject),
@@ -99,8 +113,6 @@ def _downtrain_findings(ctx: Context, gpu: Gpu, vm: bool) -> list[Finding]:
             subject=subject,
         ),
     ]
-    if not (gen_low or width_low):
-        return findings
     now_model, max_model = _model(now.gen, now.width), _model(max_gen, max_width)
     if now_model is not None:
         evidence.append(_ev("link model now", round(now_model, 1), "GB/s", subject))
@@ -303,11 +315,13 @@ def _slot_limit_findings(ctx: Context, gpu: Gpu, vm: bool) -> list[Finding]:
     ]
 
 
-@dataclass
 class _HopIssue:
-    hop: PcieHop
-    gpus: list[str] = field(default_factory=list)
-    loaded: bool = False
+    __slots__ = ("gpus", "hop", "loaded")
+
+    def __init__(self, hop: PcieHop) -> None:
+        self.hop = hop
+        self.gpus: list[str] = []
+        self.loaded = False
 
 
 def _link_partner(path: Sequence[PcieHop], i: int) -> PcieHop | None:
@@ -491,7 +505,8 @@ def pcie_link_speed(ctx: Context) -> list[Finding]:
         )
     fine = [g for g in healthy if g not in idle_only]
     if fine:
-        links = sorted({link_label(*_possible(g, vm)) for g in ctx.gpus if g.label in fine})
+        labels = set(fine)
+        links = sorted({link_label(*_possible(g, vm)) for g in ctx.gpus if g.label in labels})
         findings.append(
             Finding(
                 "pass",

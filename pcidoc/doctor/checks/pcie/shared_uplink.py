@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
@@ -28,10 +27,12 @@ from pcidoc.model.units import link_label
 # ====================================================================== pcie.shared-uplink
 
 
-@dataclass
 class _Uplink:
-    hop: PcieHop
-    gpus: list[Gpu]
+    __slots__ = ("gpus", "hop")
+
+    def __init__(self, hop: PcieHop, gpus: list[Gpu]) -> None:
+        self.hop = hop
+        self.gpus = gpus
 
 
 def _shared_uplinks(ctx: Context) -> list[_Uplink]:
@@ -56,6 +57,18 @@ def _shared_uplinks(ctx: Context) -> list[_Uplink]:
         _Uplink(hops[bus], sorted(users[bus], key=lambda g: g.index))
         for key, bus in sorted(best.items(), key=lambda kv: (sorted(kv[0]), kv[1]))
     ]
+
+
+def _concurrent_h2d(ctx: Context) -> dict[int, list[float]]:
+    """Concurrent pinned H2D rates by GPU, in measurement order (read once per run)."""
+    memo = ctx.memo.setdefault("pcie.concurrent_h2d", {})
+    if None not in memo:
+        by_gpu: dict[int, list[float]] = {}
+        for t in ctx.transfers(direction="h2d", memory="pinned"):
+            if _is_concurrent(t.context):
+                by_gpu.setdefault(t.gpu, []).append(t.bandwidth_gbps)
+        memo[None] = by_gpu
+    return memo[None]  # type: ignore[return-value]
 
 
 def _uplink_finding(ctx: Context, uplink: _Uplink, vm: bool) -> Finding:
@@ -89,14 +102,8 @@ def _uplink_finding(ctx: Context, uplink: _Uplink, vm: bool) -> Finding:
         "different uplinks (`nvidia-smi topo -m`: pick GPUs that are not PIX/PXB to each other).",
     ]
 
-    concurrent = {
-        g.index: [
-            t.bandwidth_gbps
-            for t in ctx.transfers(gpu=g.index, direction="h2d", memory="pinned")
-            if _is_concurrent(t.context)
-        ]
-        for g in uplink.gpus
-    }
+    by_gpu = _concurrent_h2d(ctx)
+    concurrent = {g.index: by_gpu.get(g.index, []) for g in uplink.gpus}
     if all(concurrent.values()):
         ratios = []
         for g in uplink.gpus:

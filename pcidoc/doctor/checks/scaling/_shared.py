@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from pcidoc.doctor import config
 from pcidoc.doctor.checks.numa._shared import pcie_model_of
 from pcidoc.doctor.context import Context
@@ -20,18 +18,28 @@ _KIND_NAME = {"nvlink": "NVLink", "pcie": "PCIe", "sys": "cross-socket"}
 # --------------------------------------------------------------------------- link model
 
 
-@dataclass
 class LinkModel:
     """What the GPUs used can deliver to an all-reduce, in NCCL's model."""
 
-    gbps: float | None
-    kind: str
-    """``nvlink``, ``pcie``, ``sys`` or ``unknown``."""
-    basis: str
-    confidence: Confidence = "high"
-    slowest_edge: str | None = None
-    no_p2p: list[str] = field(default_factory=list)
-    """Pairs on the bottleneck whose peer access is refused (NCCL uses shared memory)."""
+    __slots__ = ("basis", "confidence", "gbps", "kind", "no_p2p", "slowest_edge")
+
+    def __init__(
+        self,
+        gbps: float | None,
+        kind: str,
+        basis: str,
+        confidence: Confidence = "high",
+        slowest_edge: str | None = None,
+        no_p2p: list[str] | None = None,
+    ) -> None:
+        self.gbps = gbps
+        self.kind = kind
+        """``nvlink``, ``pcie``, ``sys`` or ``unknown``."""
+        self.basis = basis
+        self.confidence: Confidence = confidence
+        self.slowest_edge = slowest_edge
+        self.no_p2p: list[str] = [] if no_p2p is None else no_p2p
+        """Pairs on the bottleneck whose peer access is refused (NCCL uses shared memory)."""
 
 
 def nvlink_links_per_gpu(ctx: Context, indices: list[int]) -> int | None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pcidoc.doctor import alpha_beta, config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks.numa._shared import gpu_set, locality_groups
@@ -130,20 +128,31 @@ def scaling_efficiency(ctx: Context) -> Finding | list[Finding]:
     return findings
 
 
-@dataclass
 class _Rung:
     """One rank count of a ladder with what the α–β model predicts for it."""
 
-    ranks: int
-    eff: float
-    gpus: list[int]
-    busbw: float | None
-    """All-reduce busbw measured at the gradient size on these ranks."""
-    link: LinkModel
-    predicted_links: float | None
-    """E(N) the α–β model predicts with the links' busbw (the link model)."""
-    predicted_measured: float | None
-    """E(N) the α–β model predicts with the measured busbw."""
+    __slots__ = ("busbw", "eff", "gpus", "link", "predicted_links", "predicted_measured", "ranks")
+
+    def __init__(
+        self,
+        ranks: int,
+        eff: float,
+        gpus: list[int],
+        busbw: float | None,
+        link: LinkModel,
+        predicted_links: float | None,
+        predicted_measured: float | None,
+    ) -> None:
+        self.ranks = ranks
+        self.eff = eff
+        self.gpus = gpus
+        self.busbw = busbw
+        """All-reduce busbw measured at the gradient size on these ranks."""
+        self.link = link
+        self.predicted_links = predicted_links
+        """E(N) the α–β model predicts with the links' busbw (the link model)."""
+        self.predicted_measured = predicted_measured
+        """E(N) the α–β model predicts with the measured busbw."""
 
     @property
     def transport(self) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks.transfer._shared import _DIRECTION, _best, _group
@@ -23,14 +21,16 @@ def _is_sm_copy(t: TransferMeasurement) -> bool:
     return method.endswith(("-sm", "_sm")) or method == "sm"
 
 
-@dataclass
 class LinkBasis:
     """The PCIe link a transfer is judged against, and how it was learned."""
 
-    gen: int
-    width: int
-    basis: str
-    confidence: Confidence
+    __slots__ = ("basis", "confidence", "gen", "width")
+
+    def __init__(self, gen: int, width: int, basis: str, confidence: Confidence) -> None:
+        self.gen = gen
+        self.width = width
+        self.basis = basis
+        self.confidence: Confidence = confidence
 
 
 def negotiated_link(gpu: Gpu | None, t: TransferMeasurement) -> LinkBasis | None:
