@@ -818,6 +818,10 @@ def main(argv: list[str] | None = None) -> int:
     # of every installed distribution (7-11 ms in an environment with torch) the first time a
     # validator is built. An explicit setting of the user's is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    # This process is pcidoc's own: its first serialization may skip pydantic_core's package.
+    from pcidoc.model.compiled import serialize_without_package
+
+    serialize_without_package()
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False)) or os.environ.get("PCIDOC_DEBUG") == "1"

@@ -26,6 +26,7 @@ with contextlib.redirect_stdout(out):
     code = main(["check", "--json", "--from", sys.argv[1]])
 from pcidoc.model.capture import Capture
 json.dump({{"pydantic": "pydantic" in sys.modules,
+           "core_package": "pydantic_core" in sys.modules,
            "base": Capture.__mro__[2].__name__,
            "code": code, "report": out.getvalue()}}, sys.stderr)
 """
@@ -102,6 +103,8 @@ def lite_check() -> dict:
 def test_check_runs_on_light_classes_without_importing_pydantic(lite_check: dict) -> None:
     assert lite_check["base"] == "LiteModel"
     assert lite_check["pydantic"] is False
+    # pcidoc's command line primes the engine's MISSING sentinel: no pydantic_core package.
+    assert lite_check["core_package"] is False
     assert lite_check["code"] in (0, 1, 2)
 
 
@@ -174,6 +177,57 @@ def test_pydantic_models_print_the_same_report(lite_check: dict) -> None:
     assert built["base"] == "BaseModel" and built["pydantic"] is True
     assert _without_time(built["report"]) == _without_time(lite_check["report"])
     assert built["code"] == lite_check["code"]
+
+
+def test_the_report_is_the_same_when_pydantic_cores_package_is_loaded(lite_check: dict) -> None:
+    """With the package already imported nothing is primed: the engine uses the real MISSING."""
+    built = _python(_CHECK.format(setup="import pydantic_core"), str(SAMPLE))
+    assert built["base"] == "LiteModel" and built["core_package"] is True
+    assert _without_time(built["report"]) == _without_time(lite_check["report"])
+
+
+_LIBRARY_MISSING = r"""
+import json, sys
+from pcidoc.model.report import Evidence
+first = Evidence(label="a", value=1.0).model_dump_json()
+import pydantic
+from pydantic_core import MISSING
+
+class WithMissing(pydantic.BaseModel):
+    a: int = 1
+    b: int | MISSING = MISSING
+
+print(json.dumps({"first": first, "missing_left_out": WithMissing().model_dump_json()}))
+"""
+
+
+def test_library_use_keeps_the_real_missing_sentinel() -> None:
+    """Only pcidoc's command line primes the engine; imported as a library, pcidoc leaves
+    pydantic's MISSING semantics intact for the user's own models."""
+    out = _python(_LIBRARY_MISSING)
+    assert out["missing_left_out"] == '{"a":1}'
+    assert json.loads(out["first"])["label"] == "a"
+
+
+_AFTER_CLI = r"""
+import contextlib, io, json, sys
+from pcidoc.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["check", "--json", "--from", sys.argv[1]])
+before = "pydantic_core" in sys.modules
+import pydantic
+
+class Plain(pydantic.BaseModel):
+    a: int
+    b: list[str] = []
+
+print(json.dumps({"before": before, "dump": Plain(a=1, b=["x"]).model_dump_json()}))
+"""
+
+
+def test_pydantic_works_in_a_process_after_pcidocs_command_line() -> None:
+    out = _python(_AFTER_CLI, str(SAMPLE))
+    assert out == {"before": False, "dump": '{"a":1,"b":["x"]}'}
 
 
 def test_a_changed_model_source_means_pydantic_models(lite_check: dict) -> None:

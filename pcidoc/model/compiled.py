@@ -152,6 +152,87 @@ def core() -> Any:
     return module
 
 
+_prime_sentinel = False
+
+
+def serialize_without_package() -> None:
+    """Let this process's first model serialization skip the ``pydantic_core`` package.
+
+    For pcidoc's command line (``pcidoc.cli.main``) only, not for code that imports pcidoc as a
+    library: see :func:`prime_missing_sentinel`.
+    """
+    global _prime_sentinel
+    _prime_sentinel = True
+
+
+class _Unset:
+    """pcidoc's stand-in for ``pydantic_core.MISSING``: no pcidoc model field ever holds it."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<no value (pcidoc)>"
+
+
+def prime_missing_sentinel() -> None:
+    """Hand the engine its ``MISSING`` sentinel without importing the ``pydantic_core`` package.
+
+    The engine's field serializer looks ``MISSING`` up once, with ``import pydantic_core``, to
+    leave out fields whose value is that sentinel, and keeps it for the life of the process.
+    Importing the package for it costs ~30 ms of CPU (``typing_extensions``, ``inspect`` and the
+    ~85 typed dictionaries of ``core_schema``): a quarter of ``pcidoc check --json``. So, when
+    allowed (:func:`serialize_without_package`), light models are in use, and the package is
+    not loaded yet, one tiny serialization runs while ``sys.modules`` holds a stand-in package
+    whose ``MISSING`` is an object no pcidoc field holds (none is declared with it), and the
+    stand-in is removed at once. Output is unchanged; a later ``import pydantic_core`` loads
+    the real package.
+
+    The one difference: in this process the engine does not recognise the real
+    ``pydantic_core.MISSING``, so a pydantic model of someone else's with a ``MISSING`` field
+    would print it instead of leaving it out. That is why only pcidoc's own command line
+    allows it. Light models require the exact ``pydantic_core`` the store was made with, so this
+    runs only against the engine version it is tested with; any failure leaves the cell empty
+    and the engine imports the real package as usual.
+    """
+    global _prime_sentinel
+    if not _prime_sentinel:
+        return
+    _prime_sentinel = False
+    if "pydantic_core" in sys.modules or not lite_mode():
+        return
+    import types
+
+    engine = core()
+
+    class _Probe:
+        pass
+
+    serializer = engine.SchemaSerializer(
+        {
+            "type": "model",
+            "cls": _Probe,
+            "schema": {
+                "type": "model-fields",
+                "fields": {"a": {"type": "model-field", "schema": {"type": "int"}}},
+            },
+        }
+    )
+    probe = _Probe()
+    probe.__dict__["a"] = 0
+    stand_in = types.ModuleType("pydantic_core", "pcidoc's stand-in while priming the engine")
+    stand_in.MISSING = _Unset()  # type: ignore[attr-defined]
+    sys.modules["pydantic_core"] = stand_in
+    try:
+        serializer.to_python(probe)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # an engine panic (pyo3 PanicException) is a BaseException
+        pass
+    finally:
+        if sys.modules.get("pydantic_core") is stand_in:
+            del sys.modules["pydantic_core"]
+
+
 def class_key(cls: type) -> str:
     """``module:qualname`` of a class (how the store names it)."""
     return f"{cls.__module__}:{cls.__qualname__}"

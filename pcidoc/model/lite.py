@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy as _copy
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pcidoc.model.compiled import core
+from pcidoc.model.compiled import core, prime_missing_sentinel
 
 if TYPE_CHECKING:
     from pydantic_core import CoreConfig, SchemaSerializer, SchemaValidator
@@ -77,6 +77,7 @@ def _validator(cls: type) -> SchemaValidator:
 def _serializer(cls: type) -> SchemaSerializer:
     serializer = _SERIALIZERS.get(cls)
     if serializer is None:
+        prime_missing_sentinel()
         schema, config = _entry(cls)
         serializer = _SERIALIZERS[cls] = SchemaSerializer(schema, config)
     return serializer
