@@ -1,5 +1,5 @@
 """``python -m pcidoc`` entry point."""
 
-from pcidoc.cli import main
+from pcidoc.cli import run
 
-raise SystemExit(main())
+run()

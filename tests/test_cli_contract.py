@@ -493,3 +493,26 @@ def test_no_cuda_gpu_is_said_before_torch_is_not_installed(
     message = error["message"]
     assert message.startswith("no CUDA GPU on this machine")
     assert message.index("no CUDA GPU") < message.index("torch is not installed")
+
+
+def test_only_the_command_entry_freezes_the_garbage_collector(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``run`` (the console script) freezes the collector before exit to skip its final walk;
+    ``main``, which tests and other programs call in long-lived processes, never does."""
+    import gc
+
+    import pcidoc.cli as cli
+
+    before = gc.get_freeze_count()
+    assert main(["check", "--json", "--demo"]) in (0, 1, 2)
+    assert gc.get_freeze_count() == before
+    capsys.readouterr()
+    monkeypatch.setattr(cli, "main", lambda argv=None: 2)
+    try:
+        with pytest.raises(SystemExit) as exited:
+            cli.run()
+        assert exited.value.code == 2
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

@@ -37,7 +37,7 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
 
 def test_the_quickstart_runs_the_installed_script() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert 'pcidoc = "pcidoc.cli:main"' in pyproject
+    assert 'pcidoc = "pcidoc.cli:run"' in pyproject
     quickstart = _section("Quickstart")
     assert any(b.strip().endswith(".venv/bin/pcidoc") for b in _code_blocks(quickstart))
 
