@@ -113,6 +113,23 @@ def test_unknown_check_id_lists_the_known_ones(
     assert all(check_id in err for check_id in CHECK_IDS)
 
 
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        (["--only", "p2p", "--skip", "p2p"], "every check --only selects"),
+        (["--only", "p2p.capability", "--skip", "p2p"], "every check --only selects"),
+        (["--skip", "nvml,pcie,nvlink,p2p,numa,transfer,scaling,env,nccl"], "every check"),
+    ],
+)
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_filters_that_leave_no_check_are_an_error_not_a_pass(
+    options: list[str], needle: str, json_flag: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report of zero checks used to exit 0: a CI job with a wrong filter passed silently."""
+    code, out, err = run(["check", "--demo", *json_flag, *options], capsys)
+    assert_one_line_error(code, out, err, needle, "no check left to run")
+
+
 def test_output_folder_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "no" / "such" / "report.md"
     code, out, err = run(["check", "--demo", "-o", str(target)], capsys)

@@ -21,7 +21,7 @@ def select_checks(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[st
     An entry may be a full id (``p2p.acs-iommu``) or a topic prefix (``p2p``, ``numa.``).
 
     Raises:
-        PcidocError: an entry matches no check.
+        PcidocError: an entry matches no check, or the options leave no check to run.
     """
 
     def expand(entries: Iterable[str], option: str) -> set[str]:
@@ -44,7 +44,16 @@ def select_checks(only: Iterable[str] = (), skip: Iterable[str] = ()) -> list[st
 
     only_set = expand(only, "--only")
     skip_set = expand(skip, "--skip")
-    return [cid for cid in CHECK_IDS if (not only_set or cid in only_set) and cid not in skip_set]
+    chosen = [cid for cid in CHECK_IDS if (not only_set or cid in only_set) and cid not in skip_set]
+    if not chosen:
+        # A report with no checks would pass silently (exit 0), hiding a wrong filter.
+        if only_set:
+            raise PcidocError(
+                "--skip removes every check --only selects: no check left to run; "
+                "skip fewer checks or select others"
+            )
+        raise PcidocError("--skip removes every check: no check left to run; skip fewer checks")
+    return chosen
 
 
 def merge_findings(spec: CheckSpec, findings: list[Finding]) -> CheckResult:
