@@ -91,7 +91,8 @@ def _add_source_options(parser: argparse.ArgumentParser, top: bool = False) -> N
         dest="from_file",
         metavar="FILE",
         default=default,
-        help="read the machine from a capture (or report) file instead of this machine",
+        help="read the machine from a capture (or report) file instead of this machine "
+        "(-: standard input, not for the TUI)",
     )
     group.add_argument(
         "--demo",
@@ -371,7 +372,11 @@ def resolve_machine(args: argparse.Namespace) -> tuple[Capture, ReportSource]:
     if getattr(args, "from_file", None):
         capture = load_from(args.from_file)
         path = args.from_file
-        if capture.origin.redacted:
+        if path == "-":
+            from pcidoc.collect.capture import STDIN_LABEL
+
+            path = STDIN_LABEL
+        elif capture.origin.redacted:
             # The folder may name a user or a host that the redacted capture no longer shows.
             path = os.path.basename(path) or path
         return capture, ReportSource.for_file(path, capture.origin.kind)
@@ -392,6 +397,13 @@ def from_file_hint(path: str, error: PcidocError) -> PcidocError:
     ``--demo NAME``; a file of pasted tool output (``nvidia-smi topo -m``...) points to
     ``pcidoc import``. Any other error is returned unchanged.
     """
+    if path == "-":
+        if "not JSON" not in error.message:
+            return error
+        return PcidocError(
+            f"{error.message}; if it is tool output (nvidia-smi, lspci...), convert it on the "
+            "way: `... | pcidoc import - -o - | pcidoc check --from -`"
+        )
     if os.path.exists(path):
         if not os.path.isfile(path):
             return error
@@ -429,10 +441,18 @@ def from_file_hint(path: str, error: PcidocError) -> PcidocError:
     return error
 
 
+def stdin_hint(path: str) -> None:
+    """``--from -`` with a terminal on standard input: say what pcidoc is waiting for."""
+    if path == "-" and sys.stdin is not None and sys.stdin.isatty():
+        _stderr("pcidoc: reading a capture from standard input (paste it, then Ctrl-D)")
+
+
 def load_from(path: str) -> Capture:
-    """Load the capture of ``--from FILE`` (errors say what to do next)."""
+    """Load the capture of ``--from FILE`` (``-``: standard input; errors say what to do
+    next)."""
     from pcidoc.collect.capture import load_capture
 
+    stdin_hint(path)
     try:
         return load_capture(path)
     except PcidocError as exc:
@@ -466,6 +486,7 @@ def cmd_topo(args: argparse.Namespace) -> int:
             # Read-only fast path: validated plain data, no model classes to build.
             from pcidoc.collect.capture import load_capture_data
 
+            stdin_hint(file)
             try:
                 data = load_capture_data(file)
             except PcidocError as exc:
@@ -718,6 +739,12 @@ def cmd_tui(args: argparse.Namespace) -> int:
     fleet = getattr(args, "fleet", None)
     if fleet and not os.path.isdir(fleet):
         raise PcidocError(f"--fleet {fleet}: not a folder")
+    if getattr(args, "from_file", None) == "-":
+        raise PcidocError(
+            "--from -: the TUI reads its keys from the terminal, so it cannot read the capture "
+            "from standard input; save it to a file and use --from FILE, or use "
+            "`pcidoc check --from -` / `pcidoc topo --from -`"
+        )
     refusal = no_terminal_reason()
     if refusal is not None:
         raise PcidocError(refusal)

@@ -533,3 +533,74 @@ def test_only_the_command_entry_freezes_the_garbage_collector(
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+# --------------------------------------------------------------------- --from - (stdin)
+
+
+def _piped(argv: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PCIDOC_", "NCCL_"))}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "pcidoc", *argv],
+        input=stdin,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(EXIT_BY_SAMPLE))
+def test_check_reads_a_capture_from_standard_input(name: str) -> None:
+    """`pcidoc import - -o - | pcidoc check --from -`: the same verdict as from the file."""
+    text = sample_path(name).read_text(encoding="utf-8")
+    piped = _piped(["check", "--json", "--from", "-"], text)
+    assert piped.returncode == EXIT_BY_SAMPLE[name], piped.stderr
+    report = json.loads(piped.stdout)
+    assert report["source"]["path"] == "<stdin>"
+    from_file = json.loads(_piped(["check", "--json", "--from", str(sample_path(name))], "").stdout)
+    assert report["checks"] == from_file["checks"]
+    topo = _piped(["topo", "--json", "--from", "-"], text)
+    assert topo.returncode == 0 and json.loads(topo.stdout)["schema"] == "pcidoc.topology/1"
+
+
+def test_import_then_check_through_a_pipe() -> None:
+    imported = _piped(["import", "-", "-o", "-"], TOPO)
+    assert imported.returncode == 0, imported.stderr
+    checked = _piped(["check", "--from", "-", "--only", "nvlink.state"], imported.stdout)
+    assert checked.returncode in (0, 1), checked.stderr
+    assert "nvlink.state" in checked.stdout
+
+
+def test_tool_output_on_standard_input_points_to_import() -> None:
+    done = _piped(["check", "--from", "-"], TOPO)
+    assert done.returncode == 3 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pcidoc: <stdin>: not JSON")
+    assert "pcidoc import - -o - | pcidoc check --from -" in lines[0]
+
+
+def test_the_tui_refuses_a_capture_on_standard_input(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["--from", "-"], capsys)
+    assert_one_line_error(code, out, err, "--from -", "pcidoc check --from -")
+
+
+def test_a_terminal_on_standard_input_is_told_what_pcidoc_waits_for(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    class Terminal(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return True
+
+    data = sample_path("autodl-2080ti-2gpu").read_bytes()
+    monkeypatch.setattr(sys, "stdin", Terminal(io.BytesIO(data)))
+    code, out, err = run(["check", "--from", "-"], capsys)
+    assert code == 1
+    assert "2080 Ti" in out
+    assert err.splitlines()[0] == (
+        "pcidoc: reading a capture from standard input (paste it, then Ctrl-D)"
+    )

@@ -40,12 +40,21 @@ def utc_now() -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+STDIN_LABEL = "<stdin>"
+"""How messages name a capture read from standard input (``--from -``)."""
+
+
 def _read_text(path: str) -> str:
-    """The file's text: at most MAX_CAPTURE_BYTES, gzip or not, UTF-8 or UTF-16 with a BOM."""
+    """The file's text: at most MAX_CAPTURE_BYTES, gzip or not, UTF-8 or UTF-16 with a BOM.
+    ``-`` is standard input."""
     from pcidoc.fileio import MAX_CAPTURE_BYTES, decode_text, read_input
 
-    data = read_input(path, limit=MAX_CAPTURE_BYTES, what="a capture", stdin=False)
-    return decode_text(data, path, strict=True)
+    data = read_input(path, limit=MAX_CAPTURE_BYTES, what="a capture", stdin=True)
+    return decode_text(data, STDIN_LABEL if path == "-" else path, strict=True)
+
+
+def _label(path: str) -> str:
+    return STDIN_LABEL if path == "-" else path
 
 
 def _format_loc(loc: tuple[Any, ...]) -> str:
@@ -169,7 +178,7 @@ def _parse_json(text: str, file: str) -> Any:
 
 
 def load_capture(path: str | os.PathLike[str]) -> Capture:
-    """Load and validate a capture file.
+    """Load and validate a capture file (``-``: standard input).
 
     Raises:
         PcidocError: the file is missing, unreadable, not JSON, not a capture, from a newer
@@ -184,7 +193,7 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
         capture = _validate_current_capture(text)
         if capture is not None:
             return capture
-    return capture_from_data(_parse_json(text, file), file, clean=not clean)
+    return capture_from_data(_parse_json(text, _label(file)), _label(file), clean=not clean)
 
 
 # A number's shape, for bytes searches: digits as "0", "E" as "e", and "+" dropped.
@@ -261,8 +270,10 @@ def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
     from pcidoc.sanitize import clean_data, json_text_is_clean
 
     text = _read_text(file)
-    data = _parse_json(text, file)
-    body, name = _unwrap(data if json_text_is_clean(text) else clean_data(data), clean_line(file))
+    data = _parse_json(text, _label(file))
+    body, name = _unwrap(
+        data if json_text_is_clean(text) else clean_data(data), clean_line(_label(file))
+    )
     from pcidoc.model.compiled import core
 
     if _FAST_VALIDATOR is None:
