@@ -590,6 +590,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _validate_report_path(output: str) -> None:
     suffix = os.path.splitext(output)[1].lower()
+    if output == "-":
+        raise PcidocError(
+            "-o -: a report file needs a name whose extension gives the format (.json, .md, "
+            ".html or .prom); for the report on standard output use --json (JSON) or no option "
+            "(text)"
+        )
     if suffix not in (".json", ".md", ".html", ".htm", ".prom"):
         raise PcidocError(f"-o {output}: unknown report format; use .json, .md, .html or .prom")
     folder = os.path.dirname(os.path.abspath(output))

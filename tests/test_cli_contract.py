@@ -184,6 +184,30 @@ def test_import_of_nothing_recognisable_lists_the_formats(
     assert all(fmt in err for fmt in SUPPORTED_FORMATS)
 
 
+@pytest.mark.parametrize("content", ["", "  \n\n\t\n"])
+def test_import_of_an_empty_file_says_it_is_empty(
+    content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty paste (a failed redirect) is not 'no supported output': say what to do."""
+    empty = tmp_path / "topo.txt"
+    empty.write_text(content, encoding="utf-8")
+    code, out, err = run(["import", str(empty)], capsys)
+    assert_one_line_error(code, out, err, "topo.txt: empty, nothing to import", "> topo.txt")
+    piped = _piped(["import", "-"], content)
+    assert piped.returncode == 3
+    assert piped.stderr.strip() == (
+        "pcidoc: <stdin>: empty, nothing to import; pipe the tool's output in "
+        "(e.g. `nvidia-smi topo -m | pcidoc import -`)"
+    )
+
+
+def test_a_report_to_standard_output_is_pointed_to_json(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(["check", "--demo", "-o", "-"], capsys)
+    assert_one_line_error(code, out, err, "-o -:", "use --json")
+
+
 def test_import_of_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["import", str(tmp_path / "gone.txt")], capsys)
     assert_one_line_error(code, out, err, "gone.txt", "no such file")

@@ -170,6 +170,13 @@ def import_texts(items: list[tuple[str, str]]) -> ImportResult:
     unrecognised = [f.name for f in files if not f.fragments]
     if files and len(unrecognised) == len(files):
         names = ", ".join("<stdin>" if f.path == "-" else f.path for f in files)
+        if all(not text.strip() for _, text in items):
+            how = (
+                "pipe the tool's output in (e.g. `nvidia-smi topo -m | pcidoc import -`)"
+                if all(f.path == "-" for f in files)
+                else "save the tool's output into it first (e.g. `nvidia-smi topo -m > topo.txt`)"
+            )
+            raise PcidocError(f"{names}: empty, nothing to import; {how}")
         raise PcidocError(
             f"{names}: no supported output recognised; pcidoc import reads "
             + ", ".join(SUPPORTED_FORMATS)
