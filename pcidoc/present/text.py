@@ -15,7 +15,7 @@ from typing import TextIO
 
 from rich.cells import cell_len
 from rich.columns import Columns
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -197,16 +197,36 @@ def _sep() -> Text:
     return Text(" · ", style="dim")
 
 
-def _join(parts: Iterable[Text | str]) -> Text:
-    out = Text()
-    for i, part in enumerate(parts):
-        if i:
-            out.append_text(_sep())
-        out.append_text(part if isinstance(part, Text) else Text(part))
-    return out
+class _Joined:
+    """Parts joined by `` · `` that wrap between parts, never inside one that fits a line
+    ("8 × NVIDIA A100-SXM4-80GB" stays whole); a part wider than the line wraps on its own."""
+
+    def __init__(self, parts: Iterable[Text | str]) -> None:
+        self.parts = [part if isinstance(part, Text) else Text(part) for part in parts]
+
+    def lines(self, width: int) -> list[Text]:
+        lines: list[Text] = []
+        line = Text()
+        for part in self.parts:
+            if line and line.cell_len + len(" · ") + part.cell_len > width:
+                lines.append(line)
+                line = Text()
+            if line:
+                line.append_text(_sep())
+            line.append_text(part)
+        if line:
+            lines.append(line)
+        return lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.lines(options.max_width)
 
 
-def _machine_line(capture: Capture) -> Text:
+def _join(parts: Iterable[Text | str]) -> _Joined:
+    return _Joined(parts)
+
+
+def _machine_line(capture: Capture) -> _Joined:
     parts: list[Text | str] = [Text(machine_title(capture), style="bold"), gpu_models(capture)]
     if versions_text(capture):
         parts.append(versions_text(capture))

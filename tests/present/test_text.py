@@ -386,3 +386,23 @@ def test_natural_width_matches_rich_measurement(cap) -> None:
     assert (
         natural_width(view) == Measurement.get(console, console.options, _full_table(view)).maximum
     )
+
+
+@pytest.mark.parametrize("width", [50, 60, 80, 100])
+@pytest.mark.parametrize("name", ["a100-sxm4-8gpu-nvswitch", "h800-8gpu-hgx", "synthetic-72gpu"])
+def test_header_lines_wrap_between_parts_not_inside_them(name: str, width: int) -> None:
+    """ "8 × NVIDIA A100-SXM4-80GB" or "driver 525.105.17" never split across lines."""
+    from pcidoc.doctor import run
+    from pcidoc.present._common import gpu_models, versions_text
+    from pcidoc.samples import load_sample
+
+    capture = load_sample(name)
+    report = run(capture, ReportSource(kind="demo", name=name), generated_at="2026-01-01T00:00:00Z")
+    lines = plain(report, width=width).split("\n\n")[0].splitlines()  # the header block
+    assert all(len(line) <= width for line in lines), lines
+    assert not any(line.endswith("·") or line.startswith("·") for line in lines), lines
+    from pcidoc import __version__
+
+    for part in (gpu_models(capture), versions_text(capture), f"pcidoc {__version__}"):
+        if part and len(part) <= width:
+            assert any(part in line for line in lines), (part, lines)
