@@ -314,6 +314,15 @@ def _stdout_is_utf8() -> bool:
     return encoding in ("utf-8", "utf8")
 
 
+def _readable_when_not_utf8() -> None:
+    """On a stdout that is not UTF-8, print what it cannot encode as readable ASCII (``8 x
+    NVIDIA H800``, ``host<->device``) or ``?``, instead of dying with UnicodeEncodeError."""
+    from pcidoc.present.ascii_fallback import register
+
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        sys.stdout.reconfigure(errors=register())  # type: ignore[union-attr]
+
+
 def _emit(data: str | Callable[[], object]) -> None:
     """Write data to stdout: a text, or a callable that renders to stdout (Rich).
 
@@ -876,10 +885,8 @@ def main(argv: list[str] | None = None) -> int:
     debug = bool(getattr(args, "debug", False)) or os.environ.get("PCIDOC_DEBUG") == "1"
     handler = COMMANDS.get(args.command or "", cmd_tui)
     if not _stdout_is_utf8() and hasattr(sys.stdout, "reconfigure"):
-        # A non-UTF-8 stdout shows "?" for what it cannot encode instead of dying;
         # JSON is escaped to ASCII by _emit, so no data is lost there.
-        with contextlib.suppress(ValueError, OSError):
-            sys.stdout.reconfigure(errors="replace")
+        _readable_when_not_utf8()
     try:
         code = int(handler(args))
         _flush_stdout()

@@ -118,7 +118,8 @@ def make_console(
     Colour is off when the stream is not a terminal or ``NO_COLOR`` is set (rich's own rules).
     The width is the terminal's; when the stream is not a terminal it is ``COLUMNS`` if set,
     else 100, so piped output is stable. On a stream that cannot encode UTF-8 the severity
-    marks become ASCII and other unencodable characters print as ``?``.
+    marks become ASCII, pcidoc's typography its ASCII look-alike (``·`` ``-``, ``×`` ``x``, see
+    :mod:`pcidoc.present.ascii_fallback`) and any other unencodable character ``?``.
 
     Args:
         file: Stream to write to (default ``sys.stdout``).
@@ -131,9 +132,12 @@ def make_console(
     stream = file if file is not None else sys.stdout
     encoding = (getattr(stream, "encoding", None) or "utf-8").lower()
     if not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
-        # A non-UTF-8 terminal (LANG=...ISO-8859-1): show "?" for what it cannot encode
-        # rather than failing; severity marks switch to ASCII on their own (see _marks).
-        stream.reconfigure(errors="replace")
+        # A non-UTF-8 terminal (LANG=...ISO-8859-1): readable ASCII for pcidoc's typography
+        # ("8 x NVIDIA H800 - driver 535") and "?" for anything else it cannot encode, rather
+        # than failing; severity marks switch to ASCII on their own (see _marks).
+        from pcidoc.present.ascii_fallback import register
+
+        stream.reconfigure(errors=register())
     if width is None and not force_terminal and not _isatty(stream):
         columns = os.environ.get("COLUMNS", "")
         width = int(columns) if _ascii_number(columns) and int(columns) > 0 else DEFAULT_WIDTH

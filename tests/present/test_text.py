@@ -406,3 +406,27 @@ def test_header_lines_wrap_between_parts_not_inside_them(name: str, width: int) 
     for part in (gpu_models(capture), versions_text(capture), f"pcidoc {__version__}"):
         if part and len(part) <= width:
             assert any(part in line for line in lines), (part, lines)
+
+
+def test_an_ascii_stream_gets_readable_typography_not_question_marks() -> None:
+    """`8 x NVIDIA H800 - driver ...` on an ASCII terminal, where it used to be `8 ? ... ? ...`."""
+    import codecs
+
+    from pcidoc.present.ascii_fallback import FALLBACKS, register
+
+    text = "8 × NVIDIA H800 · host↔device ≤ 2 µs … ™"
+    assert codecs.encode(text, "ascii", register()) == (
+        b"8 x NVIDIA H800 - host<->device <= 2 us ... ?"
+    )
+    assert (
+        codecs.encode(text, "latin-1", register())
+        .decode("latin-1")
+        .startswith("8 × NVIDIA H800 · host<->device")
+    )
+    assert all(value.isascii() for value in FALLBACKS.values())
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    capture = eight_gpu_capture()
+    render_topology(capture, make_console(stream, width=100))
+    stream.flush()
+    header = stream.buffer.getvalue().decode("ascii").splitlines()[0]  # type: ignore[attr-defined]
+    assert "?" not in header and " x " in header, header
