@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pcidoc.fleet.summary import facts_of
 from pcidoc.model.report import SEVERITY_ORDER
+from pcidoc.model.units import plurals
 
 if TYPE_CHECKING:
     from pcidoc.model.capture import Capture
@@ -282,7 +283,7 @@ def diff_captures(
     only = sorted(set(meas_a) ^ set(meas_b))
     if only:
         result.notes.append(
-            f"{len(only)} measurement(s) exist on one side only and were not compared"
+            plurals(f"{len(only)} measurement(s) exist on one side only and were not compared")
         )
     if report_a is not None and report_b is not None:
         before = {c.id: c for c in report_a.checks}
@@ -324,7 +325,8 @@ def diff_text(result: DiffResult) -> str:
     if not result.changes:
         lines = [f"pcidoc diff: no change between {result.a} and {result.b}"]
     else:
-        lines = [f"pcidoc diff: {len(result.changes)} change(s) from {result.a} to {result.b}"]
+        count = plurals(f"{len(result.changes)} change(s)")
+        lines = [f"pcidoc diff: {count} from {result.a} to {result.b}"]
         titles = {
             "verdict": "Verdicts",
             "fact": "Facts",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 
 from pcidoc.fleet.model import FleetReport
+from pcidoc.model.units import plurals
 
 _MARK = {
     "fail": "FAIL",
@@ -23,8 +24,8 @@ def fleet_json(report: FleetReport) -> str:
 
 def _headline(report: FleetReport) -> str:
     s = report.summary
-    return (
-        f"{s.get('nodes', 0)} nodes in {s.get('groups', 0)} hardware group(s): "
+    return plurals(
+        f"{s.get('nodes', 0)} node(s) in {s.get('groups', 0)} hardware group(s): "
         f"{s.get('fail', 0)} fail, {s.get('warn', 0)} warn, {s.get('outliers', 0)} outlier(s), "
         f"{s.get('excluded', 0)} to exclude"
         + (f", {s['unreadable']} unreadable file(s)" if s.get("unreadable") else "")
@@ -49,12 +50,13 @@ def fleet_text(report: FleetReport, verbose: bool = False, limit: int = 40) -> s
     if report.fleet_findings:
         lines.append("Fleet-wide findings (shared by every node of a group):")
         for f in report.fleet_findings:
-            lines.append(f"  {_MARK[f.severity]} [{f.group}, {f.nodes} nodes] {f.id}: {f.summary}")
+            nodes = plurals(f"{f.nodes} node(s)")
+            lines.append(f"  {_MARK[f.severity]} [{f.group}, {nodes}] {f.id}: {f.summary}")
         lines.append("")
     lines.append("Groups:")
     for g in report.groups:
         note = "" if g.peers_comparable else " (too few nodes to compare)"
-        lines.append(f"  {g.id}: {len(g.nodes)} node(s): {g.signature}{note}")
+        lines.append(f"  {g.id}: {plurals(f'{len(g.nodes)} node(s)')}: {g.signature}{note}")
     lines.append("")
     lines.append("Nodes, worst first:")
     shown = report.nodes if verbose else report.nodes[:limit]
@@ -99,7 +101,9 @@ def fleet_markdown(report: FleetReport) -> str:
         ]
         out.append("")
     out += ["## Groups", ""]
-    out += [f"- {g.id}: {len(g.nodes)} node(s): {_md(g.signature)}" for g in report.groups]
+    out += [
+        f"- {g.id}: {plurals(f'{len(g.nodes)} node(s)')}: {_md(g.signature)}" for g in report.groups
+    ]
     out += [
         "",
         "## Nodes, worst first",
@@ -128,11 +132,13 @@ def fleet_html(report: FleetReport) -> str:
     )
     excl = "".join(f"<li><b>{e(x.name)}</b>: {e(x.reason)}</li>" for x in report.exclude)
     shared = "".join(
-        f"<li>[{e(f.group)}, {f.nodes} nodes] <b>{e(f.id)}</b> {f.severity}: {e(f.summary)}</li>"
+        f"<li>[{e(f.group)}, {plurals(f'{f.nodes} node(s)')}] <b>{e(f.id)}</b> {f.severity}: "
+        f"{e(f.summary)}</li>"
         for f in report.fleet_findings
     )
     groups = "".join(
-        f"<li>{e(g.id)}: {len(g.nodes)} node(s): {e(g.signature)}</li>" for g in report.groups
+        f"<li>{e(g.id)}: {plurals(f'{len(g.nodes)} node(s)')}: {e(g.signature)}</li>"
+        for g in report.groups
     )
     bad = "".join(f"<li>{e(u.error)}</li>" for u in report.unreadable)
     style = (

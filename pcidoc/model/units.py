@@ -83,7 +83,7 @@ def link_label(gen: int | None, width: int | None) -> str:
 
 _COUNTED = re.compile(
     r"\b(\d[\d,]*) ((?:[A-Za-z][A-Za-z-]* ){0,2})([A-Za-z][A-Za-z-]*)\(s\)"
-    r"(?: (have|are|were|lack|run|cross|read|sit|share|use|show|need|reach|do)\b)?"
+    r"(?: (have|are|were|lack|run|cross|read|sit|share|use|show|need|reach|do|exist)\b)?"
 )
 _SINGULAR_VERB = {"have": "has", "are": "is", "were": "was", "do": "does", "cross": "crosses"}
 

@@ -89,3 +89,13 @@ def test_bad_file_is_one_line(tmp_path: Path, capsys) -> None:
     a, _ = _pair(tmp_path, lambda cap: None)
     assert main(["diff", a, str(tmp_path / "nope.json")]) == 3
     assert "nope.json: no such file" in capsys.readouterr().err
+
+
+def test_one_change_reads_as_one_change() -> None:
+    from pcidoc.fleet.diff import Change, DiffResult, diff_text
+
+    change = Change("fact", "driver", "GPU0", "535", "550", "driver 535 -> 550")
+    one = diff_text(DiffResult("a.json", "b.json", [change])).splitlines()[0]
+    two = diff_text(DiffResult("a.json", "b.json", [change, change])).splitlines()[0]
+    assert one == "pcidoc diff: 1 change from a.json to b.json"
+    assert two == "pcidoc diff: 2 changes from a.json to b.json"

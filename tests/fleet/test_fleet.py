@@ -227,3 +227,21 @@ def test_fleet_entry_points_fail_in_one_line(argv, needle, monkeypatch, capsys) 
     assert main(argv) == 3
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("suffix", ["", ".md", ".html"])
+def test_counts_read_as_english_in_every_output(tmp_path: Path, suffix: str, capsys) -> None:
+    """'1 node', '2 nodes', '1 hardware group': no '(s)' and no '1 nodes' in fleet outputs."""
+    folder = tmp_path / "caps"
+    folder.mkdir()
+    save_capture(base_node("solo"), folder / "solo.json")
+    argv = ["fleet", str(folder)]
+    if suffix:
+        argv += ["-o", str(tmp_path / f"fleet{suffix}")]
+    main(argv)
+    text = capsys.readouterr().out
+    if suffix:
+        text += (tmp_path / f"fleet{suffix}").read_text(encoding="utf-8")
+    assert "(s)" not in text
+    assert "1 nodes" not in text
+    assert "1 node" in text and "1 hardware group" in text
