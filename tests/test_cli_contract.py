@@ -335,7 +335,7 @@ def test_help_of_every_command(command: str | None, capsys: pytest.CaptureFixtur
 
 
 def _pcidoc(
-    *argv: str, cwd: Path, env: dict[str, str] | None = None
+    *argv: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
     base = os.environ if env is None else env
     env = {k: v for k, v in base.items() if not k.startswith(("PCIDOC_", "NCCL_"))}
@@ -344,6 +344,7 @@ def _pcidoc(
         [sys.executable, "-m", "pcidoc", *argv],
         cwd=cwd,
         env=env,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=120,
@@ -563,17 +564,7 @@ def test_only_the_command_entry_freezes_the_garbage_collector(
 
 
 def _piped(argv: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PCIDOC_", "NCCL_"))}
-    env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run(
-        [sys.executable, "-m", "pcidoc", *argv],
-        input=stdin,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return _pcidoc(*argv, stdin=stdin)
 
 
 @pytest.mark.parametrize("name", sorted(EXIT_BY_SAMPLE))
