@@ -51,6 +51,36 @@ def test_imported_capture_without_environment_is_a_skip():
     assert res.needs
 
 
+def _with_log_env(cap: Capture, **variables: str) -> Capture:
+    from pcidoc.model.evidence import ImportedEvidence, NcclLog
+
+    quotes = {
+        k: f"host:1:1 [0] NCCL INFO {k} set by environment to {v}" for k, v in variables.items()
+    }
+    cap.evidence = ImportedEvidence(nccl_logs=[NcclLog(env=variables, env_quotes=quotes)])
+    return cap
+
+
+def test_an_imported_nccl_log_that_forces_the_protocol_is_a_warning_quoting_it():
+    cap = _with_log_env(machine(2, kind="import"), NCCL_PROTO="LL", NCCL_IB_DISABLE="1")
+    findings = env_nccl(Context(cap))
+    assert [f.severity for f in findings] == ["warn", "info"]
+    assert findings[0].summary.startswith("NCCL_PROTO=LL forces NCCL's protocol")
+    assert findings[0].evidence[0].value.endswith("NCCL_PROTO set by environment to LL")
+    # Settings weighed against NICs and GPUs are named, not judged: an import rarely has them.
+    assert "NCCL_IB_DISABLE=1" in findings[1].summary
+    assert "not captured" in findings[1].summary
+
+
+def test_an_imported_nccl_log_with_machine_dependent_settings_only_is_a_skip_naming_them():
+    cap = _with_log_env(machine(2, kind="import"), NCCL_SOCKET_IFNAME="eth0", NCCL_IB_DISABLE="1")
+    res = result(cap, "env.nccl")
+    assert res.severity == "skip"
+    assert "NCCL_SOCKET_IFNAME=eth0" in res.summary and "NCCL_IB_DISABLE=1" in res.summary
+    assert "carry no NCCL" not in res.summary  # the old text said the import had none
+    assert len(res.evidence) == 2 and res.needs
+
+
 def test_live_capture_with_nothing_set_passes():
     res = result(machine(2), "env.nccl")
     assert res.severity == "pass"

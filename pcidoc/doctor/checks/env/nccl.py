@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
@@ -9,6 +11,7 @@ from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import joined as _names
 from pcidoc.model.facts import Gpu
 from pcidoc.model.links import is_nvlink
+from pcidoc.model.report import Evidence
 
 # NCCL path levels from nearest to farthest [A] (NCCL env docs, NCCL_P2P_LEVEL).
 _LEVELS: tuple[str, ...] = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
@@ -497,18 +500,7 @@ def _other_nccl_findings(ctx: Context, env: dict[str, str], gpus: list[int]) -> 
                 )
             )
 
-    for name, what in (("NCCL_ALGO", "algorithm"), ("NCCL_PROTO", "protocol")):
-        if env.get(name):
-            findings.append(
-                Finding(
-                    "warn",
-                    f"{name}={env[name]} forces NCCL's {what}: it can no longer pick the best "
-                    "one per message size and topology (e.g. NVLS or LL128 may be excluded)",
-                    evidence=[_ev(name, env[name])],
-                    remediation=[f"`unset {name}` outside of deliberate benchmarks."],
-                    confidence="medium",
-                )
-            )
+    findings += _forced_choices(env, lambda name: _ev(name, env[name]))
 
     if _int_flag(env.get("NCCL_IGNORE_CPU_AFFINITY")):
         findings.append(
@@ -585,6 +577,66 @@ def _other_nccl_findings(ctx: Context, env: dict[str, str], gpus: list[int]) -> 
     return findings
 
 
+_FORCED = (("NCCL_ALGO", "algorithm"), ("NCCL_PROTO", "protocol"))
+"""Settings that take a choice away from NCCL whatever the machine: judged without its facts."""
+
+
+def _forced_choices(env: dict[str, str], evidence: Callable[[str], Evidence]) -> list[Finding]:
+    return [
+        Finding(
+            "warn",
+            f"{name}={env[name]} forces NCCL's {what}: it can no longer pick the best "
+            "one per message size and topology (e.g. NVLS or LL128 may be excluded)",
+            evidence=[evidence(name)],
+            remediation=[f"`unset {name}` outside of deliberate benchmarks."],
+            confidence="medium",
+        )
+        for name, what in _FORCED
+        if env.get(name)
+    ]
+
+
+def _imported_environment(ctx: Context) -> list[Finding]:
+    """An import: the job's environment was not captured, but an NCCL log may show some of
+    its settings (``NCCL_X set by environment to Y``). Those that force a choice whatever the
+    machine (:data:`_FORCED`) are judged, quoting the log; the others are named and left to the
+    checks that judge what NCCL did with them, since an import rarely carries the NIC and GPU
+    facts this check weighs them against."""
+    from pcidoc.doctor.checks.nccl._shared import logs, quote
+
+    shown: dict[str, str] = {}
+    quotes: dict[str, Evidence] = {}
+    for log in logs(ctx):
+        for name, value in log.env.items():
+            if name not in shown:
+                shown[name] = value
+                quotes[name] = quote(log.env_quotes.get(name))
+    needs = "run `pcidoc check --only env.nccl` in the job's environment on the machine"
+    if not shown:
+        return [
+            Finding(
+                "skip",
+                "environment not captured (imported outputs carry no NCCL/CUDA variables)",
+                needs=needs,
+            )
+        ]
+    findings = _forced_choices(shown, quotes.__getitem__)
+    rest = [name for name in shown if name not in dict(_FORCED)]
+    if not rest:
+        return findings
+    settings = _names([f"{name}={shown[name]}" for name in rest])
+    findings.append(
+        Finding(
+            "info" if findings else "skip",
+            f"the job's environment was not captured; its NCCL log shows {settings} "
+            "(nccl.network, nccl.transport and nccl.env-ignored judge what NCCL did with them)",
+            evidence=[quotes[name] for name in rest],
+            needs=None if findings else needs,
+        )
+    )
+    return findings
+
+
 @check("env.nccl", "NCCL and CUDA environment", needs="facts")
 def env_nccl(ctx: Context) -> list[Finding]:
     """Find NCCL_*/CUDA_* settings that defeat this machine's topology.
@@ -598,13 +650,7 @@ def env_nccl(ctx: Context) -> list[Finding]:
     """
     env = dict(ctx.host.environment)
     if not env and ctx.capture.origin.kind == "import":
-        return [
-            Finding(
-                "skip",
-                "environment not captured (imported outputs carry no NCCL/CUDA variables)",
-                needs="run `pcidoc check --only env.nccl` in the job's environment on the machine",
-            )
-        ]
+        return _imported_environment(ctx)
     findings, visible = _visible_findings(ctx, env)
     if visible or not ctx.gpus:  # with every GPU hidden there is no pair to judge
         findings += _p2p_findings(ctx, env, visible)
