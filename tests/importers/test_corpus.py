@@ -298,7 +298,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         },
         "nic_names": {"NIC3": "mlx5_3"},
         "warnings": [
-            "header lacks the column(s) of NIC0-NIC3",
+            "header lacks the columns NIC0-NIC3",
             "CPU affinity of GPU0-GPU3, GPU7 clipped in the paste",
         ],
         "checks": [

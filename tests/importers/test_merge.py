@@ -137,3 +137,28 @@ def test_hostname_is_never_taken_from_prompts() -> None:
     )
     assert cap.host.hostname is None
     assert cap.host.why("hostname") == "not taken from pasted prompts (often redacted)"
+
+
+def test_read_lines_and_warnings_count_in_english_on_every_real_paste() -> None:
+    """'1 host in the prefixes', '2 devices': no '(s)' in what an import says it read."""
+    from pcidoc.collect.importers import import_texts
+    from pcidoc.errors import PcidocError
+    from tests.conftest import realdata_dir
+
+    shared = realdata_dir().parent
+    files = sorted(
+        p for root in ("realdata", "realdata-evidence") for p in (shared / root).rglob("*.txt")
+    )
+    assert len(files) > 50
+    seen = 0
+    for path in files:
+        text = "".join(path.read_text(encoding="utf-8").splitlines(keepends=True)[3:])
+        try:
+            capture = import_texts([(path.name, text)]).capture
+        except PcidocError:  # an unrecognised paste is another test's business
+            continue
+        for source in capture.origin.sources:
+            lines = [*source.read, *source.warnings]
+            seen += len(lines)
+            assert not [line for line in lines if "(s)" in line], (path.name, lines)
+    assert seen > 100

@@ -69,7 +69,7 @@ def test_all_codes_are_kept() -> None:
     cap = load("$ nvidia-smi topo -p2p p\n" + text)
     row = cap.p2p.matrices["pci"][0]
     assert row == ["X", "OK", "NS", "CNS", "GNS", "DR", "U"]
-    assert "row(s) GPU1-GPU6 missing" in warnings_of(cap)
+    assert "rows GPU1-GPU6 missing" in warnings_of(cap)
     assert cap.p2p.status("pci", 1, 0) is None
 
 

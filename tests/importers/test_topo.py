@@ -147,7 +147,7 @@ def test_nic_rows_without_nic_columns() -> None:
     assert topo.link("GPU0", "NIC0") == "PIX"
     assert topo.link("GPU1", "NIC1") == "PIX"
     assert topo.link("NIC0", "NIC1") is None
-    assert "header lacks the column(s) of NIC0, NIC1" in warnings_of(cap)
+    assert "header lacks the columns NIC0, NIC1" in warnings_of(cap)
     assert "filled 4 cells from symmetry, 2 unknown" in warnings_of(cap)
 
 
@@ -178,7 +178,7 @@ def test_short_rows_leave_cells_unknown() -> None:
     )
     cap = load(text)
     assert cap.topology.link("GPU1", "GPU2") is None
-    assert "row(s) GPU1, GPU2 have fewer cells than the header" in warnings_of(cap)
+    assert "rows GPU1, GPU2 have fewer cells than the header" in warnings_of(cap)
 
 
 def test_missing_header_takes_labels_from_rows() -> None:

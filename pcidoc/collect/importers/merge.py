@@ -23,6 +23,7 @@ from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import Fragment, GpuPart
 from pcidoc.collect.importers.text import label_span
 from pcidoc.model.capture import Capture
+from pcidoc.model.units import plurals
 
 _FORMAT_NAMES = {
     "nvidia-smi-topo": "topo -m",
@@ -458,17 +459,18 @@ class _Merger:
             self.unavailable["topology"] = "no nvidia-smi topo -m output imported"
         if not self.p2p["matrices"] and self.p2p["can_access_peer"] is None:
             self.unavailable["p2p"] = "no nvidia-smi topo -p2p or P2P test output imported"
+        # Counted words read as English ("1 host", "2 hosts") wherever these lines are shown.
         for file in files:
             formats = list(dict.fromkeys(frag.fmt for frag in file.fragments))
-            read = [line for frag in file.fragments for line in frag.read]
-            warnings = list(file.warnings)
+            read = [plurals(line) for frag in file.fragments for line in frag.read]
+            warnings = [plurals(w) for w in file.warnings]
             for frag in file.fragments:
-                warnings.extend(w for w in frag.warnings if w not in warnings)
+                warnings.extend(w for w in map(plurals, frag.warnings) if w not in warnings)
             self.origin["sources"].append(
                 {"path": file.path, "formats": formats, "read": read, "warnings": warnings}
             )
             self.origin["warnings"].extend(f"{file.name}: {w}" for w in warnings)
-        self.origin["warnings"].extend(self.warnings)
+        self.origin["warnings"].extend(map(plurals, self.warnings))
 
 
 def _evidence(fragments: list[tuple[FileResult, Fragment]]) -> Any:

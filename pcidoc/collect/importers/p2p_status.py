@@ -16,7 +16,7 @@ from pcidoc.collect.importers.matrix import (
     header_tokens,
     row_cells,
 )
-from pcidoc.collect.importers.text import Doc, label_span, lazy
+from pcidoc.collect.importers.text import Doc, lazy, named
 
 FORMAT = "nvidia-smi-p2p"
 DESCRIPTION = "nvidia-smi topo -p2p r|w|n|a|p (P2P status matrix: OK/NS/CNS/GNS/TNS/DR/U)"
@@ -94,11 +94,15 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
         matrix[i][i] = matrix[i][i] or "X"
     missing = [f"GPU{g}" for g in gpus if g not in rows]
     if missing:
-        frag.warn(f"P2P status matrix: row(s) {label_span(missing)} missing; left unknown")
+        frag.warn(f"P2P status matrix: {named('row', missing)} missing; left unknown")
     if short:
-        frag.warn(f"P2P status matrix: row(s) {label_span(short)} have fewer cells than the header")
+        frag.warn(f"P2P status matrix: {named('row', short, 'have')} fewer cells than the header")
     if bad:
-        frag.warn(f"P2P status matrix: unknown status code(s) {', '.join(sorted(set(bad)))}")
+        codes = sorted(set(bad))
+        frag.warn(
+            f"P2P status matrix: unknown status code{'s' if len(codes) > 1 else ''} "
+            f"{', '.join(codes)}"
+        )
     caps, warning = capabilities(ctx.command)
     if warning:
         frag.warn(warning)

@@ -79,6 +79,16 @@ def normalize_bus_id(text: str | None) -> str | None:
     return f"{dom}:{bus:02x}:{dev:02x}.{fn}"
 
 
+def named(noun: str, labels: list[str], verb: str = "") -> str:
+    """``row GPU3`` / ``rows GPU1-GPU3`` (and ``has``/``have`` for ``verb="have"``): a noun
+    counted by the labels that follow it, which a plural rule cannot see."""
+    many = len(labels) > 1
+    text = f"{noun}{'s' if many else ''} {label_span(labels)}"
+    if verb:
+        text += " " + (verb if many else {"have": "has", "are": "is"}.get(verb, verb + "s"))
+    return text
+
+
 def label_span(labels: list[str]) -> str:
     """Compact a list of labels: ``GPU5, GPU6, GPU7, NIC0`` -> ``GPU5-GPU7, NIC0``."""
     out: list[str] = []

@@ -27,7 +27,7 @@ from pcidoc.collect.importers.matrix import (
     is_link,
     row_cells,
 )
-from pcidoc.collect.importers.text import Doc, label_span, lazy, shorten
+from pcidoc.collect.importers.text import Doc, label_span, lazy, named, shorten
 from pcidoc.model.cpulist import MAX_CPUS, out_of_range, parse_cpulist
 from pcidoc.model.facts import Topology
 from pcidoc.model.links import normalize_link
@@ -228,19 +228,18 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     short_rows = [label for label, row in rows.items() if len(row.links) < len(col_labels)]
     problems: list[str] = []
     if missing_rows:
-        plural = "s" if len(missing_rows) > 1 else ""
-        problems.append(f"row{plural} {label_span(missing_rows)} missing")
+        problems.append(f"{named('row', missing_rows)} missing")
     if row_only and header is not None and len(columns_of_cells) == len(col_labels):
-        problems.append(f"header lacks the column(s) of {label_span(row_only)}")
+        problems.append(f"header lacks the {named('column', row_only)}")
     if short_rows:
-        problems.append(f"row(s) {label_span(short_rows)} have fewer cells than the header")
+        problems.append(f"{named('row', short_rows, 'have')} fewer cells than the header")
     if problems or unknown:
         what = "; ".join(problems) if problems else "incomplete matrix"
         frag.warn(f"topo matrix: {what}; filled {filled} cells from symmetry, {unknown} unknown")
     if dropped_cells:
         frag.warn(f"topo matrix: {dropped_cells} cells beyond the known columns were dropped")
     if duplicate:
-        frag.warn(f"topo matrix: duplicate row(s) {label_span(duplicate)}; kept the first")
+        frag.warn(f"topo matrix: duplicate {named('row', duplicate)}; kept the first")
     if bad_diagonal:
         frag.warn(f"topo matrix: diagonal of {label_span(bad_diagonal)} is not X (shifted row?)")
     if conflicts:
@@ -282,7 +281,7 @@ def _affinities(
             extra_cells.append(label)
         values[label] = dict(zip(columns, cells, strict=False))
     if extra_cells:
-        frag.warn(f"topo matrix: unexpected trailing cells in row(s) {label_span(extra_cells)}")
+        frag.warn(f"topo matrix: unexpected trailing cells in {named('row', extra_cells)}")
     if guessed and values:
         frag.warn("topo matrix: affinity columns assumed in nvidia-smi's order (no header)")
 
