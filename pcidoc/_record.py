@@ -12,6 +12,9 @@ record class.
 Type checkers see :func:`dataclasses.dataclass` and :func:`dataclasses.field` (the names are
 aliased under ``TYPE_CHECKING``), so field types and constructor calls are checked as before.
 
+Modules that define record classes use ``from __future__ import annotations`` (a test checks
+it): the fields are read from the class's ``__annotations__``.
+
 Supported: defaults, ``field(default=..., default_factory=..., repr=..., compare=...)``,
 ``frozen=True``, inheritance between record classes; ``ClassVar`` annotations are not fields.
 Not supported (and not used): ``InitVar``, ``KW_ONLY``, ``__post_init__``, ordering, slots;
@@ -67,7 +70,14 @@ def _collect(cls: type) -> tuple[_Field, ...]:
         for inherited in base.__dict__.get("__record_fields__", ()):
             fields[inherited.name] = inherited
     # The class's own annotations (``inspect.get_annotations`` would import inspect).
-    own = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
+    own = cls.__dict__.get("__annotations__")  # noqa: RUF063
+    if own is None:
+        if "__annotate__" in cls.__dict__:  # Python 3.14's deferred annotations
+            raise TypeError(
+                f"{cls.__qualname__}: record classes need `from __future__ import annotations` "
+                "in their module (their fields are read from the class's __annotations__)"
+            )
+        own = {}
     for name, annotation in own.items():
         if _is_class_var(annotation):
             continue

@@ -126,3 +126,19 @@ def test_pcidoc_records_do_not_import_dataclasses() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_modules_with_record_classes_use_postponed_annotations() -> None:
+    """Fields come from the class's __annotations__ dict, which Python 3.14 only builds eagerly
+    under `from __future__ import annotations`."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "pcidoc"
+    users = [p for p in root.rglob("*.py") if "pcidoc._record import" in p.read_text("utf-8")]
+    assert len(users) >= 10
+    missing = [
+        str(p)
+        for p in users
+        if "\nfrom __future__ import annotations\n" not in p.read_text("utf-8")
+    ]
+    assert missing == []
