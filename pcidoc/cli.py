@@ -857,12 +857,19 @@ COMMANDS = {
 def run() -> NoReturn:
     """The ``pcidoc`` command (console script, ``python -m pcidoc``): :func:`main`, then exit.
 
-    Before the interpreter's teardown the garbage collector is told to leave every object alone
-    (``gc.freeze``): its final collection at exit would walk the whole capture and report, about
-    7 ms on a 72-GPU machine, to free what the end of the process frees anyway. atexit handlers,
-    flushing and module teardown are untouched. Only here, never in :func:`main`, which tests
-    and other programs call in their own long-lived processes.
+    Two things only a process of pcidoc's own may do, so they are here and never in
+    :func:`main`, which tests and other programs call in their own long-lived processes: the
+    first serialization skips ``pydantic_core``'s package
+    (:func:`pcidoc.model.compiled.serialize_without_package`), and before the interpreter's
+    teardown the garbage collector is told to leave every object alone (``gc.freeze``): its
+    final collection at exit would walk the whole capture and report, about 7 ms on a 72-GPU
+    machine, to free what the end of the process frees anyway. atexit handlers, flushing and
+    module teardown are untouched.
     """
+    # This process is pcidoc's own: its first serialization may skip pydantic_core's package.
+    from pcidoc.model.compiled import serialize_without_package
+
+    serialize_without_package()
     code = main()
     import gc
 
@@ -876,10 +883,6 @@ def main(argv: list[str] | None = None) -> int:
     # of every installed distribution (7-11 ms in an environment with torch) the first time a
     # validator is built. An explicit setting of the user's is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    # This process is pcidoc's own: its first serialization may skip pydantic_core's package.
-    from pcidoc.model.compiled import serialize_without_package
-
-    serialize_without_package()
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False)) or os.environ.get("PCIDOC_DEBUG") == "1"

@@ -20,6 +20,8 @@ SAMPLE = ROOT / "pcidoc" / "samples" / "data" / "h800-8gpu-hgx.json"
 _CHECK = """
 import contextlib, io, json, sys
 {setup}
+from pcidoc.model.compiled import serialize_without_package
+serialize_without_package()  # as pcidoc.cli.run (the pcidoc command) does before main()
 from pcidoc.cli import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
@@ -211,6 +213,8 @@ def test_library_use_keeps_the_real_missing_sentinel() -> None:
 
 _AFTER_CLI = r"""
 import contextlib, io, json, sys
+from pcidoc.model.compiled import serialize_without_package
+serialize_without_package()  # as pcidoc.cli.run does
 from pcidoc.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     main(["check", "--json", "--from", sys.argv[1]])

@@ -158,8 +158,8 @@ _prime_sentinel = False
 def serialize_without_package() -> None:
     """Let this process's first model serialization skip the ``pydantic_core`` package.
 
-    For pcidoc's command line (``pcidoc.cli.main``) only, not for code that imports pcidoc as a
-    library: see :func:`prime_missing_sentinel`.
+    For pcidoc's own process (``pcidoc.cli.run``, the ``pcidoc`` command) only, not for code
+    that imports pcidoc or calls ``pcidoc.cli.main``: see :func:`prime_missing_sentinel`.
     """
     global _prime_sentinel
     _prime_sentinel = True
@@ -189,7 +189,7 @@ def prime_missing_sentinel() -> None:
 
     The one difference: in this process the engine does not recognise the real
     ``pydantic_core.MISSING``, so a pydantic model of someone else's with a ``MISSING`` field
-    would print it instead of leaving it out. That is why only pcidoc's own command line
+    would print it instead of leaving it out. That is why only the ``pcidoc`` command itself
     allows it. Light models require the exact ``pydantic_core`` the store was made with, so this
     runs only against the engine version it is tested with; any failure leaves the cell empty
     and the engine imports the real package as usual.
