@@ -202,6 +202,53 @@ async def test_slash_searches_the_checks_and_escape_clears(export_dir: Path) -> 
     assert list(export_dir.iterdir()) == []
 
 
+async def test_after_enter_in_the_search_letters_are_keys_again() -> None:
+    # `/ p2p enter` keeps the search on display; q, f and 1 must then act, not be typed into
+    # the search (q used to become "p2pq" and the user could not quit or switch panes).
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        doctor = app.main.doctor
+        await burst(pilot, "slash", *"p2p")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert doctor.search == "p2p"
+        await pilot.press("f")
+        await pilot.pause()
+        assert doctor.search == "p2p" and doctor.hide_passed
+        await pilot.press("1")
+        await pilot.pause()
+        assert app.main.active_pane == "topology"
+        # "/" again: letters go to the search once more (replacing the selected old text).
+        await pilot.press("3", "slash", "x")
+        await pilot.pause()
+        assert doctor.search == "x"
+        await pilot.press("enter", "q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_a_search_with_no_match_names_the_key_that_undoes_it() -> None:
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        doctor = app.main.doctor
+        await burst(pilot, "slash", *"zzzz")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert doctor.checks == []
+        said = plain(app.main.query_one("#check-text", Static))
+        # Not "f / escape show them all": f does not undo a search.
+        assert "escape clears the search" in said and "f " not in said
+        await pilot.press("escape")
+        await pilot.pause()
+        assert doctor.search == "" and doctor.checks
+
+
 async def test_enter_on_a_finding_jumps_to_its_pair_in_the_matrix() -> None:
     app = demo_app("autodl-2080ti-2gpu")
     async with app.run_test(size=(120, 36)) as pilot:
