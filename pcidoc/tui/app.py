@@ -652,8 +652,18 @@ class PcidocApp(App[int]):
         """Hide or show the no-GPU banner (it takes rows a small terminal needs)."""
         banner = self.main.banner
         if not banner.has_reason:
+            displayed = self.displayed
+            what = (
+                "this machine's GPUs are on display"
+                if displayed is not None and displayed.source.kind == "live"
+                else f"{displayed.source.describe()} is on display by choice"
+                if displayed is not None
+                else "nothing is on display yet"
+            )
             self.notify(
-                "There is no banner to hide: this machine's GPUs are on display.", timeout=4
+                f"There is no banner to hide: it shows only when this machine has no GPU and "
+                f"a demo stands in ({what}).",
+                timeout=4,
             )
             return
         banner.toggle()
@@ -712,7 +722,10 @@ class PcidocApp(App[int]):
     def action_cancel_probes(self) -> None:
         """Cancel the running probes: the runner ends their process groups."""
         if not self.probes_running:
-            self.notify("No probes are running: nothing to cancel (p starts them).", timeout=4)
+            blocked = self.probes_blocked()
+            # "p starts them" only where p does: on a demo or a capture it refuses, and why.
+            hint = "p starts them." if blocked is None else blocked
+            self.notify(f"No probes are running: nothing to cancel. {hint}", timeout=6)
             return
         self.workers.cancel_group(self, "probes")
         self._probe_panel().cancelling()

@@ -140,7 +140,33 @@ async def test_x_with_nothing_running_says_so() -> None:
         await settle(pilot)
         await pilot.press("x")
         await pilot.pause()
-    assert any("No probes are running" in m for _, m in app.notices)
+    said = [m for _, m in app.notices if "No probes are running" in m]
+    assert said
+    # On a demo p refuses: x must not send the user to it.
+    assert "p starts them" not in said[0] and "DEMO machine" in said[0]
+
+
+async def test_x_on_a_live_gpu_machine_points_to_p() -> None:
+    box = hgx_live()
+    app = make_app(collect=lambda: box.capture, allow_probes=None)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        await pilot.pause()
+    assert any("nothing to cancel. p starts them." in m for _, m in app.notices)
+
+
+async def test_q_closes_the_sample_picker() -> None:
+    # A modal dialog keeps the app's keys from running: q did nothing at all in the picker.
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, SamplePicker)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen) and app.source.name == "autodl-2080ti-2gpu"
 
 
 async def test_settle_raises_when_the_app_never_settles() -> None:
@@ -333,3 +359,15 @@ async def test_b_hides_the_no_gpu_banner_and_gives_its_rows_back() -> None:
         await pilot.press("b")
         await pilot.pause()
         assert banner.display
+
+
+async def test_b_without_a_banner_does_not_claim_this_machines_gpus_are_shown() -> None:
+    # `pcidoc --demo` shows a demo by choice: "this machine's GPUs are on display" was false.
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await pilot.pause()
+    said = [m for _, m in app.notices if "no banner" in m]
+    assert said and "this machine's GPUs" not in said[0]
+    assert "demo: autodl-2080ti-2gpu" in said[0]
