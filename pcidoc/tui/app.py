@@ -416,16 +416,18 @@ class PcidocApp(App[int]):
         name="write_export",
         description="write report files",
     )
-    def write_export(self, report: Report, base: str, svg: str) -> None:
-        """Write ``base``.md/.html/.json/.svg; post what was written or why it failed."""
+    def write_export(self, report: Report, base: str, svg: str, default_name: str) -> None:
+        """Write ``base``.md/.html/.json/.svg (``default_name`` inside ``base`` when it is a
+        folder); post what was written or why it failed."""
         from pcidoc.present import render_report_file
 
-        target = Path(base).expanduser()
-        if not target.is_absolute():
-            target = self.options.export_dir / target
+        from pcidoc.tui.screens.export import export_target
+
+        target = export_target(base, self.options.export_dir, default_name)
         folder = target.parent
+        again = "press e to choose another path"
         if not folder.is_dir():
-            self.post_message(ExportFailed(f"folder {folder} does not exist"))
+            self.post_message(ExportFailed(f"folder {folder} does not exist: {again}"))
             return
         written: list[str] = []
         try:
@@ -439,7 +441,7 @@ class PcidocApp(App[int]):
         except OSError as exc:
             reason = exc.strerror or str(exc)
             where = exc.filename or folder
-            self.post_message(ExportFailed(f"could not write {where}: {reason}"))
+            self.post_message(ExportFailed(f"could not write {where}: {reason}: {again}"))
             return
         self.post_message(ReportExported(written))
 
@@ -760,10 +762,11 @@ class PcidocApp(App[int]):
         if not base or self.report is None:
             return
         report = self.report
+        default_name = self.default_export_base()
         # The dialog is gone after this refresh: the screenshot shows the panes, not the dialog.
         self.call_after_refresh(
             lambda: self.write_export(
-                report, base, self.export_screenshot(title=f"pcidoc — {base}")
+                report, base, self.export_screenshot(title=f"pcidoc — {base}"), default_name
             )
         )
 

@@ -371,3 +371,60 @@ async def test_b_without_a_banner_does_not_claim_this_machines_gpus_are_shown() 
     said = [m for _, m in app.notices if "no banner" in m]
     assert said and "this machine's GPUs" not in said[0]
     assert "demo: autodl-2080ti-2gpu" in said[0]
+
+
+# ------------------------------------------------------------------ export: folders, existing files
+
+
+async def test_export_to_a_folder_writes_inside_it(export_dir: Path) -> None:
+    # Typing a folder wrote FOLDER.md, FOLDER.html... beside it instead of a report inside it.
+    target = export_dir / "reports"
+    target.mkdir()
+    app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#export-path").value = "reports"
+        await pilot.press("enter")
+        await settle(pilot)
+    inside = sorted(p.name for p in target.iterdir())
+    assert inside == [
+        f"pcidoc-report-acs-box-20260101T120000Z{s}" for s in (".html", ".json", ".md", ".svg")
+    ]
+    assert sorted(p.name for p in export_dir.iterdir()) == ["reports"]
+
+
+async def test_export_over_existing_files_asks_before_replacing_them(export_dir: Path) -> None:
+    old = export_dir / "mine.md"
+    old.write_text("my notes\n", encoding="utf-8")
+    app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#export-path").value = "mine"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ExportScreen)  # still asking
+        warning = plain(app.screen.query_one("#export-warning", Static))
+        assert "mine.md already in" in warning and "enter again replaces it" in warning
+        assert old.read_text(encoding="utf-8") == "my notes\n"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, MainScreen)
+    assert old.read_text(encoding="utf-8") != "my notes\n"
+    assert (export_dir / "mine.json").is_file()
+
+
+async def test_a_failed_export_says_how_to_try_again(export_dir: Path) -> None:
+    app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#export-path").value = "no/such/folder/report"
+        await pilot.press("enter")
+        await settle(pilot)
+    errors = [m for severity, m in app.notices if severity == "error"]
+    assert errors and errors[0].endswith("press e to choose another path")
