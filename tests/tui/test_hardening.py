@@ -428,3 +428,23 @@ async def test_a_failed_export_says_how_to_try_again(export_dir: Path) -> None:
         await settle(pilot)
     errors = [m for severity, m in app.notices if severity == "error"]
     assert errors and errors[0].endswith("press e to choose another path")
+
+
+@pytest.mark.parametrize(
+    ("sample", "says", "never"),
+    [
+        # nvidia-smi topo -m says NV12; the import has no per-link facts: not "PCIe only".
+        ("a100-sxm4-8gpu-nvswitch", "topology matrix shows NV12 to 7 GPUs", "PCIe only"),
+        ("autodl-2080ti-2gpu", "PCIe only", "topology matrix shows"),
+    ],
+)
+async def test_the_nvlink_title_agrees_with_the_topology_matrix(
+    sample: str, says: str, never: str
+) -> None:
+    app = demo_app(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        title = plain(app.main.query_one("#nvlink-title", Static))
+    assert says in title and never not in title

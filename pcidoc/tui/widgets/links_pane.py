@@ -394,11 +394,7 @@ class LinksPane(Container):
         head = Text()
         head.append(f"{gpu.label} NVLinks", style="bold")
         if not gpu.nvlinks:
-            head.append(
-                "  none: this GPU talks to its peers over PCIe only "
-                "(or the capture has no NVLink facts)",
-                style="dim",
-            )
+            head.append(f"  {self._no_nvlink_facts(gpu)}", style="dim")
         title.update(head)
         table.display = bool(gpu.nvlinks)
         rate = self.rates.get(gpu.index)
@@ -437,6 +433,33 @@ class LinksPane(Container):
         if gpu.nvlinks:
             table.move_cursor(row=min(cursor, len(gpu.nvlinks) - 1), animate=False)
         self._show_chart()
+
+    def _no_nvlink_facts(self, gpu: Gpu) -> str:
+        """Why a GPU has no NVLink rows: none in its topology, or the capture only has the
+        matrix (an imported ``nvidia-smi topo -m`` says NV12 without per-link facts; saying
+        "PCIe only" there contradicts the Topology pane)."""
+        capture = self.capture
+        classes: dict[str, list[str]] = {}
+        if capture is not None:
+            for peer in capture.gpus:
+                if peer.index == gpu.index:
+                    continue
+                link = capture.topology.link(gpu.label, peer.label)
+                if link and link.startswith("NV"):
+                    classes.setdefault(link, []).append(peer.label)
+        if not classes:
+            return (
+                "none: this GPU talks to its peers over PCIe only "
+                "(or the capture has no NVLink facts)"
+            )
+        seen = ", ".join(
+            f"{link} to {peers[0]}" if len(peers) == 1 else f"{link} to {len(peers)} GPUs"
+            for link, peers in classes.items()
+        )
+        return (
+            f"the topology matrix shows {seen}, but the capture has no per-link NVLink "
+            "facts (states, speeds, errors): capture on the machine with `pcidoc capture`"
+        )
 
     # ------------------------------------------------------------------------ chart
 
