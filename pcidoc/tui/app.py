@@ -420,7 +420,6 @@ class PcidocApp(App[int]):
         """Write ``base``.md/.html/.json/.svg (``default_name`` inside ``base`` when it is a
         folder); post what was written or why it failed."""
         from pcidoc.present import render_report_file
-
         from pcidoc.tui.screens.export import export_target
 
         target = export_target(base, self.options.export_dir, default_name)
@@ -619,13 +618,21 @@ class PcidocApp(App[int]):
         matrix.select(row, col)
         matrix.focus()
 
-    def action_topology_key(self, key: str) -> None:
-        """``c`` / ``n`` from the key bar: act on the Topology pane."""
-        pane = self.main.topology
-        if key == "c":
-            pane.action_cycle_colour()
-        elif key == "n":
-            pane.action_toggle_nics()
+    def action_pane_key(self, key: str) -> None:
+        """A pane's key clicked in the key bar: act on the pane on display, as the key does."""
+        main = self.main
+        pane = main.active_pane
+        if pane == "topology" and key in ("c", "n"):
+            if key == "c":
+                main.topology.action_cycle_colour()
+            else:
+                main.topology.action_toggle_nics()
+        elif pane == "links" and key == "o":
+            main.links.action_cycle_sort()
+        elif pane == "doctor" and key == "f":
+            main.doctor.action_toggle_passed()
+        elif pane == "doctor" and key == "/":
+            main.doctor.action_search()
 
     # ------------------------------------------------------------------ actions
 

@@ -448,3 +448,92 @@ async def test_the_nvlink_title_agrees_with_the_topology_matrix(
         await pilot.pause()
         title = plain(app.main.query_one("#nvlink-title", Static))
     assert says in title and never not in title
+
+
+# ------------------------------------------------------------------ key bar: every pane's keys
+
+
+async def test_the_key_bar_shows_each_panes_keys_and_they_work_when_clicked() -> None:
+    # The Doctor's f and / and the Links pane's o were in no key bar: a user reading the
+    # footer never learnt them.
+    from pcidoc.tui.widgets.key_bar import KeyBar
+
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        bar = app.main.query_one(KeyBar)
+        await pilot.press("3")
+        await settle(pilot)
+        text = plain(bar)
+        assert "f Filter" in text and "/ Search" in text and "q Quit" in text
+        await pilot.click(KeyBar, offset=(text.index("f Filter") + 1, 0))
+        await pilot.pause()
+        assert app.main.doctor.hide_passed
+        await pilot.click(KeyBar, offset=(text.index("/ Search") + 1, 0))
+        await pilot.pause()
+        await pilot.press("p", "2", "p")
+        await pilot.pause()
+        assert app.main.doctor.search == "p2p"
+        await pilot.press("enter", "2")
+        await settle(pilot)
+        text = plain(bar)
+        assert "o Sort" in text and "f Filter" not in text
+        await pilot.click(KeyBar, offset=(text.index("o Sort") + 1, 0))
+        await pilot.pause()
+        assert app.main.links.sort != "gpu"
+
+
+def _fleet_dir(tmp_path: Path) -> Path:
+    from pcidoc.samples import sample_path
+
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    for n in (1, 2):
+        (folder / f"node{n}.json").write_text(
+            sample_path("a100-sxm4-8gpu-nvswitch").read_text(encoding="utf-8"), encoding="utf-8"
+        )
+    (folder / "broken.json").write_text("{bad", encoding="utf-8")
+    return folder
+
+
+async def test_the_fleet_names_its_unreadable_files_and_the_key_back(tmp_path: Path) -> None:
+    from pcidoc.fleet.analyze import analyse
+    from pcidoc.tui.screens.fleet import FleetScreen
+    from pcidoc.tui.widgets.key_bar import KeyBar
+    from tests.tui.conftest import wait_until
+
+    report = analyse([str(_fleet_dir(tmp_path))], workers=1, generated_at="t")
+    app = make_app(None, None, collect=lambda: None, fleet=report, allow_probes=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.pause()
+        # "1 unreadable file" said how many, never which or why.
+        skipped = plain(app.screen.query_one("#fleet-unreadable", Static))
+        assert "broken.json" in skipped and "not JSON" in skipped
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.report is not None)
+        # In a node, the key bar says how to get back to the fleet.
+        assert "esc Fleet" in plain(app.main.query_one(KeyBar))
+
+
+async def test_a_narrow_key_bar_drops_whole_hints_and_keeps_quit() -> None:
+    # 80 columns on the Doctor pane while probes run: "q Quit" was cut to "q" at the edge.
+    from pcidoc.tui.widgets.key_bar import KeyBar
+
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        bar = app.main.query_one(KeyBar)
+        app.probes_running = True
+        await pilot.pause()
+        text = plain(bar).rstrip()
+        assert len(text) <= 80
+        assert "x Cancel probes" in text and "f Filter" in text
+        assert text.endswith("q Quit") and "…" not in text
+        assert "s Samples" not in text  # dropped whole, not cut
+        await pilot.resize_terminal(160, 40)
+        await pilot.pause()
+        assert "s Samples" in plain(bar)
+        app.probes_running = False
