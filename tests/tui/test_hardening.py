@@ -537,3 +537,21 @@ async def test_a_narrow_key_bar_drops_whole_hints_and_keeps_quit() -> None:
         await pilot.pause()
         assert "s Samples" in plain(bar)
         app.probes_running = False
+
+
+@pytest.mark.parametrize("sample", ["synthetic-72gpu", "h800-8gpu-hgx", "a100-sxm4-8gpu-nvswitch"])
+async def test_the_header_keeps_the_verdict_at_80_columns(sample: str) -> None:
+    # The 72-GPU demo's header packed into three lines at 80 columns and the header shows two:
+    # "worst: ! WARN" was not on screen at all.
+    from pcidoc.tui.widgets.machine_header import HEADER_LINES
+
+    app = demo_app(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        line = app.main.query_one("#header-machine", Static)
+        shown = [
+            "".join(segment.text for segment in strip)
+            for strip in line.render_lines(line.region.reset_offset)
+        ]
+        assert len(shown) <= HEADER_LINES
+        assert any("worst:" in row for row in shown), shown
