@@ -10,7 +10,6 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.report import Report, ReportSource
 from pcidoc.tui.describe import header_text, worst_line
 
-
 HEADER_LINES = 2
 """Lines of the machine line (``#header-machine``'s ``max-height`` in pcidoc.tcss)."""
 
