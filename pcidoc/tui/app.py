@@ -360,7 +360,7 @@ class PcidocApp(App[int]):
         if sampler is None:
             return None
         sample = sampler.sample()
-        self.post_message(CountersSampled(sample))
+        self.post_message(CountersSampled(sample, sampler))
         return sample
 
     @work(
@@ -522,6 +522,8 @@ class PcidocApp(App[int]):
 
     @on(CountersSampled)
     def _counters_sampled(self, message: CountersSampled) -> None:
+        if message.sampler is not None and message.sampler is not self.sampler:
+            return  # read from the machine on display before (another one was opened since)
         previous = self.last_sample
         between = None
         if previous is not None:

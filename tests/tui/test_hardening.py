@@ -555,3 +555,28 @@ async def test_the_header_keeps_the_verdict_at_80_columns(sample: str) -> None:
         ]
         assert len(shown) <= HEADER_LINES
         assert any("worst:" in row for row in shown), shown
+
+
+async def test_a_sample_of_the_previous_machine_is_not_shown_after_switching() -> None:
+    # The sampler thread may read the old demo's counters just as another sample is opened:
+    # that message arrived after the switch and the Links pane showed the old machine's
+    # rates (and the next sample made rates across two machines' counters).
+    app = demo_app("autodl-2080ti-2gpu", replay_demos=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        old = app.sampler
+        assert old is not None
+        app.take_sample()
+        await pilot.pause()
+        app.load_machine(None, None, demo="a100-sxm4-8gpu-nvswitch")
+        await settle(pilot)
+        new = app.sampler
+        assert new is not None and new is not old and app.counters is None
+        app.sampler = old  # the sampler thread still holds the old one...
+        app.take_sample()
+        app.sampler = new  # ...while the UI has switched
+        await pilot.pause()
+        await pilot.pause()
+        assert app.counters is None
