@@ -580,3 +580,28 @@ async def test_a_sample_of_the_previous_machine_is_not_shown_after_switching() -
         await pilot.pause()
         await pilot.pause()
         assert app.counters is None
+
+
+async def test_a_link_the_capture_lacks_shows_the_model_link_util_is_measured_against() -> None:
+    # The imported 2080 Ti demo has no negotiated link: the link column said "—" while
+    # Util % was computed against the model's Gen3 x16 ceiling, with nothing saying so.
+    app = demo_app("autodl-2080ti-2gpu", replay_demos=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        app.take_sample()  # the replayed trace has no link either: the cell keeps the model's
+        await pilot.pause()
+        table = app.main.query_one("#gpu-table", DataTable)
+        assert str(table.get_cell("0", "link")) == "Gen3 x16?"
+        note = plain(app.main.query_one("#links-note", Static))
+        assert "Link? = the GPU model's own link" in note
+    # A capture with the negotiated link shows it plainly, and no such note.
+    app = make_app(acs_machine(), acs_source())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        table = app.main.query_one("#gpu-table", DataTable)
+        assert "?" not in str(table.get_cell("0", "link"))
+        assert "Link?" not in plain(app.main.query_one("#links-note", Static))

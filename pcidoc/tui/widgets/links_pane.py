@@ -73,6 +73,11 @@ def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Te
     gen = gen if gen is not None else pcie.current_gen
     width = width if width is not None else pcie.current_width
     if gen is None and width is None:
+        if _model_link(gpu):
+            # No negotiated link in the capture: Util % is against the GPU model's own link
+            # (the link model's ceiling), so say which, marked as not read from this GPU.
+            _, label = gpu_pcie_ceiling(gpu)
+            return Text(f"{label}?", style="dim")
         return Text("—", style="dim")
     now = link_label(gen, width)
     top = link_label(pcie.max_gen, pcie.max_width)
@@ -80,6 +85,18 @@ def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Te
     if below:
         return Text(f"{now} ({top})", style="yellow")
     return Text(now)
+
+
+def _model_link(gpu: Gpu) -> bool:
+    """The GPU's PCIe ceiling comes from its model, not from a link read on it."""
+    from pcidoc.model.linkmodel import gpu_pcie_ceiling as ceiling_of
+
+    pcie = gpu.pcie
+    return (
+        pcie.current_gen is None
+        and pcie.current_width is None
+        and ceiling_of(gpu).provenance == "model"
+    )
 
 
 def _util(
@@ -242,6 +259,10 @@ class LinksPane(Container):
         phrases.append(
             Text("Util % raw: busier direction ÷ raw ceiling of the current PCIe link.", "dim")
         )
+        if self.capture is not None and any(_model_link(g) for g in self.capture.gpus):
+            phrases.append(
+                Text("Link? = the GPU model's own link: the capture has no negotiated one.", "dim")
+            )
         if not self.live:
             phrases.append(Text("Errors: totals since boot.", style="dim"))
         if self.sort != "gpu":
