@@ -360,7 +360,7 @@ class PcidocApp(App[int]):
         if sampler is None:
             return None
         sample = sampler.sample()
-        self.post_message(CountersSampled(sample))
+        self.post_message(CountersSampled(sample, sampler))
         return sample
 
     @work(
@@ -416,16 +416,17 @@ class PcidocApp(App[int]):
         name="write_export",
         description="write report files",
     )
-    def write_export(self, report: Report, base: str, svg: str) -> None:
-        """Write ``base``.md/.html/.json/.svg; post what was written or why it failed."""
+    def write_export(self, report: Report, base: str, svg: str, default_name: str) -> None:
+        """Write ``base``.md/.html/.json/.svg (``default_name`` inside ``base`` when it is a
+        folder); post what was written or why it failed."""
         from pcidoc.present import render_report_file
+        from pcidoc.tui.screens.export import export_target
 
-        target = Path(base).expanduser()
-        if not target.is_absolute():
-            target = self.options.export_dir / target
+        target = export_target(base, self.options.export_dir, default_name)
         folder = target.parent
+        again = "press e to choose another path"
         if not folder.is_dir():
-            self.post_message(ExportFailed(f"folder {folder} does not exist"))
+            self.post_message(ExportFailed(f"folder {folder} does not exist: {again}"))
             return
         written: list[str] = []
         try:
@@ -439,7 +440,7 @@ class PcidocApp(App[int]):
         except OSError as exc:
             reason = exc.strerror or str(exc)
             where = exc.filename or folder
-            self.post_message(ExportFailed(f"could not write {where}: {reason}"))
+            self.post_message(ExportFailed(f"could not write {where}: {reason}: {again}"))
             return
         self.post_message(ReportExported(written))
 
@@ -521,6 +522,8 @@ class PcidocApp(App[int]):
 
     @on(CountersSampled)
     def _counters_sampled(self, message: CountersSampled) -> None:
+        if message.sampler is not None and message.sampler is not self.sampler:
+            return  # read from the machine on display before (another one was opened since)
         previous = self.last_sample
         between = None
         if previous is not None:
@@ -617,13 +620,21 @@ class PcidocApp(App[int]):
         matrix.select(row, col)
         matrix.focus()
 
-    def action_topology_key(self, key: str) -> None:
-        """``c`` / ``n`` from the key bar: act on the Topology pane."""
-        pane = self.main.topology
-        if key == "c":
-            pane.action_cycle_colour()
-        elif key == "n":
-            pane.action_toggle_nics()
+    def action_pane_key(self, key: str) -> None:
+        """A pane's key clicked in the key bar: act on the pane on display, as the key does."""
+        main = self.main
+        pane = main.active_pane
+        if pane == "topology" and key in ("c", "n"):
+            if key == "c":
+                main.topology.action_cycle_colour()
+            else:
+                main.topology.action_toggle_nics()
+        elif pane == "links" and key == "o":
+            main.links.action_cycle_sort()
+        elif pane == "doctor" and key == "f":
+            main.doctor.action_toggle_passed()
+        elif pane == "doctor" and key == "/":
+            main.doctor.action_search()
 
     # ------------------------------------------------------------------ actions
 
@@ -652,8 +663,18 @@ class PcidocApp(App[int]):
         """Hide or show the no-GPU banner (it takes rows a small terminal needs)."""
         banner = self.main.banner
         if not banner.has_reason:
+            displayed = self.displayed
+            what = (
+                "this machine's GPUs are on display"
+                if displayed is not None and displayed.source.kind == "live"
+                else f"{displayed.source.describe()} is on display by choice"
+                if displayed is not None
+                else "nothing is on display yet"
+            )
             self.notify(
-                "There is no banner to hide: this machine's GPUs are on display.", timeout=4
+                f"There is no banner to hide: it shows only when this machine has no GPU and "
+                f"a demo stands in ({what}).",
+                timeout=4,
             )
             return
         banner.toggle()
@@ -712,7 +733,10 @@ class PcidocApp(App[int]):
     def action_cancel_probes(self) -> None:
         """Cancel the running probes: the runner ends their process groups."""
         if not self.probes_running:
-            self.notify("No probes are running: nothing to cancel (p starts them).", timeout=4)
+            blocked = self.probes_blocked()
+            # "p starts them" only where p does: on a demo or a capture it refuses, and why.
+            hint = "p starts them." if blocked is None else blocked
+            self.notify(f"No probes are running: nothing to cancel. {hint}", timeout=6)
             return
         self.workers.cancel_group(self, "probes")
         self._probe_panel().cancelling()
@@ -747,10 +771,11 @@ class PcidocApp(App[int]):
         if not base or self.report is None:
             return
         report = self.report
+        default_name = self.default_export_base()
         # The dialog is gone after this refresh: the screenshot shows the panes, not the dialog.
         self.call_after_refresh(
             lambda: self.write_export(
-                report, base, self.export_screenshot(title=f"pcidoc — {base}")
+                report, base, self.export_screenshot(title=f"pcidoc — {base}"), default_name
             )
         )
 

@@ -145,12 +145,14 @@ def header_text(
     report: Report | None,
     status: str | None = None,
     width: int | None = None,
+    max_lines: int | None = None,
 ) -> Text:
     """The header line: source badge, host, GPU count and models, versions, worst severity.
 
     With ``width``, the phrases are packed into lines of at most ``width`` cells and a line
     breaks only between phrases ("worst: ✗ FAIL (2 fail)" is never split), unless one phrase
-    alone is wider.
+    alone is wider. With ``max_lines`` too, the versions are left out when they would push the
+    worst severity past that many lines.
     """
     phrases: list[tuple[Text, str]] = []
     """Each phrase and the separator in front of it."""
@@ -185,19 +187,32 @@ def header_text(
         if counts:
             verdict.append(f" ({', '.join(counts)})", style="dim")
     phrases.append((verdict, "  "))
+    out, lines = _pack(phrases, width)
+    if max_lines is not None and lines > max_lines and versions:
+        # The verdict must stay on screen (the header shows max_lines lines): the driver and
+        # CUDA versions give way first (the Host pane and exports still have them).
+        out, lines = _pack([p for p in phrases if p[0].plain != versions], width)
+    return out
+
+
+def _pack(phrases: list[tuple[Text, str]], width: int | None) -> tuple[Text, int]:
+    """Phrases joined by their separators, broken between phrases at ``width``; the text and
+    its number of lines."""
     out = Text(no_wrap=False)
     used = 0
+    lines = 1
     for position, (phrase, separator) in enumerate(phrases):
         size = phrase.cell_len
         if position and width is not None and used + len(separator) + size > width:
             out.append("\n ")  # continuation lines start under the badge's text
             used = 1
+            lines += 1
         elif position:
             out.append(separator, style="dim")
             used += len(separator)
         out.append_text(phrase)
         used += size
-    return out
+    return out, lines
 
 
 def probe_checks_waiting(report: Report) -> int:

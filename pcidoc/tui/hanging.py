@@ -75,7 +75,7 @@ class Phrases:
         self.phrases = [phrase for phrase in phrases if phrase.plain]
         self.separator = separator
 
-    def _lines(self, width: int) -> list[Text]:
+    def _lines(self, console: Console, width: int) -> list[Text]:
         lines: list[Text] = []
         line: Text | None = None
         for phrase in self.phrases:
@@ -87,12 +87,21 @@ class Phrases:
             else:
                 line.append(self.separator)
                 line.append_text(phrase)
+            if line.cell_len > width:
+                # A phrase wider than the line wraps; the next one may still fit after its last
+                # row (not on a line of its own under a short remainder).
+                rows = list(line.wrap(console, width, overflow="fold"))
+                for row in rows[:-1]:
+                    row.rstrip()
+                    lines.append(row)
+                line = rows[-1]
+                line.rstrip()
         if line is not None:
             lines.append(line)
         return lines
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for line in self._lines(options.max_width):
+        for line in self._lines(console, options.max_width):
             yield from line.wrap(console, options.max_width, overflow="fold")
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:

@@ -52,10 +52,17 @@ KEY_HELP: list[tuple[str, list[tuple[str, str]]]] = [
         ],
     ),
     (
+        "Fleet",
+        [
+            ("enter", "pcidoc --fleet DIR: open the node under the cursor"),
+            ("escape", "from a node's panes, back to the node list"),
+        ],
+    ),
+    (
         "Dialogs",
         [
             ("enter", "confirm (export, open sample)"),
-            ("escape", "close without doing anything"),
+            ("escape", "close without doing anything (q too in the sample picker and help)"),
         ],
     ),
 ]

@@ -60,6 +60,10 @@ class CountersSampled(Message):
     """
 
     sample: CounterSample
+    sampler: object | None = None
+    """The sampler that read it: a sample still queued when another machine was opened (its
+    sampler replaced) is dropped, not shown as the new machine's or turned into rates against
+    the new machine's counters."""
 
     def can_replace(self, message: Message) -> bool:
         """A newer sample supersedes an older, unprocessed one."""

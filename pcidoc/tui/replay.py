@@ -94,6 +94,13 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
         pcie_gbps, _ = gpu_pcie_ceiling(gpu)
         pcie = (pcie_gbps or _FALLBACK_PCIE_GBPS) * 1e9
         up = [nv for nv in gpu.nvlinks if nv.state != "down"]
+        # An imported `nvidia-smi topo -m` says NV# without per-link facts: the all-reduce
+        # still goes over NVLink there (no link rows to draw it on), not over PCIe.
+        nvlinked = bool(up) or any(
+            (capture.topology.link(gpu.label, peer.label) or "").startswith("NV")
+            for peer in capture.gpus
+            if peer.index != gpu.index
+        )
         per_link, *_ = nvlink_per_link(gpu)  # the doctor's per-link rate (link model)
         nvlink = (per_link or _FALLBACK_NVLINK_GBPS) * 1e9
         series: list[Frame] = []
@@ -107,6 +114,8 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
                 series.append(
                     Frame(pcie_tx=0.01 * pcie, pcie_rx=0.01 * pcie, nvlink_tx=tx, nvlink_rx=tx)
                 )
+            elif phase == "allreduce" and nvlinked:
+                series.append(Frame(pcie_tx=0.01 * pcie, pcie_rx=0.01 * pcie))
             elif phase == "allreduce":
                 value = share * wobble * pcie
                 series.append(Frame(pcie_tx=value, pcie_rx=value))

@@ -87,3 +87,17 @@ def test_hanging_wraps_once_per_width(monkeypatch) -> None:  # type: ignore[no-u
     assert _render(hanging, 40) == first
     assert calls == [40 - 16]  # one wrap of the value, at its width after the indent
     assert _render(hanging, 60) != first and len(calls) == 2
+
+
+def test_a_phrase_after_a_wrapped_one_continues_on_its_last_row() -> None:
+    # The demo's Links note at 80 columns: "…training loop on" / "the demo's links every 1 s,"
+    # / "to show how…" on a third line although it fitted after the second.
+    from pcidoc.tui.hanging import Phrases
+
+    long = Text("SYNTHETIC counter trace: a generated training loop on the demo's links every 1 s,")
+    short = Text("to show how it moves.")
+    lines = _render(Phrases([long, short]), 60)
+    assert lines == [
+        "SYNTHETIC counter trace: a generated training loop on the",
+        "demo's links every 1 s, to show how it moves.",
+    ]

@@ -140,7 +140,33 @@ async def test_x_with_nothing_running_says_so() -> None:
         await settle(pilot)
         await pilot.press("x")
         await pilot.pause()
-    assert any("No probes are running" in m for _, m in app.notices)
+    said = [m for _, m in app.notices if "No probes are running" in m]
+    assert said
+    # On a demo p refuses: x must not send the user to it.
+    assert "p starts them" not in said[0] and "DEMO machine" in said[0]
+
+
+async def test_x_on_a_live_gpu_machine_points_to_p() -> None:
+    box = hgx_live()
+    app = make_app(collect=lambda: box.capture, allow_probes=None)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        await pilot.pause()
+    assert any("nothing to cancel. p starts them." in m for _, m in app.notices)
+
+
+async def test_q_closes_the_sample_picker() -> None:
+    # A modal dialog keeps the app's keys from running: q did nothing at all in the picker.
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, SamplePicker)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen) and app.source.name == "autodl-2080ti-2gpu"
 
 
 async def test_settle_raises_when_the_app_never_settles() -> None:
@@ -200,6 +226,53 @@ async def test_slash_searches_the_checks_and_escape_clears(export_dir: Path) -> 
         await pilot.pause()
         assert doctor.search == "" and len(doctor.checks) == everything
     assert list(export_dir.iterdir()) == []
+
+
+async def test_after_enter_in_the_search_letters_are_keys_again() -> None:
+    # `/ p2p enter` keeps the search on display; q, f and 1 must then act, not be typed into
+    # the search (q used to become "p2pq" and the user could not quit or switch panes).
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        doctor = app.main.doctor
+        await burst(pilot, "slash", *"p2p")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert doctor.search == "p2p"
+        await pilot.press("f")
+        await pilot.pause()
+        assert doctor.search == "p2p" and doctor.hide_passed
+        await pilot.press("1")
+        await pilot.pause()
+        assert app.main.active_pane == "topology"
+        # "/" again: letters go to the search once more (replacing the selected old text).
+        await pilot.press("3", "slash", "x")
+        await pilot.pause()
+        assert doctor.search == "x"
+        await pilot.press("enter", "q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_a_search_with_no_match_names_the_key_that_undoes_it() -> None:
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        doctor = app.main.doctor
+        await burst(pilot, "slash", *"zzzz")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert doctor.checks == []
+        said = plain(app.main.query_one("#check-text", Static))
+        # Not "f / escape show them all": f does not undo a search.
+        assert "escape clears the search" in said and "f " not in said
+        await pilot.press("escape")
+        await pilot.pause()
+        assert doctor.search == "" and doctor.checks
 
 
 async def test_enter_on_a_finding_jumps_to_its_pair_in_the_matrix() -> None:
@@ -286,3 +359,249 @@ async def test_b_hides_the_no_gpu_banner_and_gives_its_rows_back() -> None:
         await pilot.press("b")
         await pilot.pause()
         assert banner.display
+
+
+async def test_b_without_a_banner_does_not_claim_this_machines_gpus_are_shown() -> None:
+    # `pcidoc --demo` shows a demo by choice: "this machine's GPUs are on display" was false.
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("b")
+        await pilot.pause()
+    said = [m for _, m in app.notices if "no banner" in m]
+    assert said and "this machine's GPUs" not in said[0]
+    assert "demo: autodl-2080ti-2gpu" in said[0]
+
+
+# ------------------------------------------------------------------ export: folders, existing files
+
+
+async def test_export_to_a_folder_writes_inside_it(export_dir: Path) -> None:
+    # Typing a folder wrote FOLDER.md, FOLDER.html... beside it instead of a report inside it.
+    target = export_dir / "reports"
+    target.mkdir()
+    app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#export-path").value = "reports"
+        await pilot.press("enter")
+        await settle(pilot)
+    inside = sorted(p.name for p in target.iterdir())
+    assert inside == [
+        f"pcidoc-report-acs-box-20260101T120000Z{s}" for s in (".html", ".json", ".md", ".svg")
+    ]
+    assert sorted(p.name for p in export_dir.iterdir()) == ["reports"]
+
+
+async def test_export_over_existing_files_asks_before_replacing_them(export_dir: Path) -> None:
+    old = export_dir / "mine.md"
+    old.write_text("my notes\n", encoding="utf-8")
+    app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#export-path").value = "mine"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ExportScreen)  # still asking
+        warning = plain(app.screen.query_one("#export-warning", Static))
+        assert "mine.md already in" in warning and "enter again replaces it" in warning
+        assert old.read_text(encoding="utf-8") == "my notes\n"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, MainScreen)
+    assert old.read_text(encoding="utf-8") != "my notes\n"
+    assert (export_dir / "mine.json").is_file()
+
+
+async def test_a_failed_export_says_how_to_try_again(export_dir: Path) -> None:
+    app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#export-path").value = "no/such/folder/report"
+        await pilot.press("enter")
+        await settle(pilot)
+    errors = [m for severity, m in app.notices if severity == "error"]
+    assert errors and errors[0].endswith("press e to choose another path")
+
+
+@pytest.mark.parametrize(
+    ("sample", "says", "never"),
+    [
+        # nvidia-smi topo -m says NV12; the import has no per-link facts: not "PCIe only".
+        ("a100-sxm4-8gpu-nvswitch", "topology matrix shows NV12 to 7 GPUs", "PCIe only"),
+        ("autodl-2080ti-2gpu", "PCIe only", "topology matrix shows"),
+    ],
+)
+async def test_the_nvlink_title_agrees_with_the_topology_matrix(
+    sample: str, says: str, never: str
+) -> None:
+    app = demo_app(sample)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        title = plain(app.main.query_one("#nvlink-title", Static))
+    assert says in title and never not in title
+
+
+# ------------------------------------------------------------------ key bar: every pane's keys
+
+
+async def test_the_key_bar_shows_each_panes_keys_and_they_work_when_clicked() -> None:
+    # The Doctor's f and / and the Links pane's o were in no key bar: a user reading the
+    # footer never learnt them.
+    from pcidoc.tui.widgets.key_bar import KeyBar
+
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        bar = app.main.query_one(KeyBar)
+        await pilot.press("3")
+        await settle(pilot)
+        text = plain(bar)
+        assert "f Filter" in text and "/ Search" in text and "q Quit" in text
+        await pilot.click(KeyBar, offset=(text.index("f Filter") + 1, 0))
+        await pilot.pause()
+        assert app.main.doctor.hide_passed
+        await pilot.click(KeyBar, offset=(text.index("/ Search") + 1, 0))
+        await pilot.pause()
+        await pilot.press("p", "2", "p")
+        await pilot.pause()
+        assert app.main.doctor.search == "p2p"
+        await pilot.press("enter", "2")
+        await settle(pilot)
+        text = plain(bar)
+        assert "o Sort" in text and "f Filter" not in text
+        await pilot.click(KeyBar, offset=(text.index("o Sort") + 1, 0))
+        await pilot.pause()
+        assert app.main.links.sort != "gpu"
+
+
+def _fleet_dir(tmp_path: Path) -> Path:
+    from pcidoc.samples import sample_path
+
+    folder = tmp_path / "fleet"
+    folder.mkdir()
+    for n in (1, 2):
+        (folder / f"node{n}.json").write_text(
+            sample_path("a100-sxm4-8gpu-nvswitch").read_text(encoding="utf-8"), encoding="utf-8"
+        )
+    (folder / "broken.json").write_text("{bad", encoding="utf-8")
+    return folder
+
+
+async def test_the_fleet_names_its_unreadable_files_and_the_key_back(tmp_path: Path) -> None:
+    from pcidoc.fleet.analyze import analyse
+    from pcidoc.tui.screens.fleet import FleetScreen
+    from pcidoc.tui.widgets.key_bar import KeyBar
+    from tests.tui.conftest import wait_until
+
+    report = analyse([str(_fleet_dir(tmp_path))], workers=1, generated_at="t")
+    app = make_app(None, None, collect=lambda: None, fleet=report, allow_probes=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.pause()
+        # "1 unreadable file" said how many, never which or why.
+        skipped = plain(app.screen.query_one("#fleet-unreadable", Static))
+        assert "broken.json" in skipped and "not JSON" in skipped
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.report is not None)
+        # In a node, the key bar says how to get back to the fleet.
+        assert "esc Fleet" in plain(app.main.query_one(KeyBar))
+
+
+async def test_a_narrow_key_bar_drops_whole_hints_and_keeps_quit() -> None:
+    # 80 columns on the Doctor pane while probes run: "q Quit" was cut to "q" at the edge.
+    from pcidoc.tui.widgets.key_bar import KeyBar
+
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        bar = app.main.query_one(KeyBar)
+        app.probes_running = True
+        await pilot.pause()
+        text = plain(bar).rstrip()
+        assert len(text) <= 80
+        assert "x Cancel probes" in text and "f Filter" in text
+        assert text.endswith("q Quit") and "…" not in text
+        assert "s Samples" not in text  # dropped whole, not cut
+        await pilot.resize_terminal(160, 40)
+        await pilot.pause()
+        assert "s Samples" in plain(bar)
+        app.probes_running = False
+
+
+@pytest.mark.parametrize("sample", ["synthetic-72gpu", "h800-8gpu-hgx", "a100-sxm4-8gpu-nvswitch"])
+async def test_the_header_keeps_the_verdict_at_80_columns(sample: str) -> None:
+    # The 72-GPU demo's header packed into three lines at 80 columns and the header shows two:
+    # "worst: ! WARN" was not on screen at all.
+    from pcidoc.tui.widgets.machine_header import HEADER_LINES
+
+    app = demo_app(sample)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        line = app.main.query_one("#header-machine", Static)
+        shown = [
+            "".join(segment.text for segment in strip)
+            for strip in line.render_lines(line.region.reset_offset)
+        ]
+        assert len(shown) <= HEADER_LINES
+        assert any("worst:" in row for row in shown), shown
+
+
+async def test_a_sample_of_the_previous_machine_is_not_shown_after_switching() -> None:
+    # The sampler thread may read the old demo's counters just as another sample is opened:
+    # that message arrived after the switch and the Links pane showed the old machine's
+    # rates (and the next sample made rates across two machines' counters).
+    app = demo_app("autodl-2080ti-2gpu", replay_demos=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        old = app.sampler
+        assert old is not None
+        app.take_sample()
+        await pilot.pause()
+        app.load_machine(None, None, demo="a100-sxm4-8gpu-nvswitch")
+        await settle(pilot)
+        new = app.sampler
+        assert new is not None and new is not old and app.counters is None
+        app.sampler = old  # the sampler thread still holds the old one...
+        app.take_sample()
+        app.sampler = new  # ...while the UI has switched
+        await pilot.pause()
+        await pilot.pause()
+        assert app.counters is None
+
+
+async def test_a_link_the_capture_lacks_shows_the_model_link_util_is_measured_against() -> None:
+    # The imported 2080 Ti demo has no negotiated link: the link column said "—" while
+    # Util % was computed against the model's Gen3 x16 ceiling, with nothing saying so.
+    app = demo_app("autodl-2080ti-2gpu", replay_demos=True)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        app.take_sample()  # the replayed trace has no link either: the cell keeps the model's
+        await pilot.pause()
+        table = app.main.query_one("#gpu-table", DataTable)
+        assert str(table.get_cell("0", "link")) == "Gen3 x16?"
+        note = plain(app.main.query_one("#links-note", Static))
+        assert "Link? = the GPU model's own link" in note
+    # A capture with the negotiated link shows it plainly, and no such note.
+    app = make_app(acs_machine(), acs_source())
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        table = app.main.query_one("#gpu-table", DataTable)
+        assert "?" not in str(table.get_cell("0", "link"))
+        assert "Link?" not in plain(app.main.query_one("#links-note", Static))

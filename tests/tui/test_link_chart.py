@@ -84,3 +84,30 @@ def test_ticks_thin_out_on_a_short_axis() -> None:
     assert thin_ticks(positions, labels, 6)[1] == ["0", "1", "2", "3"]
     _, positions, labels = value_axis(175.1)
     assert thin_ticks(positions, labels, 4)[1] == ["0", "100", "200"]
+
+
+async def test_a_chart_without_room_says_so_instead_of_an_upside_down_axis() -> None:
+    # At 80x24 with the sort line shown, the chart had 5 rows: "0" above "15" and no line.
+    from rich.text import Text
+
+    from pcidoc.tui.widgets.link_chart import MIN_PLOT_ROWS, PLOT_CHROME_ROWS
+
+    box = hgx_live()
+    app = make_app(collect=lambda: box.capture, sampler_factory=box.sampler)
+    async with app.run_test(size=(80, 20)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        app.take_sample()
+        await pilot.pause()
+        box.advance(1.0)
+        app.take_sample()
+        await pilot.pause()
+        chart = app.main.query_one("#link-chart")
+        height = chart.size.height
+        assert 0 < height < PLOT_CHROME_ROWS + MIN_PLOT_ROWS, height
+        drawn = chart.render()
+        assert isinstance(drawn, Text) and "taller terminal" in drawn.plain
+        await pilot.resize_terminal(120, 48)
+        await pilot.pause()
+        assert chart.size.height >= PLOT_CHROME_ROWS + MIN_PLOT_ROWS
+        assert "taller terminal" not in chart.render().plain  # type: ignore[union-attr]

@@ -88,3 +88,23 @@ def test_run_tui_turns_the_replay_on_for_demos(monkeypatch) -> None:  # type: ig
     _Recorder.built.clear()
     assert run_tui(demo="synthetic-16gpu") == 0
     assert _Recorder.built[-1]["options"].replay_demos is True
+
+
+def test_the_all_reduce_stays_off_pcie_where_the_matrix_shows_nvlink() -> None:
+    # The A100 import has NV12 in its matrix but no per-link facts: the synthetic all-reduce
+    # ran over PCIe at half its ceiling, as if this NVSwitch box had no NVLink.
+    from pcidoc.tui.replay import _STEP
+
+    for name, nvlink in (("a100-sxm4-8gpu-nvswitch", True), ("autodl-2080ti-2gpu", False)):
+        capture = load_sample(name)
+        assert not any(gpu.nvlinks for gpu in capture.gpus)
+        trace = synthetic_trace(capture)
+        gpu = capture.gpus[0]
+        ceiling, _ = gpu_pcie_ceiling(gpu)
+        assert ceiling is not None
+        busiest = max(
+            max(frame.pcie_tx, frame.pcie_rx)
+            for second, frame in enumerate(trace.frames[gpu.index])
+            if _STEP[second % len(_STEP)][0] == "allreduce"
+        )
+        assert (busiest <= 0.01 * ceiling * 1e9 + 1) is nvlink, name

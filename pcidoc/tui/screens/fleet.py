@@ -48,7 +48,9 @@ class FleetScreen(Screen[str | None]):
     DEFAULT_CSS = """
     FleetScreen #fleet-nodes { height: 1fr; }
     FleetScreen #fleet-detail { height: auto; max-height: 12; padding: 0 1; }
-    FleetScreen #fleet-title, FleetScreen #fleet-shared { padding: 0 1; }
+    FleetScreen #fleet-title, FleetScreen #fleet-shared, FleetScreen #fleet-unreadable {
+        padding: 0 1;
+    }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -84,6 +86,19 @@ class FleetScreen(Screen[str | None]):
                 shared.append(f"{finding.severity.upper()} ", style=_STYLE[finding.severity])
                 shared.append(f"{finding.id}: {finding.summary}\n")
             yield Static(shared, id="fleet-shared")
+            if self.report.unreadable:
+                # "1 unreadable file" alone leaves the user guessing which and why.
+                skipped = Text()
+                for bad in self.report.unreadable[:3]:
+                    skipped.append("skipped ", style="red")
+                    skipped.append(f"{bad.path}: {bad.error}\n")
+                more = len(self.report.unreadable) - 3
+                if more > 0:
+                    skipped.append(
+                        plurals(f"+{more} more unreadable file(s): pcidoc fleet DIR lists them\n"),
+                        style="dim",
+                    )
+                yield Static(skipped, id="fleet-unreadable")
             table: DataTable[Any] = DataTable(
                 id="fleet-nodes", cursor_type="row", zebra_stripes=True
             )

@@ -49,8 +49,13 @@ COMMON_KEYS: list[KeyHint] = [
     ("s", "Samples", "app.samples"),
 ]
 PANE_KEYS: dict[str, list[KeyHint]] = {
-    "topology": [("c", "Colour", "app.topology_key('c')"), ("n", "NICs", "app.topology_key('n')")],
+    "topology": [("c", "Colour", "app.pane_key('c')"), ("n", "NICs", "app.pane_key('n')")],
+    "links": [("o", "Sort", "app.pane_key('o')")],
+    "doctor": [("f", "Filter", "app.pane_key('f')"), ("/", "Search", "app.pane_key('/')")],
 }
+"""The keys of each pane (the key bar shows them before the common ones)."""
+FLEET_KEY: KeyHint = ("esc", "Fleet", "app.fleet")
+"""``pcidoc --fleet DIR``: escape goes back to the node list."""
 CANCEL_KEY: KeyHint = ("x", "Cancel probes", "app.cancel_probes")
 
 
@@ -99,6 +104,8 @@ class MainScreen(Screen[None]):
         hints = list(PANE_KEYS.get(pane, []))
         if self.state.probes_running:
             hints.append(CANCEL_KEY)
+        if self.state.fleet is not None:
+            hints.append(FLEET_KEY)
         self.query_one(KeyBar).show(hints + COMMON_KEYS)
 
     @property

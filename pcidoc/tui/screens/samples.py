@@ -22,7 +22,9 @@ THIS_MACHINE = "@live"
 class SamplePicker(Dialog[str | None]):
     """Lists the bundled samples; enter opens one, escape cancels."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    # q closes the picker like the help screen: a modal screen keeps the app's keys from
+    # running, so q would otherwise do nothing at all (the list has no text to type into).
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "cancel", "Cancel")]
 
     def __init__(self, samples: list[SampleInfo], current: str | None, offer_live: bool) -> None:
         super().__init__()
@@ -52,7 +54,7 @@ class SamplePicker(Dialog[str | None]):
                 id="samples-help",
             )
             yield OptionList(*options, id="samples-list")
-            yield Static(Text("enter opens · escape cancels", style="dim"))
+            yield Static(Text("enter opens · escape or q cancels", style="dim"))
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)

@@ -78,6 +78,9 @@ class DoctorPane(Container):
         """``f``: show only the checks that found something (info and worse)."""
         self.search = ""
         """``/``: only the checks whose id, title or summary contain this (any case)."""
+        self.typing = False
+        """The search field takes the letters (from ``/`` until enter or escape); after enter
+        the search stays on display but letters are keys again (``q``, ``f``, ``1``...)."""
 
     def on_resize(self) -> None:
         """Side by side from 120 columns, stacked below."""
@@ -186,7 +189,12 @@ class DoctorPane(Container):
         if check is not None:
             text.update(check_detail(check))
         elif self.report is not None and self.report.checks:
-            text.update(Text("no check matches; f / escape show them all", style="dim"))
+            ways = []
+            if self.search.strip():
+                ways.append("escape clears the search")
+            if self.hide_passed:
+                ways.append("f shows the passed and skipped checks")
+            text.update(Text("no check matches: " + " · ".join(ways or ["no checks"]), style="dim"))
         else:
             text.update(Text("no checks", style="dim"))
         self.query_one("#check-detail", VerticalScroll).scroll_home(animate=False)
@@ -202,6 +210,7 @@ class DoctorPane(Container):
         """Open the search field."""
         field = self.query_one("#check-search", Input)
         field.display = True
+        self.typing = True
         # At once, not after the next refresh: letters typed right after "/" (one read over
         # SSH) belong to the search, not to the app's keys.
         self.screen.set_focus(field)
@@ -213,6 +222,7 @@ class DoctorPane(Container):
             return
         self._set_search("")
         field.display = False
+        self.typing = False
         self._fill()
         self.query_one("#checks", OptionList).focus()
 
@@ -225,7 +235,7 @@ class DoctorPane(Container):
         # A printable key the field typed itself never gets here (the field stops it).
         if event.key == "slash" and not field.display:
             self.action_search()
-        elif field.display and event.is_printable and event.character:
+        elif self.typing and field.display and event.is_printable and event.character:
             field.insert_text_at_cursor(event.character)
         else:
             return
@@ -246,6 +256,7 @@ class DoctorPane(Container):
 
     @on(Input.Submitted, "#check-search")
     def _search_submitted(self, event: Input.Submitted) -> None:
+        self.typing = False
         self.query_one("#checks", OptionList).focus()
 
     @on(OptionList.OptionHighlighted, "#checks")

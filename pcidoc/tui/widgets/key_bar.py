@@ -14,6 +14,15 @@ from textual.widgets import Static
 KeyHint = tuple[str, str, str]
 """``(key shown, label, action)``."""
 
+DROP: tuple[str, ...] = ("s", "w", "p", "?")
+"""Keys left out of a bar too narrow for all, first to last (they still work; ``?`` lists
+them)."""
+
+
+def _width(hints: list[KeyHint]) -> int:
+    # " k Label  k Label": no gap needed after the last hint.
+    return 1 + sum(len(key) + 1 + len(label) + 2 for key, label, _ in hints) - 2
+
 
 class KeyBar(Static):
     """Key hints; a click on a hint runs its action."""
@@ -21,17 +30,35 @@ class KeyBar(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
         self.hints: list[KeyHint] = []
+        self.shown: list[KeyHint] = []
+        """The hints on display (:attr:`hints` less those the width could not hold)."""
         self._spans: list[tuple[int, int, str]] = []
 
     def show(self, hints: list[KeyHint]) -> None:
-        """Show these hints, left to right."""
+        """Show these hints, left to right (as many as the width holds: see :data:`DROP`)."""
         if hints == self.hints:
             return
         self.hints = list(hints)
+        self._layout()
+
+    def on_resize(self) -> None:
+        """Fit the hints to the new width."""
+        self._layout()
+
+    def _layout(self) -> None:
+        width = self.size.width
+        shown = list(self.hints)
+        # Too wide (80 columns while probes run): drop the least needed keys whole, rather
+        # than cut "q Quit" off at the end.
+        for key in DROP:
+            if not width or _width(shown) <= width:
+                break
+            shown = [hint for hint in shown if hint[0] != key]
+        self.shown = shown
         text = Text(no_wrap=True, overflow="ellipsis")
         self._spans = []
         text.append(" ")
-        for key, label, action in hints:
+        for key, label, action in shown:
             start = len(text)
             text.append(key, style="bold reverse")
             text.append(f" {label}")

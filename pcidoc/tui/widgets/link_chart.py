@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
@@ -14,6 +15,10 @@ from pcidoc.tui.chart_scale import WINDOW_S, in_window, thin_ticks, time_axis, v
 
 PLOT_CHROME_ROWS = 5
 """Rows of the chart that are not the plot area: title, frame top, x axis, tick labels, label."""
+
+MIN_PLOT_ROWS = 3
+"""Fewer rows of plot area than this draw an upside-down axis (``0`` above ``15``) and no
+line: the chart then says it needs a taller terminal instead."""
 
 SERIES_COLOURS: dict[str, str] = {
     "PCIe TX": "cyan",
@@ -72,6 +77,13 @@ class LinkChart(PlotextPlot):
         self.plt.yticks(ticks, labels)
 
     def render(self) -> RenderResult:
-        """Fit the value axis's ticks to the current height, then draw."""
+        """Fit the value axis's ticks to the current height, then draw (or say why not)."""
+        height = self.size.height
+        if height and height - PLOT_CHROME_ROWS < MIN_PLOT_ROWS:
+            return Text(
+                f"chart hidden: it needs {PLOT_CHROME_ROWS + MIN_PLOT_ROWS} rows and has "
+                f"{height} here; a taller terminal shows it",
+                style="dim",
+            )
         self._set_value_axis()
         return super().render()

@@ -73,6 +73,11 @@ def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Te
     gen = gen if gen is not None else pcie.current_gen
     width = width if width is not None else pcie.current_width
     if gen is None and width is None:
+        if _model_link(gpu):
+            # No negotiated link in the capture: Util % is against the GPU model's own link
+            # (the link model's ceiling), so say which, marked as not read from this GPU.
+            _, label = gpu_pcie_ceiling(gpu)
+            return Text(f"{label}?", style="dim")
         return Text("—", style="dim")
     now = link_label(gen, width)
     top = link_label(pcie.max_gen, pcie.max_width)
@@ -80,6 +85,18 @@ def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Te
     if below:
         return Text(f"{now} ({top})", style="yellow")
     return Text(now)
+
+
+def _model_link(gpu: Gpu) -> bool:
+    """The GPU's PCIe ceiling comes from its model, not from a link read on it."""
+    from pcidoc.model.linkmodel import gpu_pcie_ceiling as ceiling_of
+
+    pcie = gpu.pcie
+    return (
+        pcie.current_gen is None
+        and pcie.current_width is None
+        and ceiling_of(gpu).provenance == "model"
+    )
 
 
 def _util(
@@ -242,6 +259,10 @@ class LinksPane(Container):
         phrases.append(
             Text("Util % raw: busier direction ÷ raw ceiling of the current PCIe link.", "dim")
         )
+        if self.capture is not None and any(_model_link(g) for g in self.capture.gpus):
+            phrases.append(
+                Text("Link? = the GPU model's own link: the capture has no negotiated one.", "dim")
+            )
         if not self.live:
             phrases.append(Text("Errors: totals since boot.", style="dim"))
         if self.sort != "gpu":
@@ -394,11 +415,7 @@ class LinksPane(Container):
         head = Text()
         head.append(f"{gpu.label} NVLinks", style="bold")
         if not gpu.nvlinks:
-            head.append(
-                "  none: this GPU talks to its peers over PCIe only "
-                "(or the capture has no NVLink facts)",
-                style="dim",
-            )
+            head.append(f"  {self._no_nvlink_facts(gpu)}", style="dim")
         title.update(head)
         table.display = bool(gpu.nvlinks)
         rate = self.rates.get(gpu.index)
@@ -437,6 +454,33 @@ class LinksPane(Container):
         if gpu.nvlinks:
             table.move_cursor(row=min(cursor, len(gpu.nvlinks) - 1), animate=False)
         self._show_chart()
+
+    def _no_nvlink_facts(self, gpu: Gpu) -> str:
+        """Why a GPU has no NVLink rows: none in its topology, or the capture only has the
+        matrix (an imported ``nvidia-smi topo -m`` says NV12 without per-link facts; saying
+        "PCIe only" there contradicts the Topology pane)."""
+        capture = self.capture
+        classes: dict[str, list[str]] = {}
+        if capture is not None:
+            for peer in capture.gpus:
+                if peer.index == gpu.index:
+                    continue
+                link = capture.topology.link(gpu.label, peer.label)
+                if link and link.startswith("NV"):
+                    classes.setdefault(link, []).append(peer.label)
+        if not classes:
+            return (
+                "none: this GPU talks to its peers over PCIe only "
+                "(or the capture has no NVLink facts)"
+            )
+        seen = ", ".join(
+            f"{link} to {peers[0]}" if len(peers) == 1 else f"{link} to {len(peers)} GPUs"
+            for link, peers in classes.items()
+        )
+        return (
+            f"the topology matrix shows {seen}, but the capture has no per-link NVLink "
+            "facts (states, speeds, errors): capture on the machine with `pcidoc capture`"
+        )
 
     # ------------------------------------------------------------------------ chart
 

@@ -10,6 +10,9 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.report import Report, ReportSource
 from pcidoc.tui.describe import header_text, worst_line
 
+HEADER_LINES = 2
+"""Lines of the machine line (``#header-machine``'s ``max-height`` in pcidoc.tcss)."""
+
 
 class MachineHeader(Vertical):
     """Two lines: source badge · host · GPUs · versions · worst severity; the worst finding."""
@@ -41,7 +44,7 @@ class MachineHeader(Vertical):
         line = self.query_one("#header-machine", Static)
         # Lines break between phrases, never inside one (the Static has 1 cell of padding).
         width = max(20, self.size.width - 1) if self.size.width else None
-        line.update(header_text(*self._shown, width=width))
+        line.update(header_text(*self._shown, width=width, max_lines=HEADER_LINES))
 
     def on_resize(self) -> None:
         """Pack the header's phrases again for the new width."""
