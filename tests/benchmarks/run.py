@@ -14,7 +14,10 @@ Sections:
 Every wall time is the median of N runs in fresh processes, with its ratio to
 ``python -c "import pydantic, rich"`` measured in the same run (the issue's baseline) and to
 ``python -c "from pydantic import BaseModel"`` (the floor of any program with pydantic models,
-because ``import pydantic`` alone is lazy and does not load the model machinery).
+because ``import pydantic`` alone is lazy and does not load the model machinery). The topo,
+import and check rows time each run right after a baseline run and print the median of those
+paired ratios ("(paired)"): a baseline timed once at the start moves ratios by a third on a busy
+VM. ``ab.py`` compares two source trees the same way.
 """
 
 from __future__ import annotations
@@ -73,9 +76,43 @@ def wall(argv: list[str], repeat: int, env: dict[str, str] | None = None) -> flo
     return statistics.median(times)
 
 
-def row(name: str, seconds: float, base: float, floor: float, note: str = "") -> None:
+_BASELINE = [PY, "-c", "import pydantic, rich"]
+
+
+def paired(argv: list[str], repeat: int) -> tuple[float, float, float]:
+    """``argv`` timed right after a baseline run, ``repeat`` times: the median wall time, the
+    median of the per-pair ratios to the baseline and of the differences from it. A pair shares
+    the machine's state of the moment, so the ratio does not move with a baseline timed apart
+    (on this shared VM the baseline alone varies by a third from one minute to the next)."""
+    full_env = bench_env()
+    subprocess.run(argv, capture_output=True, env=full_env, check=False)
+    walls, ratios, diffs = [], [], []
+    for _ in range(repeat):
+        base = run_once(_BASELINE)[0]
+        start = time.perf_counter()
+        proc = subprocess.run(argv, capture_output=True, env=full_env, check=False)
+        elapsed = time.perf_counter() - start
+        if proc.returncode not in (0, 1, 2):
+            raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-500:]!r}")
+        walls.append(elapsed)
+        ratios.append(elapsed / base)
+        diffs.append(elapsed - base)
+    return statistics.median(walls), statistics.median(ratios), statistics.median(diffs)
+
+
+def row(
+    name: str,
+    seconds: float,
+    base: float,
+    floor: float,
+    note: str = "",
+    ratio: float | None = None,
+) -> None:
+    """One figure; ``ratio`` is the paired ratio to the baseline when measured (see
+    :func:`paired`), else the ratio to the baseline timed at the start."""
+    shown = f"x{ratio:5.2f} base (paired)" if ratio is not None else f"x{seconds / base:5.2f} base"
     print(
-        f"{name:<52} {seconds * 1000:8.1f} ms   x{seconds / base:5.2f} base   "
+        f"{name:<52} {seconds * 1000:8.1f} ms   {shown}   "
         f"x{seconds / floor:5.2f} BaseModel   {note}"
     )
 
@@ -88,8 +125,8 @@ def section_topo(repeat: int, base: float, floor: float) -> None:
     print("\n== topo (target: x1.5 base on 72 GPUs)")
     for name in ("synthetic-16gpu", "synthetic-72gpu"):
         path = sample_file(name)
-        t = wall([PY, "-m", "pcidoc", "topo", "--json", "--from", str(path)], repeat)
-        row(f"pcidoc topo --json ({name})", t, base, floor)
+        t, ratio, _ = paired([PY, "-m", "pcidoc", "topo", "--json", "--from", str(path)], repeat)
+        row(f"pcidoc topo --json ({name})", t, base, floor, ratio=ratio)
 
 
 def section_import(repeat: int, base: float, floor: float) -> None:
@@ -103,13 +140,15 @@ def section_import(repeat: int, base: float, floor: float) -> None:
         # Strip the 3 metadata lines the corpus adds, as users paste raw output.
         raw = Path(tmp) / largest.name
         raw.write_text("".join(largest.read_text().splitlines(keepends=True)[3:]))
-        t = wall([PY, "-m", "pcidoc", "import", str(raw), "-o", str(Path(tmp) / "o.json")], repeat)
+        argv = [PY, "-m", "pcidoc", "import", str(raw), "-o", str(Path(tmp) / "o.json")]
+        t, ratio, extra = paired(argv, repeat)
     row(
         f"pcidoc import {largest.parent.name}/{largest.name[:28]}",
         t,
         base,
         floor,
-        f"{(t - base) * 1000:+.0f} ms vs base",
+        f"{extra * 1000:+.0f} ms vs base (paired)",
+        ratio=ratio,
     )
 
 
@@ -118,8 +157,9 @@ def section_check(repeat: int, base: float, floor: float) -> None:
     index = json.loads((ROOT / "pcidoc" / "samples" / "data" / "index.json").read_text())
     for entry in sorted(index, key=lambda e: -int(e.get("gpus", 0))):
         path = sample_file(str(entry["name"]))
-        t = wall([PY, "-m", "pcidoc", "check", "--json", "--from", str(path)], repeat)
-        row(f"pcidoc check --json ({entry['name']})", t, base, floor)
+        argv = [PY, "-m", "pcidoc", "check", "--json", "--from", str(path)]
+        t, ratio, _ = paired(argv, repeat)
+        row(f"pcidoc check --json ({entry['name']})", t, base, floor, ratio=ratio)
 
 
 def section_tui(repeat: int, base: float, floor: float) -> None:
@@ -264,7 +304,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--only", default=",".join(SECTIONS))
     args = parser.parse_args()
-    base = wall([PY, "-c", "import pydantic, rich"], args.repeat)
+    base = wall(_BASELINE, args.repeat)
     floor = wall([PY, "-c", "from pydantic import BaseModel"], args.repeat)
     print(f"python {sys.version.split()[0]} on {os.cpu_count()} CPUs; median of {args.repeat}")
     base_label = 'baseline: python -c "import pydantic, rich"'
