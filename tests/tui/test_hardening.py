@@ -20,6 +20,13 @@ from tests.tui.conftest import demo_app, make_app, plain, settle
 from tests.tui.machines import acs_machine, acs_source, hgx_live
 
 
+async def open_pane(pilot: Pilot[Any], key: str) -> None:
+    """Wait for the first screen, press a pane key (``3`` = Doctor) and wait for the pane."""
+    await settle(pilot)
+    await pilot.press(key)
+    await settle(pilot)
+
+
 async def burst(pilot: Pilot[Any], *keys: str) -> None:
     """Keys that arrive in one read (a slow SSH link): all queued before any is handled."""
     characters = {"enter": "\r", "escape": "\x1b", "down": None, "slash": "/"}
@@ -185,9 +192,7 @@ async def test_settle_raises_when_the_app_never_settles() -> None:
 async def test_f_hides_passed_and_skipped_checks_and_says_so() -> None:
     app = demo_app("autodl-2080ti-2gpu")
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
+        await open_pane(pilot, "3")
         doctor = app.main.doctor
         everything = len(doctor.checks)
         assert {c.severity for c in doctor.checks} >= {"pass", "skip"}
@@ -205,9 +210,7 @@ async def test_f_hides_passed_and_skipped_checks_and_says_so() -> None:
 async def test_slash_searches_the_checks_and_escape_clears(export_dir: Path) -> None:
     app = demo_app("autodl-2080ti-2gpu", export_dir=export_dir)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
+        await open_pane(pilot, "3")
         doctor = app.main.doctor
         everything = len(doctor.checks)
         # "/" and the letters in one read; letters of app keys (p probes, e export) are text.
@@ -233,9 +236,7 @@ async def test_after_enter_in_the_search_letters_are_keys_again() -> None:
     # the search (q used to become "p2pq" and the user could not quit or switch panes).
     app = demo_app("autodl-2080ti-2gpu")
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
+        await open_pane(pilot, "3")
         doctor = app.main.doctor
         await burst(pilot, "slash", *"p2p")
         await pilot.press("enter")
@@ -259,9 +260,7 @@ async def test_after_enter_in_the_search_letters_are_keys_again() -> None:
 async def test_a_search_with_no_match_names_the_key_that_undoes_it() -> None:
     app = demo_app("autodl-2080ti-2gpu")
     async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
+        await open_pane(pilot, "3")
         doctor = app.main.doctor
         await burst(pilot, "slash", *"zzzz")
         await pilot.press("enter")
@@ -293,9 +292,7 @@ async def test_enter_on_a_finding_jumps_to_its_pair_in_the_matrix() -> None:
 async def test_enter_on_a_gpu_finding_selects_that_gpu() -> None:
     app = demo_app("synthetic-16gpu")
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
+        await open_pane(pilot, "3")
         app.main.doctor.select("pcie.link-speed")
         await pilot.pause()
         assert app.main.doctor.selected is not None
@@ -522,9 +519,7 @@ async def test_a_narrow_key_bar_drops_whole_hints_and_keeps_quit() -> None:
 
     app = demo_app("autodl-2080ti-2gpu")
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
+        await open_pane(pilot, "3")
         bar = app.main.query_one(KeyBar)
         app.probes_running = True
         await pilot.pause()
