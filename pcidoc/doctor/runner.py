@@ -79,7 +79,13 @@ def merge_findings(spec: CheckSpec, findings: list[Finding]) -> CheckResult:
     # half a million pairs, and a list scan here was quadratic in them.
     subjects = list(dict.fromkeys(s for f in ordered for s in f.subjects))
     remediation = list(dict.fromkeys(plurals(step) for f in ordered for step in f.remediation))
-    evidence = [item for f in ordered for item in f.evidence]
+    evidence = [
+        item.model_copy(update={"subject": plurals(item.subject)})
+        if item.subject and "(s)" in item.subject
+        else item
+        for f in ordered
+        for item in f.evidence
+    ]
     return CheckResult(
         id=spec.id,
         title=spec.title,

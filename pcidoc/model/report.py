@@ -32,7 +32,9 @@ class Evidence(Model):
     value: str | float | int | bool | None = None
     unit: str | None = None
     subject: str | None = None
-    """``GPU<n>``, ``GPU<a>-GPU<b>``, a NIC name or a bus id this evidence is about."""
+    """What the value is about or for: ``GPU<n>``, ``GPU<a>-GPU<b>``, a NIC name, a bus id, a
+    message size (``1 GiB``), or the basis of a modelled value (``12 × NVLink 3.0 at 25 GB/s``,
+    ``4 buckets``)."""
 
     def text(self) -> str:
         """``label: value unit`` for humans."""

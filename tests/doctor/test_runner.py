@@ -68,3 +68,24 @@ def test_merged_results_resolve_plurals_in_summary_and_remediation() -> None:
     )
     assert result.summary == "1 pair refused"
     assert result.remediation == ["fix 2 GPUs"]
+
+
+def test_evidence_subjects_count_in_english_and_quoted_values_are_left_alone() -> None:
+    from pcidoc.model.report import Evidence
+
+    spec = CheckSpec("scaling.efficiency", "t", "facts", lambda ctx: [])
+    quoted = "NCCL INFO 1 peer(s) found"  # a log line: data, never reworded
+    findings = [
+        Finding(
+            "info",
+            "x",
+            evidence=[
+                Evidence(label="α", value=1.0, unit="us", subject="1 bucket(s)"),
+                Evidence(label="α", value=2.0, unit="us", subject="4 bucket(s)"),
+                Evidence(label="log line", value=quoted, subject="GPU0"),
+            ],
+        )
+    ]
+    evidence = merge_findings(spec, findings).evidence
+    assert [e.subject for e in evidence] == ["1 bucket", "4 buckets", "GPU0"]
+    assert evidence[2].value == quoted
