@@ -29,6 +29,7 @@ with contextlib.redirect_stdout(out):
 from pcidoc.model.capture import Capture
 json.dump({{"pydantic": "pydantic" in sys.modules,
            "core_package": "pydantic_core" in sys.modules,
+           "type_table": sorted(m for m in {type_table!r} if m in sys.modules),
            "base": Capture.__mro__[2].__name__,
            "code": code, "report": out.getvalue()}}, sys.stderr)
 """
@@ -77,6 +78,14 @@ print(json.dumps(out, default=repr))
 """
 
 
+TYPE_TABLE = ("decimal", "fractions", "ipaddress", "pathlib", "platform", "uuid")
+"""The modules the engine imports for its table of ``Any`` types (``platform`` comes with uuid)."""
+
+
+def _check(setup: str = "") -> str:
+    return _CHECK.format(setup=setup, type_table=TYPE_TABLE)
+
+
 def _python(code: str, *args: str, env: dict[str, str] | None = None) -> dict:
     full_env = {**os.environ, **(env or {})}
     proc = subprocess.run(
@@ -99,15 +108,82 @@ def _without_time(report: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def lite_check() -> dict:
-    return _python(_CHECK.format(setup=""), str(SAMPLE))
+    return _python(_check(), str(SAMPLE))
 
 
 def test_check_runs_on_light_classes_without_importing_pydantic(lite_check: dict) -> None:
     assert lite_check["base"] == "LiteModel"
     assert lite_check["pydantic"] is False
-    # pcidoc's command line primes the engine's MISSING sentinel: no pydantic_core package.
+    # pcidoc's command line primes the engine's MISSING sentinel: no pydantic_core package,
+    # and its table of Any types: none of the stdlib modules that table would import.
     assert lite_check["core_package"] is False
+    assert lite_check["type_table"] == []
     assert lite_check["code"] in (0, 1, 2)
+
+
+def test_the_engine_type_table_is_the_real_one_where_pcidoc_is_used_as_a_library() -> None:
+    out = _python(_LIBRARY_MISSING)
+    assert out["any_uuid"] == '{"a":1,"c":"12345678-1234-5678-1234-567812345678"}'
+
+
+_ALL_SAMPLES = r"""
+import json, sys
+{setup}
+from pcidoc import doctor
+from pcidoc.model.report import ReportSource
+from pcidoc.present.json import report_json
+from pcidoc.samples import load_sample, sample_names
+reports = {{}}
+for name in sample_names():
+    report = doctor.run(load_sample(name), ReportSource(kind="demo"), [], [], generated_at="x")
+    reports[name] = report_json(report)
+print(json.dumps({{"primed": "uuid" not in sys.modules, "reports": reports}}))
+"""
+
+
+def test_every_sample_reports_the_same_with_the_primed_engine() -> None:
+    """The command line's stand-ins for MISSING and the type table change no byte of output."""
+    primed = _python(
+        _ALL_SAMPLES.format(
+            setup="from pcidoc.model.compiled import serialize_without_package\n"
+            "serialize_without_package()"
+        )
+    )
+    plain = _python(_ALL_SAMPLES.format(setup="import pydantic_core, uuid, decimal"))
+    assert primed["primed"] is True and plain["primed"] is False
+    from pcidoc.samples import sample_names
+
+    assert sorted(primed["reports"]) == sorted(sample_names())
+    assert primed["reports"] == plain["reports"]
+
+
+def _any_fields(node: object, field: str | None = None) -> list[str | None]:
+    """The field name above every ``{"type": "any"}`` node of a stored schema."""
+    found: list[str | None] = []
+    if isinstance(node, dict):
+        if node.get("type") == "any":
+            found.append(field)
+        for key, value in node.items():
+            inner = field
+            if isinstance(value, dict) and value.get("type") in ("model-field", "typed-dict-field"):
+                inner = key
+            found += _any_fields(value, inner)
+    elif isinstance(node, (list, tuple)):
+        for value in node:
+            found += _any_fields(value, field)
+    return found
+
+
+def test_the_only_untyped_fields_are_the_probe_conditions() -> None:
+    """The primed engine knows no Decimal, UUID, Path or IP address (``Any`` fields holding one
+    would fail to serialize in the pcidoc command): the only ``Any`` positions are the
+    measurements' ``conditions``, which hold JSON-parsed values from the probes' children. A
+    new ``Any`` field must hold JSON-native values too; add it here once it does."""
+    assert compiled.lite_mode()
+    fields = set()
+    for cls in compiled.model_classes():
+        fields.update(_any_fields(compiled.stored_entry(cls)["schema"]))
+    assert fields == {"conditions"}
 
 
 _TOPO = r"""
@@ -175,7 +251,7 @@ def test_pydantic_imported_after_light_models_shares_their_engine() -> None:
 
 
 def test_pydantic_models_print_the_same_report(lite_check: dict) -> None:
-    built = _python(_CHECK.format(setup=""), str(SAMPLE), env={"PCIDOC_COMPILED_SCHEMAS": "0"})
+    built = _python(_check(), str(SAMPLE), env={"PCIDOC_COMPILED_SCHEMAS": "0"})
     assert built["base"] == "BaseModel" and built["pydantic"] is True
     assert _without_time(built["report"]) == _without_time(lite_check["report"])
     assert built["code"] == lite_check["code"]
@@ -183,7 +259,7 @@ def test_pydantic_models_print_the_same_report(lite_check: dict) -> None:
 
 def test_the_report_is_the_same_when_pydantic_cores_package_is_loaded(lite_check: dict) -> None:
     """With the package already imported nothing is primed: the engine uses the real MISSING."""
-    built = _python(_CHECK.format(setup="import pydantic_core"), str(SAMPLE))
+    built = _python(_check("import pydantic_core"), str(SAMPLE))
     assert built["base"] == "LiteModel" and built["core_package"] is True
     assert _without_time(built["report"]) == _without_time(lite_check["report"])
 
@@ -199,7 +275,14 @@ class WithMissing(pydantic.BaseModel):
     a: int = 1
     b: int | MISSING = MISSING
 
-print(json.dumps({"first": first, "missing_left_out": WithMissing().model_dump_json()}))
+import typing, uuid
+
+class WithAny(pydantic.BaseModel):
+    a: int = 1
+    c: typing.Any = uuid.UUID("12345678-1234-5678-1234-567812345678")
+
+print(json.dumps({"first": first, "missing_left_out": WithMissing().model_dump_json(),
+                  "any_uuid": WithAny().model_dump_json()}))
 """
 
 
@@ -236,7 +319,7 @@ def test_pydantic_works_in_a_process_after_pcidocs_command_line() -> None:
 
 def test_a_changed_model_source_means_pydantic_models(lite_check: dict) -> None:
     setup = "from pcidoc.model import compiled\ncompiled.source_digest = lambda name: 'changed'"
-    built = _python(_CHECK.format(setup=setup), str(SAMPLE))
+    built = _python(_check(setup), str(SAMPLE))
     assert built["base"] == "BaseModel"
     assert _without_time(built["report"]) == _without_time(lite_check["report"])
 
@@ -251,7 +334,7 @@ def test_a_store_of_another_pydantic_core_means_pydantic_models(tmp_path: Path) 
         "from pathlib import Path\nfrom pcidoc.model import compiled\n"
         f"compiled.STORE_FILE = Path({str(other)!r})"
     )
-    assert _python(_CHECK.format(setup=setup), str(SAMPLE))["base"] == "BaseModel"
+    assert _python(_check(setup), str(SAMPLE))["base"] == "BaseModel"
 
 
 def test_the_model_api_behaves_the_same_in_both_modes() -> None:

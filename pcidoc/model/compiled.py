@@ -27,7 +27,6 @@ and ``{"$tuple": [...]}``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -65,7 +64,7 @@ class _Store:
 
     def __init__(self, text: str) -> None:
         self.raw = text.split("\n")
-        header = json.loads(self.raw[0])
+        header = core().from_json(self.raw[0])  # the json module is not loaded on the way
         self.core: str = header["pydantic_core"]
         self.sources: dict[str, str] = header["sources"]
         self.lines: dict[str, int] = header["lines"]
@@ -174,6 +173,24 @@ class _Unset:
         return "<no value (pcidoc)>"
 
 
+_ENGINE_TYPE_TABLE = (
+    ("decimal", ("Decimal",)),
+    ("fractions", ("Fraction",)),
+    ("pathlib", ("Path",)),
+    ("uuid", ("UUID",)),
+    ("ipaddress", ("IPv4Address", "IPv6Address", "IPv4Network", "IPv6Network")),
+)
+"""The standard-library classes the engine looks up when it first serializes a model (its table
+for values in fields typed ``Any``), by module, for the engine version the store is made with."""
+
+
+class _NotInPcidocModels:
+    """Base of the stand-in classes :func:`prime_missing_sentinel` hands the engine for its type
+    table: no pcidoc model holds an instance of one."""
+
+    __slots__ = ()
+
+
 def prime_missing_sentinel() -> None:
     """Hand the engine its ``MISSING`` sentinel without importing the ``pydantic_core`` package.
 
@@ -193,6 +210,16 @@ def prime_missing_sentinel() -> None:
     allows it. Light models require the exact ``pydantic_core`` the store was made with, so this
     runs only against the engine version it is tested with; any failure leaves the cell empty
     and the engine imports the real package as usual.
+
+    The same first serialization builds the engine's table of standard-library types it
+    recognises in fields typed ``Any`` (:data:`_ENGINE_TYPE_TABLE`): it imports ``decimal``,
+    ``fractions``, ``pathlib``, ``uuid`` (and with it ``platform``) and ``ipaddress`` for it,
+    about 8 ms of a ~100 ms command, although no pcidoc model holds a value of those types. So
+    the priming hands the engine stand-in classes for the modules not imported yet, and removes
+    them at once. pcidoc's only ``Any`` positions are the measurements' ``conditions``, which
+    hold JSON-parsed values from the probes (a test keeps it so); in this process another
+    program's ``Decimal`` or ``UUID`` in an ``Any`` field would fail to serialize instead of
+    becoming a string, the second reason only the ``pcidoc`` command allows it.
     """
     global _prime_sentinel
     if not _prime_sentinel:
@@ -221,7 +248,14 @@ def prime_missing_sentinel() -> None:
     probe.__dict__["a"] = 0
     stand_in = types.ModuleType("pydantic_core", "pcidoc's stand-in while priming the engine")
     stand_in.MISSING = _Unset()  # type: ignore[attr-defined]
-    sys.modules["pydantic_core"] = stand_in
+    stand_ins = {"pydantic_core": stand_in}
+    for module, names in _ENGINE_TYPE_TABLE:
+        if module not in sys.modules:
+            table = types.ModuleType(module, "pcidoc's stand-in while priming the engine")
+            for name in names:
+                setattr(table, name, type(name, (_NotInPcidocModels,), {}))
+            stand_ins[module] = table
+    sys.modules.update(stand_ins)
     try:
         serializer.to_python(probe)
     except (KeyboardInterrupt, SystemExit):
@@ -229,8 +263,9 @@ def prime_missing_sentinel() -> None:
     except BaseException:  # an engine panic (pyo3 PanicException) is a BaseException
         pass
     finally:
-        if sys.modules.get("pydantic_core") is stand_in:
-            del sys.modules["pydantic_core"]
+        for module, stand_in in stand_ins.items():
+            if sys.modules.get(module) is stand_in:
+                del sys.modules[module]
 
 
 def class_key(cls: type) -> str:
@@ -369,6 +404,8 @@ def generate() -> str:
     pydantic classes: run with ``PCIDOC_COMPILED_SCHEMAS=0`` (``python -m pcidoc.model.schemas``
     does), since pydantic inlines or references nested schemas depending on what the process
     already built."""
+    import json
+
     import pydantic
     import pydantic_core
 

@@ -13,7 +13,6 @@ pydantic's model API pcidoc uses: construction, ``model_validate``, ``model_vali
 
 from __future__ import annotations
 
-import copy as _copy
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pcidoc.model.compiled import core, prime_missing_sentinel
@@ -169,7 +168,12 @@ class LiteModel:
                 data[name] = values[name]
             elif schema.get("type") == "default":
                 factory = schema.get("default_factory")
-                data[name] = factory() if factory is not None else _copy.deepcopy(schema["default"])
+                if factory is not None:
+                    data[name] = factory()
+                else:
+                    import copy  # not at the top: copy and weakref cost ~1 ms of every start
+
+                    data[name] = copy.deepcopy(schema["default"])
         instance = cls.__new__(cls)
         object.__setattr__(instance, "__dict__", data)
         object.__setattr__(instance, "__pydantic_fields_set__", set(_fields_set or values))
@@ -258,6 +262,8 @@ class LiteModel:
         return copied
 
     def __copy__(self) -> Any:
+        import copy as _copy
+
         cls = type(self)
         copied = cls.__new__(cls)
         object.__setattr__(copied, "__dict__", dict(self.__dict__))
@@ -267,6 +273,8 @@ class LiteModel:
         return copied
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
+        import copy as _copy
+
         cls = type(self)
         copied = cls.__new__(cls)
         object.__setattr__(copied, "__dict__", _copy.deepcopy(self.__dict__, memo))
