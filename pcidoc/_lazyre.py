@@ -3,6 +3,11 @@
 A module that knows many patterns but needs few of them in one run (the importer's formats,
 redaction, terminal-control cleaning) keeps its import cheap: ``re.compile`` costs 10-300 µs a
 pattern, and start-up is measured in tens of milliseconds (docs/performance.md).
+
+A pattern that starts with plain characters (``H100 (\\d+GB )?PCIE``, ``\\bMI250X``) cannot match
+a text without them, so a text that lacks them gets "no match" without compiling the pattern: the
+GPU model table tries ~45 name patterns in order, and compiling them all cost ~5 ms of every
+``pcidoc check`` on a GPU whose pattern comes late.
 """
 
 from __future__ import annotations
@@ -11,16 +16,52 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+_SPECIAL = frozenset("\\.^$*+?{}[]|()")
+_OPTIONAL_NEXT = frozenset("*?{")
+
+
+def required_text(pattern: str, flags: int = 0) -> str:
+    """Plain characters every match of ``pattern`` contains ("" when none can be told cheaply).
+
+    The characters before the pattern's first special one, once leading ``^``, ``\\A`` and
+    ``\\b`` (which match no character) are skipped; the last of them is dropped when a
+    quantifier that allows zero (``*``, ``?``, ``{``) follows it. Patterns with flags or with
+    ``|`` anywhere get "" (no shortcut).
+    """
+    if flags or not isinstance(pattern, str) or "|" in pattern:
+        return ""
+    start = 0
+    while True:
+        if pattern.startswith("^", start):
+            start += 1
+        elif pattern.startswith(("\\A", "\\b"), start):
+            start += 2
+        else:
+            break
+    end = start
+    while end < len(pattern) and pattern[end] not in _SPECIAL:
+        end += 1
+    if end < len(pattern) and pattern[end] in _OPTIONAL_NEXT:
+        end -= 1
+    return pattern[start:end] if end > start else ""
+
 
 class LazyPattern:
-    """A regular expression compiled on first use; the ``re.Pattern`` methods pcidoc calls."""
+    """A regular expression compiled on first use; the ``re.Pattern`` methods pcidoc calls.
 
-    __slots__ = ("_compiled", "_flags", "_pattern")
+    A text without the pattern's :func:`required_text` gets "no match" without compiling it.
+    """
+
+    __slots__ = ("_compiled", "_flags", "_pattern", "_required")
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
         self._pattern = pattern
         self._flags = flags
         self._compiled: re.Pattern[str] | None = None
+        self._required = required_text(pattern, flags)
+
+    def _cannot_match(self, text: str) -> bool:
+        return self._compiled is None and bool(self._required) and self._required not in text
 
     @property
     def compiled(self) -> re.Pattern[str]:
@@ -31,26 +72,38 @@ class LazyPattern:
 
     def match(self, text: str) -> re.Match[str] | None:
         """``re.Pattern.match``."""
+        if self._cannot_match(text):
+            return None
         return self.compiled.match(text)
 
     def fullmatch(self, text: str) -> re.Match[str] | None:
         """``re.Pattern.fullmatch``."""
+        if self._cannot_match(text):
+            return None
         return self.compiled.fullmatch(text)
 
     def search(self, text: str) -> re.Match[str] | None:
         """``re.Pattern.search``."""
+        if self._cannot_match(text):
+            return None
         return self.compiled.search(text)
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         """``re.Pattern.finditer``."""
+        if self._cannot_match(text):
+            return iter(())
         return self.compiled.finditer(text)
 
     def findall(self, text: str) -> list[Any]:
         """``re.Pattern.findall``."""
+        if self._cannot_match(text):
+            return []
         return self.compiled.findall(text)
 
     def sub(self, replacement: str | Callable[[re.Match[str]], str], text: str) -> str:
         """``re.Pattern.sub``."""
+        if self._cannot_match(text):
+            return text
         return self.compiled.sub(replacement, text)
 
 

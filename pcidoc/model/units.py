@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import re
 
+from pcidoc._lazyre import lazy
+
 # Transfer rate per lane in GT/s for each PCIe generation (PCI-SIG base specifications).
 PCIE_GT_PER_S: dict[int, float] = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0, 7: 128.0}
 
@@ -18,7 +20,7 @@ PCIE_GT_PER_S: dict[int, float] = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 
 _ENCODING: dict[int, float] = {1: 0.8, 2: 0.8, 3: 128 / 130, 4: 128 / 130, 5: 128 / 130}
 _FLIT_EFFICIENCY = 236 / 256
 
-_GTS_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*GT/s", re.IGNORECASE)
+_GTS_RE = lazy(r"([0-9]+(?:\.[0-9]+)?)\s*GT/s", re.IGNORECASE)
 
 
 def pcie_gen_from_gts(gts: float) -> int | None:
@@ -81,7 +83,7 @@ def link_label(gen: int | None, width: int | None) -> str:
     return f"{g} {w}"
 
 
-_COUNTED = re.compile(
+_COUNTED = lazy(
     r"\b(\d[\d,]*) ((?:[A-Za-z][A-Za-z-]* ){0,2})([A-Za-z][A-Za-z-]*)\(s\)"
     r"(?: (have|are|were|lack|run|cross|read|sit|share|use|show|need|reach|do|exist)\b)?"
 )

@@ -13,7 +13,6 @@ pydantic entirely can hand it ``json.load(file)`` after checking the schema tag.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +77,8 @@ def topology_dict(capture: Capture | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _dumps(value: Any) -> str:
+    import json  # not at the top: the report's path (check --json) never needs it
+
     return json.dumps(value, ensure_ascii=False)
 
 

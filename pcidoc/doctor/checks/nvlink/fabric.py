@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
+from pcidoc._lazyre import lazy
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
@@ -19,7 +18,7 @@ from pcidoc.model.report import Evidence, Severity
 
 # =========================================================================== nvlink.fabric
 
-_ZERO_RE = re.compile(r"[^0-9a-fA-F]")
+_ZERO_RE = lazy(r"[^0-9a-fA-F]")
 
 
 def _zero_uuid(value: str | None) -> bool:

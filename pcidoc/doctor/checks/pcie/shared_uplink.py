@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from pcidoc._lazyre import lazy
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
@@ -365,7 +365,7 @@ _FOLD_MIN = 4
 """From this many uplink findings that read alike, they are reported as one."""
 
 
-_GPU_OR_BDF = re.compile(
+_GPU_OR_BDF = lazy(
     r"\bGPUs [0-9,-]+|\bGPU\d+\b|\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\b"
 )
 
