@@ -32,7 +32,14 @@ from typing import Any
 
 from pcidoc._lazyre import lazy
 
-__all__ = ["clean_data", "clean_line", "clean_text", "has_controls", "json_text_is_clean"]
+__all__ = [
+    "clean_data",
+    "clean_line",
+    "clean_text",
+    "has_controls",
+    "json_bytes_are_clean",
+    "json_text_is_clean",
+]
 
 _SEQUENCE = lazy(
     # CSI: parameters, intermediates, final byte (missing when the text was cut).
@@ -50,11 +57,13 @@ _LINE_BREAKS = lazy(r"[\t\n\u2028\u2029]")
 # those characters written raw (raw C0 controls can only be whitespace outside strings: JSON
 # forbids them inside). A match may be a false alarm (an escaped backslash before "u0000"),
 # never a miss.
-_JSON_UNCLEAN_ESCAPE = re.compile(
+_UNCLEAN_ESCAPE_PATTERN = (
     r"\\(?:[bfnrt]|u(?:00[01][0-9a-fA-F]|007[fF]|00[89][0-9a-fA-F]|061[cC]|200[eEfF]"
     r"|202[89a-eA-E]|206[6-9]))"
 )
-_RAW_UNCLEAN = re.compile(
+_JSON_UNCLEAN_ESCAPE = lazy(_UNCLEAN_ESCAPE_PATTERN)
+_unclean_escape_bytes: re.Pattern[bytes] | None = None  # the same, for bytes; compiled on use
+_RAW_UNCLEAN = lazy(
     r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
     r"\u2028\u2029]"
 )
@@ -70,6 +79,21 @@ def json_text_is_clean(text: str) -> bool:
     if text.isascii():
         return not text.encode("ascii").translate(None, _ASCII_CLEAN)
     return _RAW_UNCLEAN.search(text) is None
+
+
+def json_bytes_are_clean(data: bytes) -> bool:
+    """:func:`json_text_is_clean` for a file not decoded yet: True when ``data`` is ASCII and
+    holds nothing to clean. False for any other byte (the caller decodes the text and asks
+    :func:`json_text_is_clean`), so an ASCII file, the usual capture, is never decoded or
+    re-encoded on its way to the parser."""
+    if not data.isascii() or data.translate(None, _ASCII_CLEAN):
+        return False
+    global _unclean_escape_bytes
+    if b"\\" not in data:
+        return True
+    if _unclean_escape_bytes is None:
+        _unclean_escape_bytes = re.compile(_UNCLEAN_ESCAPE_PATTERN.encode("ascii"))
+    return _unclean_escape_bytes.search(data) is None
 
 
 def has_controls(text: str) -> bool:

@@ -39,6 +39,10 @@ def _strict(text: str) -> Any:
 def _assert_same(text: str) -> bool:
     """Whether the one-step path took ``text``; fails when it took it and differs."""
     fast = _validate_current_capture(text)
+    if text.isascii():  # an ASCII file reaches the one-step path as its bytes
+        from_bytes = _validate_current_capture(text.encode("ascii"))
+        assert (from_bytes is None) == (fast is None)
+        assert from_bytes == fast
     if fast is None:
         return False
     strict = _strict(text)

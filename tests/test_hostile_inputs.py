@@ -481,17 +481,18 @@ def _risky_chars() -> list[str]:
 
 @pytest.mark.parametrize("ascii_only", [True, False], ids=["escaped", "raw"])
 def test_json_with_any_character_clean_line_changes_is_not_called_clean(ascii_only: bool) -> None:
-    from pcidoc.sanitize import json_text_is_clean
+    from pcidoc.sanitize import json_bytes_are_clean, json_text_is_clean
 
     for char in _risky_chars():
         text = json.dumps({"gpus": [{"name": f"A{char}B"}]}, ensure_ascii=ascii_only)
         assert not json_text_is_clean(text), repr(char)
+        assert not json_bytes_are_clean(text.encode("utf-8", "surrogatepass")), repr(char)
 
 
 def test_json_called_clean_never_holds_a_string_clean_line_would_change() -> None:
     import random
 
-    from pcidoc.sanitize import json_text_is_clean
+    from pcidoc.sanitize import json_bytes_are_clean, json_text_is_clean
 
     rng = random.Random(20261124)
     pool = _risky_chars() + list('ab\\"/ é→🙂\u00a0\u3000') + [chr(0xD7FF), chr(0xFFFD)]
@@ -501,6 +502,9 @@ def test_json_called_clean_never_holds_a_string_clean_line_would_change() -> Non
         for ascii_only in (True, False):
             text = json.dumps({value: [value]}, ensure_ascii=ascii_only)
             checked += 1
+            # The bytes of a file: clean exactly when the text is ASCII and clean.
+            raw = text.encode("utf-8", "surrogatepass")
+            assert json_bytes_are_clean(raw) == (text.isascii() and json_text_is_clean(text))
             if json_text_is_clean(text):
                 called_clean += 1
                 assert clean_line(value) == value, repr(value)

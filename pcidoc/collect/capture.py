@@ -7,7 +7,6 @@ that names the file and the problem. A report file (``pcidoc.report/1``) is acce
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from datetime import datetime, timezone
@@ -44,13 +43,19 @@ STDIN_LABEL = "<stdin>"
 """How messages name a capture read from standard input (``--from -``)."""
 
 
+def _read_bytes(path: str) -> bytes:
+    """The file's bytes: at most MAX_CAPTURE_BYTES, gunzipped. ``-`` is standard input."""
+    from pcidoc.fileio import MAX_CAPTURE_BYTES, read_input
+
+    return read_input(path, limit=MAX_CAPTURE_BYTES, what="a capture", stdin=True)
+
+
 def _read_text(path: str) -> str:
     """The file's text: at most MAX_CAPTURE_BYTES, gzip or not, UTF-8 or UTF-16 with a BOM.
     ``-`` is standard input."""
-    from pcidoc.fileio import MAX_CAPTURE_BYTES, decode_text, read_input
+    from pcidoc.fileio import decode_text
 
-    data = read_input(path, limit=MAX_CAPTURE_BYTES, what="a capture", stdin=True)
-    return decode_text(data, STDIN_LABEL if path == "-" else path, strict=True)
+    return decode_text(_read_bytes(path), _label(path), strict=True)
 
 
 def _label(path: str) -> str:
@@ -154,11 +159,13 @@ def _finite_float(text: str) -> float:
     return value
 
 
-_NON_FINITE_RE = re.compile(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
+_NON_FINITE_RE = lazy(r"(?<![\w\"])(-?Infinity|NaN)(?![\w\"])")
 
 
 def _parse_json(text: str, file: str) -> Any:
     """Parse strict JSON: NaN and Infinity are refused (pcidoc writes unknown values as null)."""
+    import json  # only here: a capture that loads in one step never needs the module
+
     try:
         data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
@@ -184,15 +191,23 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
         PcidocError: the file is missing, unreadable, not JSON, not a capture, from a newer
             major version, or has missing/wrong-typed fields.
     """
-    from pcidoc.sanitize import json_text_is_clean
+    from pcidoc.fileio import decode_text
+    from pcidoc.sanitize import json_bytes_are_clean, json_text_is_clean
 
     file = os.fspath(path)  # named in messages as given (pathlib is not worth its import here)
-    text = _read_text(file)
-    clean = json_text_is_clean(text)
-    if clean:
-        capture = _validate_current_capture(text)
+    data = _read_bytes(file)
+    if json_bytes_are_clean(data):  # ASCII with nothing to clean: straight to the parser
+        capture = _validate_current_capture(data)
         if capture is not None:
             return capture
+        text, clean = data.decode("ascii"), True
+    else:
+        text = decode_text(data, _label(file), strict=True)
+        clean = json_text_is_clean(text)
+        if clean:
+            capture = _validate_current_capture(text)
+            if capture is not None:
+                return capture
     return capture_from_data(_parse_json(text, _label(file)), _label(file), clean=not clean)
 
 
@@ -204,7 +219,7 @@ _NUMBER_RUN = re.compile(rb"[0.e-]*")
 _BEFORE_VALUE = re.compile(rb"[:\[,\s]")
 
 
-def _strict_parse_needed(text: str) -> bool:
+def _strict_parse_needed(text: str | bytes) -> bool:
     """True when ``text`` may hold a number the strict parser refuses: a NaN or Infinity token,
     or one too large for a float (which needs a three-digit exponent or, with a two-digit one,
     over 200 digits before the point).
@@ -213,9 +228,10 @@ def _strict_parse_needed(text: str) -> bool:
     ``:``, ``[``, ``,``, whitespace or at the start), so a GPU's UUID (``...3e534...``) does not
     count; a number-like run inside a string after a space may, which only costs the slower path.
     """
-    if "NaN" in text or "Infinity" in text:
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if b"NaN" in data or b"Infinity" in data:
         return True
-    shape = text.encode("utf-8", "surrogatepass").translate(_SHAPE, b"+")
+    shape = data.translate(_SHAPE, b"+")
     looks = 64  # a text with more look-alikes than that is not worth the search
     for mark in _HUGE_MARKS:
         found = shape.find(mark)
@@ -233,10 +249,10 @@ def _strict_parse_needed(text: str) -> bool:
     return False
 
 
-def _validate_current_capture(text: str) -> Capture | None:
-    """The capture in ``text``, parsed and validated in one step by ``pydantic_core``, or
-    ``None`` when it is anything but a valid ``pcidoc.capture/1`` object whose text needs no
-    cleaning.
+def _validate_current_capture(text: str | bytes) -> Capture | None:
+    """The capture in ``text`` (a str, or the bytes of an ASCII file), parsed and validated in
+    one step by ``pydantic_core``, or ``None`` when it is anything but a valid
+    ``pcidoc.capture/1`` object whose text needs no cleaning.
 
     An optimisation of the strict path (:func:`_parse_json`, :func:`_unwrap`, validation), not a
     second set of rules: for any text it accepts it builds the same capture, and every other
@@ -279,7 +295,8 @@ def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
     if _FAST_VALIDATOR is None:
         from pcidoc.model.schemas import CORE_SCHEMA_FILE
 
-        _FAST_VALIDATOR = core().SchemaValidator(json.loads(CORE_SCHEMA_FILE.read_text("utf-8")))
+        schema = core().from_json(CORE_SCHEMA_FILE.read_text("utf-8"))
+        _FAST_VALIDATOR = core().SchemaValidator(schema)
     try:
         return dict(_FAST_VALIDATOR.validate_python(body))
     except core().ValidationError as exc:
