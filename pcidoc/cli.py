@@ -119,8 +119,14 @@ def _add_probe_options(parser: argparse.ArgumentParser, default: str) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``pcidoc`` and all its subcommands."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of ``pcidoc`` and all its subcommands.
+
+    Args:
+        command: Build only this subcommand's parser (``main`` passes the command named first
+            on the line: what follows it is that parser's to read, so the result is the same,
+            and a dozen parsers are not built for nothing). ``None``: all of them.
+    """
     parser = _Parser(
         prog="pcidoc",
         description="A doctor for GPU interconnects. Without a command, opens the TUI on this "
@@ -145,7 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="open the TUI on a fleet: a folder of captures/reports, nodes worst first",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for names, add in _SUBCOMMANDS:
+        if command is None or command in names:
+            add(sub)
+    return parser
 
+
+def _add_check(sub: Any) -> None:
     check = sub.add_parser(
         "check",
         help="diagnose the machine and exit with 0/1/2 (ok/warn/fail)",
@@ -182,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--debug", **_HIDDEN_DEBUG)
 
+
+def _add_nccl_topo(sub: Any) -> None:
     nccl_topo = sub.add_parser(
         "nccl-topo",
         help="write an NCCL topology file (NCCL_TOPO_FILE) from a capture",
@@ -200,6 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     nccl_topo.add_argument("--cpu-model", help="CPU model id (/proc/cpuinfo 'model')")
     nccl_topo.add_argument("--debug", **_HIDDEN_DEBUG)
 
+
+def _add_topo(sub: Any) -> None:
     topo = sub.add_parser(
         "topo",
         help="show the topology matrix with legend and notable facts",
@@ -209,6 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source_options(topo)
     topo.add_argument("--debug", **_HIDDEN_DEBUG)
 
+
+def _add_capture(sub: Any) -> None:
     capture = sub.add_parser(
         "capture",
         help="record this machine into a capture file",
@@ -230,6 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_probe_options(capture, "none")
     capture.add_argument("--debug", **_HIDDEN_DEBUG)
 
+
+def _add_import(sub: Any) -> None:
     imp = sub.add_parser(
         "import",
         help="build a capture from pasted nvidia-smi / benchmark outputs",
@@ -249,6 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("--debug", **_HIDDEN_DEBUG)
 
+
+def _add_probe(sub: Any) -> None:
     probe = sub.add_parser(
         "probe",
         help="run one measurement probe and print its JSON",
@@ -278,10 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("--debug", **_HIDDEN_DEBUG)
 
-    from pcidoc.fleet.commands import add_fleet_commands
 
-    add_fleet_commands(sub, _HIDDEN_DEBUG)
-
+def _add_samples(sub: Any) -> None:
     samples = sub.add_parser(
         "samples",
         help="list the bundled sample machines for --demo",
@@ -289,13 +309,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     samples.add_argument("--json", action="store_true", help="print the list as JSON")
 
+
+def _add_schema(sub: Any) -> None:
     schema = sub.add_parser(
         "schema",
         help="print the JSON Schema of the capture, report or fleet format",
         description="Print the JSON Schema generated from pcidoc's models.",
     )
     schema.add_argument("kind", choices=("capture", "report", "fleet"), help="which format")
-    return parser
+
+
+def _add_fleet(sub: Any) -> None:
+    from pcidoc.fleet.commands import add_fleet_commands
+
+    add_fleet_commands(sub, _HIDDEN_DEBUG)
+
+
+_SUBCOMMANDS: tuple[tuple[tuple[str, ...], Callable[[Any], None]], ...] = (
+    (("check",), _add_check),
+    (("nccl-topo",), _add_nccl_topo),
+    (("topo",), _add_topo),
+    (("capture",), _add_capture),
+    (("import",), _add_import),
+    (("probe",), _add_probe),
+    (("fleet", "diff", "watch"), _add_fleet),
+    (("samples",), _add_samples),
+    (("schema",), _add_schema),
+)
+"""Each subcommand's builder, in ``--help`` order, with the command names it adds."""
+SUBCOMMAND_NAMES = frozenset(name for names, _ in _SUBCOMMANDS for name in names)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -883,7 +925,9 @@ def main(argv: list[str] | None = None) -> int:
     # of every installed distribution (7-11 ms in an environment with torch) the first time a
     # validator is built. An explicit setting of the user's is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv[0] if argv and argv[0] in SUBCOMMAND_NAMES else None)
     args = parser.parse_args(argv)
     debug = bool(getattr(args, "debug", False)) or os.environ.get("PCIDOC_DEBUG") == "1"
     handler = COMMANDS.get(args.command or "", cmd_tui)

@@ -11,16 +11,18 @@ subprocess to prove that no traceback reaches the terminal end to end.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pcidoc import __version__
-from pcidoc.cli import COMMANDS, main
+from pcidoc.cli import COMMANDS, SUBCOMMAND_NAMES, build_parser, main
 from pcidoc.collect.importers import SUPPORTED_FORMATS
 from pcidoc.doctor.registry import CHECK_IDS
 from pcidoc.samples import sample_names, sample_path
@@ -624,3 +626,36 @@ def test_a_terminal_on_standard_input_is_told_what_pcidoc_waits_for(
     assert err.splitlines()[0] == (
         "pcidoc: reading a capture from standard input (paste it, then Ctrl-D)"
     )
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str], capsys: Any) -> tuple[Any, ...]:
+    """What a parser makes of a line: the namespace or the exit code, and what it printed."""
+    try:
+        result: Any = vars(parser.parse_args(argv))
+    except SystemExit as exc:
+        result = exc.code
+    captured = capsys.readouterr()
+    return result, captured.out, captured.err
+
+
+@pytest.mark.parametrize("command", sorted(SUBCOMMAND_NAMES))
+def test_the_parser_built_for_one_command_reads_its_line_as_the_full_parser(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``main`` builds only the parser of the command named first; help, errors and results
+    must be those of the full parser."""
+    lines = [[command], [command, "--help"], [command, "--no-such-option"], [command, "--json"]]
+    full, only = build_parser(), build_parser(command)
+    for argv in lines:
+        assert _parse(only, argv, capsys) == _parse(full, argv, capsys), argv
+    assert _parse(full, [command, "--help"], capsys)[1].startswith(f"usage: pcidoc {command}")
+    assert set(_choices(only)) < set(_choices(full))
+
+
+def _choices(parser: argparse.ArgumentParser) -> list[str]:
+    return [
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    ]
