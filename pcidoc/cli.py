@@ -365,8 +365,9 @@ def _readable_when_not_utf8() -> None:
         sys.stdout.reconfigure(errors=register())  # type: ignore[union-attr]
 
 
-def _emit(data: str | Callable[[], object]) -> None:
-    """Write data to stdout: a text, or a callable that renders to stdout (Rich).
+def _emit(data: str | bytes | Callable[[], object]) -> None:
+    """Write data to stdout: a text, UTF-8 bytes (written as they are where stdout is UTF-8),
+    or a callable that renders to stdout (Rich).
 
     JSON is ASCII where it must be: non-ASCII characters only ever occur inside JSON strings,
     so where stdout cannot encode UTF-8 (``LC_ALL=C``, ``PYTHONIOENCODING=latin-1``) they are
@@ -376,6 +377,14 @@ def _emit(data: str | Callable[[], object]) -> None:
     interpreter's last flush cannot fail either. A full disk behind a redirection is reported.
     """
     try:
+        if isinstance(data, bytes):
+            binary = getattr(sys.stdout, "buffer", None)
+            if binary is not None and _stdout_is_utf8():
+                sys.stdout.flush()  # what the text layer holds goes first
+                binary.write(data)
+                binary.flush()
+                return
+            data = data.decode("utf-8")
         if isinstance(data, str):
             text = data
             if not _stdout_is_utf8() and not text.isascii():
@@ -629,15 +638,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         _wrote("report", _write_report(report, output, redact=args.redact))
     # The verdict is the exit code, also when the reader of a pipe stops early (`| head -3`).
     if args.json:
-        from pcidoc.present.json import report_json
+        from pcidoc.present.json import report_json_bytes
 
         if args.redact:
             from pcidoc.collect.capture import redact_report
 
-            report_json_text = report_json(redact_report(report))
-        else:
-            report_json_text = report_json(report)
-        _emit(report_json_text)
+            report = redact_report(report)
+        _emit(report_json_bytes(report))
     else:
         from pcidoc.present.text import make_console, render_report
 

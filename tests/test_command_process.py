@@ -4,6 +4,7 @@ the garbage collector waits until start-up is done, then runs as usual."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,26 @@ def test_main_leaves_the_collector_as_the_caller_set_it() -> None:
     off = _trace("main-gc-off", "check", "--json", "--from", str(SAMPLE))
     assert off["seen"] == [["load", False], ["doctor", False]]
     assert off["enabled_after"] is False
+
+
+def test_the_json_report_written_as_bytes_is_the_report_json_text() -> None:
+    """``check --json`` writes the serializer's UTF-8 bytes straight to stdout."""
+    from pcidoc import doctor
+    from pcidoc.collect.capture import load_capture
+    from pcidoc.model.report import ReportSource
+    from pcidoc.present.json import report_json
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "pcidoc", "check", "--json", "--from", str(SAMPLE)],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    written = json.loads(proc.stdout.decode("utf-8"))
+    source = ReportSource.for_file(str(SAMPLE), "import")
+    report = doctor.run(load_capture(SAMPLE), source, [], [], generated_at=written["generated_at"])
+    expected = report_json(report)
+    assert not expected.isascii()  # the bytes hold UTF-8 text (host↔device...)
+    assert proc.stdout.decode("utf-8") == expected

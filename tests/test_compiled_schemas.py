@@ -45,6 +45,7 @@ out = {}
 g = Gpu(index=3, bus_id="0000:17:00.0", name="NVIDIA H100", pcie={"max_gen": 5})
 out["dump"] = g.model_dump()
 out["dump_json"] = g.model_dump_json(by_alias=True, indent=2)
+out["serializer_bytes"] = Gpu.__pydantic_serializer__.to_json(g, by_alias=True, indent=2).decode()
 out["fields_set"] = sorted(g.model_fields_set)
 out["fields"] = list(Gpu.model_fields)
 out["label"] = g.label
@@ -343,6 +344,7 @@ def test_the_model_api_behaves_the_same_in_both_modes() -> None:
     assert lite == pyd
     assert lite["errors"] and all(kind == "ValidationError" for kind, _ in lite["errors"])
     assert lite["deep"] == [5, 4] and lite["eq"] == [True, False, False]
+    assert lite["serializer_bytes"] == lite["dump_json"]
 
 
 def test_encode_round_trips_classes_methods_and_tuples() -> None:

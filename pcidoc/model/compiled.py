@@ -62,8 +62,11 @@ _lite: bool | None = None
 class _Store:
     """The parsed header and the raw lines of :data:`STORE_FILE`, read once."""
 
-    def __init__(self, text: str) -> None:
-        self.raw = text.split("\n")
+    def __init__(self, text: str | bytes) -> None:
+        # Lines stay bytes (the store is ASCII JSON): the engine parses bytes, and decoding the
+        # whole file for the few entries a command needs cost more than reading it.
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        self.raw = data.split(b"\n")
         header = core().from_json(self.raw[0])  # the json module is not loaded on the way
         self.core: str = header["pydantic_core"]
         self.sources: dict[str, str] = header["sources"]
@@ -104,7 +107,7 @@ def lite_mode() -> bool:
         _lite = False
         if enabled():
             try:
-                with open(STORE_FILE, encoding="utf-8") as handle:
+                with open(STORE_FILE, "rb") as handle:
                     store = _Store(handle.read())
                 if store.fresh():
                     _store, _lite = store, True

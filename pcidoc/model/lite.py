@@ -115,6 +115,14 @@ class _ModelFields:
         return _fields(owner)
 
 
+class _ModelSerializer:
+    """``Class.__pydantic_serializer__``: the class's compiled serializer, as on a pydantic
+    model (its ``to_json`` gives bytes, which ``check --json`` writes as they are)."""
+
+    def __get__(self, obj: Any, owner: type) -> SchemaSerializer:
+        return _serializer(owner)
+
+
 class LiteModel:
     """Base of the light model classes (see the module docstring)."""
 
@@ -132,6 +140,7 @@ class LiteModel:
 
     model_config: ClassVar[dict[str, Any]] = {}
     model_fields: ClassVar[dict[str, _FieldInfo]] = _ModelFields()  # type: ignore[assignment]
+    __pydantic_serializer__: ClassVar[SchemaSerializer] = _ModelSerializer()  # type: ignore[assignment]
 
     def __init__(self, /, **data: Any) -> None:
         _validator(type(self)).validate_python(data, self_instance=self)
