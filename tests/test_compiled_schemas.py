@@ -358,8 +358,7 @@ def test_encode_round_trips_classes_methods_and_tuples() -> None:
     assert back["ref"] == "pcidoc.model.facts.Gpu"
 
 
-def test_stored_entries_decode_by_their_tag_paths_as_by_a_full_walk() -> None:
-    """Entries are decoded at the stored paths only; a hook on every object gives the same."""
+def test_stored_entries_decode_at_their_tag_paths() -> None:
     from pcidoc.model.facts import Gpu
 
     nested = {"a": [{"pair": ({"cls": Gpu}, 2)}], "b": {"$tuple": [1]}, "c": {"x": list}}
@@ -373,13 +372,44 @@ def test_stored_entries_decode_by_their_tag_paths_as_by_a_full_walk() -> None:
         )
     )
     assert store.entry("k") == {"a": [{"pair": ({"cls": Gpu}, 2)}], "b": (1,), "c": {"x": list}}
+
+
+_PYDANTIC_ENTRIES = r"""
+import json
+from pcidoc.model import compiled
+print(json.dumps(compiled.encoded_entries(compiled.model_classes())))
+"""
+
+
+def _without_methods(node: object) -> object:
+    """pydantic's JSON Schema hooks decode to None in light mode (metadata only)."""
+    if isinstance(node, dict):
+        if set(node) == {"$method"}:
+            return None
+        return {key: _without_methods(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_without_methods(value) for value in node]
+    return node
+
+
+def test_every_decoded_entry_is_the_schema_pydantic_builds() -> None:
+    """Shared model schemas (``$schema-of``) and tagged nodes decode to exactly what pydantic
+    builds for each class, while each shared schema is parsed once."""
+    built = _python(_PYDANTIC_ENTRIES, env={"PCIDOC_COMPILED_SCHEMAS": "0"})
     assert compiled.lite_mode()
-    real = compiled._store
-    assert real is not None and len(real.lines) > 50
-    for key, line in real.lines.items():
-        walked = json.loads(real.raw[line], object_hook=compiled._decode)
-        walked.pop("$tags", None)
-        assert real.entry(key) == walked, key
+    store = compiled._store
+    assert store is not None
+    assert set(built) == {key for key in store.lines if not key.startswith("json-schema:")}
+    for key, entry in built.items():
+        decoded = store.entry(key)
+        assert decoded is not None
+        assert compiled.encode(decoded) == _without_methods(entry), key
+    report = store.entry("pcidoc.model.report:Report")
+    machine = report["schema"]["schema"]["schema"]["fields"]["machine"]["schema"]  # type: ignore[index]
+    assert machine is store.model_schema("pcidoc.model.capture:Capture")
+    # The store holds each class's schema once: far less than what pydantic inlines.
+    raw = Path(compiled.STORE_FILE).stat().st_size
+    assert raw < 0.6 * len(json.dumps(built))
 
 
 def test_encode_refuses_what_it_cannot_name() -> None:

@@ -55,6 +55,9 @@ _MODULES = (
 _REF_ID = re.compile(r":\d+$")
 _TAGS = "$tags"
 """Key of an entry's list of paths to its tagged nodes (see :func:`tag_paths`)."""
+_SCHEMA_OF = "$schema-of"
+"""Tag of a node that is another class's ``model`` schema, stored once in that class's entry."""
+_JSON_SCHEMA_PREFIX = "json-schema:"
 _store: _Store | None = None
 _lite: bool | None = None
 
@@ -71,6 +74,7 @@ class _Store:
         self.core: str = header["pydantic_core"]
         self.sources: dict[str, str] = header["sources"]
         self.lines: dict[str, int] = header["lines"]
+        self._entries: dict[str, dict[str, Any]] = {}
 
     def fresh(self) -> bool:
         """True when the running ``pydantic_core`` and every model module's source are the ones
@@ -80,6 +84,12 @@ class _Store:
         return all(source_digest(name) == digest for name, digest in self.sources.items())
 
     def entry(self, key: str) -> dict[str, Any] | None:
+        """The decoded entry ``key``: a class's ``{"config", "schema"}`` (decoded once and kept:
+        other entries share its schema, and the engine only reads schemas), or a JSON Schema
+        (decoded anew at every call, since its callers may change it)."""
+        found = self._entries.get(key)
+        if found is not None:
+            return found
         line = self.lines.get(key)
         if line is None:
             return None
@@ -90,8 +100,23 @@ class _Store:
             parent: Any = entry
             for part in path[:-1]:
                 parent = parent[part]
-            parent[path[-1]] = _decode(parent[path[-1]])
+            node = parent[path[-1]]
+            if _SCHEMA_OF in node:
+                parent[path[-1]] = self.model_schema(node[_SCHEMA_OF])
+            else:
+                parent[path[-1]] = _decode(node)
+        if not key.startswith(_JSON_SCHEMA_PREFIX):
+            self._entries[key] = entry
         return entry
+
+    def model_schema(self, key: str) -> dict[str, Any]:
+        """The ``model`` schema of class ``key`` (its entry's schema, inside its ``definitions``
+        when it has any), as stored in the other entries that hold it."""
+        entry = self.entry(key)
+        if entry is None:
+            raise KeyError(f"no compiled schema for {key}: regenerate the store")
+        schema: dict[str, Any] = entry["schema"]
+        return schema["schema"] if schema.get("type") == "definitions" else schema
 
 
 def enabled() -> bool:
@@ -296,7 +321,7 @@ def stored_json_schema(cls: type) -> dict[str, Any]:
     """``cls``'s stored JSON Schema (by alias; lite mode, :data:`JSON_SCHEMA_ROOTS` only)."""
     if _store is None:
         raise RuntimeError("the compiled schemas are not in use (pydantic models)")
-    entry = _store.entry("json-schema:" + class_key(cls))
+    entry = _store.entry(_JSON_SCHEMA_PREFIX + class_key(cls))
     if entry is None:
         raise NotImplementedError(f"no stored JSON Schema for {class_key(cls)}")
     return entry
@@ -343,7 +368,7 @@ def tag_paths(node: Any, path: tuple[str | int, ...] = ()) -> list[list[str | in
     if isinstance(node, dict):
         for key, value in node.items():
             found += tag_paths(value, (*path, key))
-        if len(node) == 1 and next(iter(node)) in ("$class", "$method", "$tuple"):
+        if len(node) == 1 and next(iter(node)) in ("$class", "$method", "$tuple", _SCHEMA_OF):
             found.append(list(path))
     elif isinstance(node, list):
         for index, value in enumerate(node):
@@ -375,6 +400,72 @@ def encode(node: Any) -> Any:
     if isinstance(owner, type) and getattr(owner, node.__name__, None) == node:
         return {"$method": [class_key(owner), node.__name__]}
     raise TypeError(f"cannot store {node!r} in a compiled schema")
+
+
+def encoded_entries(classes: list[type]) -> dict[str, dict[str, Any]]:
+    """Each class's ``{"config", "schema"}`` as pydantic builds it, encoded (pydantic models)."""
+    entries: dict[str, dict[str, Any]] = {}
+    for cls in classes:
+        cls.model_rebuild()  # type: ignore[attr-defined]
+        schema = cls.__pydantic_core_schema__  # type: ignore[attr-defined]
+        entries[class_key(cls)] = {"config": encode(core_config(cls)), "schema": encode(schema)}
+    return entries
+
+
+def _model_of(schema: dict[str, Any]) -> dict[str, Any]:
+    return schema["schema"] if schema.get("type") == "definitions" else schema
+
+
+def _definitions(schema: dict[str, Any]) -> dict[str, str]:
+    """``ref`` -> canonical JSON of each definition of an encoded class schema."""
+    if schema.get("type") != "definitions":
+        return {}
+    return {d["ref"]: _canonical(d) for d in schema["definitions"]}
+
+
+def _canonical(node: Any) -> str:
+    import json
+
+    return json.dumps(node, sort_keys=True, separators=(",", ":"))
+
+
+def share_model_schemas(entries: dict[str, dict[str, Any]]) -> None:
+    """Store each class's model schema once: in every encoded entry, a node that is exactly
+    another class's model schema becomes ``{"$schema-of": key}`` (see :meth:`_Store.entry`).
+
+    pydantic inlines every nested class's schema, so the report's entry held the capture's
+    whole schema again (100 of its 138 KB) and the capture's held every GPU, NIC and host
+    schema: decoding them cost a command about 2 ms. A node is shared only when it equals the
+    other class's model schema and every definition that schema relies on is in the entry's
+    own definitions (same ref, same content), so the decoded schema is the same.
+    """
+    models = {key: _model_of(entry["schema"]) for key, entry in entries.items()}
+    canonical = {key: _canonical(model) for key, model in models.items()}
+    definitions = {key: _definitions(entry["schema"]) for key, entry in entries.items()}
+
+    def shareable(node: dict[str, Any], own: str) -> str | None:
+        cls = node.get("cls")
+        if node.get("type") != "model" or not isinstance(cls, dict) or "$class" not in cls:
+            return None
+        key = cls["$class"]
+        if key == own or key not in canonical or _canonical(node) != canonical[key]:
+            return None
+        needed = definitions[key].items()
+        return key if all(definitions[own].get(ref) == text for ref, text in needed) else None
+
+    def walk(node: Any, own: str) -> Any:
+        if isinstance(node, dict):
+            if node is not models[own]:
+                key = shareable(node, own)
+                if key is not None:
+                    return {_SCHEMA_OF: key}
+            return {name: walk(value, own) for name, value in node.items()}
+        if isinstance(node, list):
+            return [walk(value, own) for value in node]
+        return node
+
+    for key, entry in entries.items():
+        entry["schema"] = walk(entry["schema"], key)
 
 
 def model_classes() -> list[type]:
@@ -418,18 +509,17 @@ def generate() -> str:
     built = [class_key(c) for c in classes if c.__pydantic_complete__]  # type: ignore[attr-defined]
     if built:
         raise RuntimeError(f"generate() needs a fresh interpreter; already built: {built[:3]}")
+    entries = encoded_entries(classes)
+    share_model_schemas(entries)
     lines: list[str] = []
     index: dict[str, int] = {}
-    for cls in classes:
-        cls.model_rebuild()  # type: ignore[attr-defined]
-        schema = cls.__pydantic_core_schema__  # type: ignore[attr-defined]
-        index[class_key(cls)] = len(lines) + 1
-        entry = {"config": encode(core_config(cls)), "schema": encode(schema)}
+    for key, entry in entries.items():
+        index[key] = len(lines) + 1
         entry[_TAGS] = tag_paths(entry)
         # Field order is the serialization order: keys are never sorted.
         lines.append(json.dumps(entry, separators=(",", ":")))
     for key in JSON_SCHEMA_ROOTS:
-        index["json-schema:" + key] = len(lines) + 1
+        index[_JSON_SCHEMA_PREFIX + key] = len(lines) + 1
         schema = _resolve(key).model_json_schema(by_alias=True)
         lines.append(json.dumps(schema, separators=(",", ":")))
     header = {
