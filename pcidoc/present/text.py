@@ -452,6 +452,16 @@ def _summary_text(report: Report, marks: dict[str, str]) -> Text:
     return out
 
 
+def _hanging(items: list[tuple[str, Text]]) -> Table:
+    """Marked items (``  •``, ``  1.``) whose wrapped lines stay under their text."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
+    for mark, text in items:
+        grid.add_row(Text(mark), text)
+    return grid
+
+
 def _check_detail(check: CheckResult, marks: dict[str, str], ticks: bool) -> Group:
     head = _severity_cell(check.severity, marks)
     head.append(" ")
@@ -461,15 +471,15 @@ def _check_detail(check: CheckResult, marks: dict[str, str], ticks: bool) -> Gro
     body: list[Text | Table] = [_inline(check.summary, backticks=ticks)]
     if check.evidence:
         body.append(Text("Evidence", style="bold"))
-        for item in check.evidence:
-            shown = evidence_text(item)
-            body.append(Text(f"  • {shown}" if marks is MARKS else f"  * {shown}"))
+        bullet = "  •" if marks is MARKS else "  *"
+        body.append(_hanging([(bullet, Text(evidence_text(item))) for item in check.evidence]))
     if check.remediation:
         body.append(Text("What to do", style="bold"))
-        for number, step in enumerate(check.remediation, 1):
-            line = Text(f"  {number}. ")
-            line.append_text(_inline(step, backticks=ticks))
-            body.append(line)
+        steps = [
+            (f"  {number}.", _inline(step, backticks=ticks))
+            for number, step in enumerate(check.remediation, 1)
+        ]
+        body.append(_hanging(steps))
     if check.needs:
         line = Text("Needs: ", style="bold")
         line.append_text(_inline(check.needs, backticks=ticks))

@@ -144,6 +144,25 @@ def test_long_summaries_wrap_and_are_never_cut() -> None:
         assert lines[rows[check_id] + 1].startswith(" " * 28)
 
 
+def test_verbose_evidence_and_steps_wrap_under_their_text() -> None:
+    report = small_report()
+    check = next(c for c in report.checks if c.evidence)
+    check.evidence[0].label = "long " * 30 + "LABEL-END"
+    check.remediation = ["step " * 30 + "STEP-END", "second"]
+    lines = plain(report, verbose=True, width=80).splitlines()
+    first = next(i for i, line in enumerate(lines) if re.match(r"^      • \S+: long", line))
+    end = next(i for i, line in enumerate(lines) if "LABEL-END" in line)
+    assert end > first and all(
+        line.startswith(" " * 8 + "long") for line in lines[first + 1 : end + 1]
+    )
+    step = next(i for i, line in enumerate(lines) if line.startswith("      1. step"))
+    end = next(i for i, line in enumerate(lines) if "STEP-END" in line)
+    assert end > step and all(
+        line.startswith(" " * 9 + "step") for line in lines[step + 1 : end + 1]
+    )
+    assert "      2. second" in lines
+
+
 def test_verbose_shows_evidence_all_steps_and_confidence() -> None:
     text = plain(small_report(), verbose=True)
     assert "! warn pcie.link-speed — PCIe link speed  (confidence medium)" in text
