@@ -818,6 +818,11 @@ def cmd_tui(args: argparse.Namespace) -> int:
     refusal = no_terminal_reason()
     if refusal is not None:
         raise PcidocError(refusal)
+    # The engine's priming puts stand-in modules in sys.modules for a moment: here, before the
+    # TUI starts threads that could import one of those modules in that moment.
+    from pcidoc.model.compiled import prime_missing_sentinel
+
+    prime_missing_sentinel()
     if fleet:
         from pcidoc.fleet.commands import run_fleet_tui
 

@@ -156,3 +156,43 @@ def test_every_serializing_command_prints_the_same_in_the_primed_process(tmp_pat
         primed = _stdout(argv, primed=True)
         assert primed[1], argv
         assert primed == _stdout(argv, primed=False), argv
+
+
+_TUI_PRIMING = r"""
+import contextlib, io, json, sys, threading
+import pcidoc.cli as cli
+import pcidoc.tui as tui
+from pcidoc.model import compiled
+seen = {}
+def fake_run_tui(**kwargs):
+    seen["primed"] = compiled._prime_sentinel is False and "pydantic_core" not in sys.modules
+    seen["threads"] = threading.active_count()
+    return 0
+cli.no_terminal_reason = lambda: None
+tui.run_tui = fake_run_tui
+sys.argv = ["pcidoc", "--demo"]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        cli.run()
+    except SystemExit as exc:
+        seen["code"] = exc.code
+print(json.dumps(seen))
+"""
+
+
+def test_the_tui_primes_the_engine_before_it_starts_threads() -> None:
+    """Priming swaps stand-in modules into sys.modules for a moment: the TUI does it in the
+    main thread before the app (and its threads) start."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _TUI_PRIMING],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {
+        "primed": True,
+        "threads": 1,
+        "code": 0,
+    }

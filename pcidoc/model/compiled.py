@@ -248,6 +248,10 @@ def prime_missing_sentinel() -> None:
     hold JSON-parsed values from the probes (a test keeps it so); in this process another
     program's ``Decimal`` or ``UUID`` in an ``Any`` field would fail to serialize instead of
     becoming a string, the second reason only the ``pcidoc`` command allows it.
+
+    The stand-ins are in ``sys.modules`` only during that one serialization; a process with
+    threads primes before it starts them (the TUI does, in ``pcidoc.cli.cmd_tui``), so that no
+    other thread imports a stand-in in that moment.
     """
     global _prime_sentinel
     if not _prime_sentinel:
