@@ -48,6 +48,7 @@ class Context:
             self._p2p_pos.setdefault(idx, pos)
         self.measurements = capture.measurements
         self._link_rows: dict[str, dict[str, str | None]] = {}
+        self._nic_rows: dict[str, dict[str, str | None]] = {}
         self._gpu_models: dict[str | None, linkmodel.GpuModel | None] = {}
         self.memo: dict[str, dict[object, object]] = {}
         """Per-run caches of check helpers (a check module's results for this capture)."""
@@ -89,6 +90,28 @@ class Context:
     def _label_columns(self) -> tuple[list[str], list[int]]:
         """The labels of the matrix and their positions (the last one of a repeated label)."""
         return list(self._label_pos), list(self._label_pos.values())
+
+    def nic_row(self, a: str) -> dict[str, str | None]:
+        """:meth:`link_row` of label ``a`` restricted to the capture's NICs: NIC label -> class
+        (read only). The NIC checks ask every GPU's row for the NICs only; a 72-GPU box has
+        18 NICs among 90 labels. Built once per label."""
+        rows = self._nic_rows
+        row = rows.get(a)
+        if row is None:
+            i = self._label_pos.get(a)
+            links = self.capture.topology.links
+            cells = links[i] if i is not None and i < len(links) else []
+            width = len(cells)
+            row = rows[a] = {b: cells[j] for b, j in self._nic_columns if j < width}
+        return row
+
+    @cached_property
+    def _nic_columns(self) -> list[tuple[str, int]]:
+        """The NICs' labels that are in the matrix and their positions (as :meth:`link_row`
+        reads them: the last position of a repeated label)."""
+        positions = self._label_pos
+        labels = dict.fromkeys(nic.label for nic in self.nics)
+        return [(label, positions[label]) for label in labels if label in positions]
 
     def gpu_link(self, a: int, b: int) -> str | None:
         """Link class between GPU ``a`` and GPU ``b``."""
@@ -149,6 +172,12 @@ class Context:
     def nvlink_pairs(self) -> set[frozenset[int]]:
         """GPU pairs joined by NVLink according to the topology matrix."""
         return {frozenset((a, b)) for a, b, link in self.gpu_pairs() if is_nvlink(link)}
+
+    @cached_property
+    def has_nvlink_pair(self) -> bool:
+        """``bool(self.nvlink_pairs)``, read off the class counts (the set of a big NVLink box
+        holds thousands of pairs, and most checks only ask whether there is one)."""
+        return any(is_nvlink(link) for link in self.pair_classes)
 
     # --------------------------------------------------------------------- environment
 
@@ -379,12 +408,18 @@ class Context:
         cell = {**{code: rank.get(code, 1) for code in present}, None: -1, "": -1, "X": -1}
         pad = [-1] * size
         # Each matrix as ranks, square, then with its transpose: the six cells of a pair are
-        # the same position of these six tables.
-        tables: list[list[list[int]] | list[tuple[int, ...]]] = []
+        # the same position of these six tables. Equal tables are kept once (a symmetric
+        # matrix is its own transpose, and read and write usually agree): the maximum over
+        # them is the same, and often a single table is left, which is then the answer.
+        tables: list[list[list[int]]] = []
         for matrix in matrices:
             rows = [[*map(cell.__getitem__, row), *pad[len(row) :]] for row in matrix]
             rows += [pad] * (size - len(rows))
-            tables += [rows, list(zip(*rows, strict=True))]
+            for table in (rows, [list(column) for column in zip(*rows, strict=True)]):
+                if table not in tables:
+                    tables.append(table)
+        if len(tables) == 1:
+            return tables[0], codes
         best = [list(map(max, *cells)) for cells in zip(*tables, strict=True)]
         return best, codes
 

@@ -105,6 +105,27 @@ def _damaged() -> Iterator[tuple[str, Capture]]:
         links=[["X", "NV2", "NV2"], ["NV2", "X", "NV1"], ["NV2", "NV1"]],
     )
     yield "short-diagonal", cap
+    # Read codes on one side of the diagonal only (not symmetric), write the same matrix, pci
+    # its transpose: equal tables are merged, and the max must still see both directions.
+    cap = machine(3, link="PIX")
+    one_sided = [["X", "NS", "OK"], [None, "X", "CNS"], [None, None, "X"]]
+    cap.p2p = P2PStatus(
+        gpus=[0, 1, 2],
+        matrices={
+            "read": one_sided,
+            "write": [list(row) for row in one_sided],
+            "pci": [list(column) for column in zip(*one_sided, strict=True)],
+        },
+    )
+    yield "one-sided", cap
+    # NICs the matrix does not hold, a NIC listed twice, a NIC column beyond a short row.
+    cap = machine(2, link="PIX", nics=["NIC0", "NIC1"])
+    cap.nics = [*cap.nics, cap.nics[0], *machine(1, nics=["NIC7"]).nics]
+    cap.topology = Topology(
+        labels=["GPU0", "GPU1", "NIC0", "NIC1"],
+        links=[["X", "PIX", "PXB"], ["PIX", "X", "SYS", "PIX"], ["PXB", "SYS", "X", "SYS"]],
+    )
+    yield "stray-nics", cap
 
 
 def _captures() -> Iterator[tuple[str, Capture]]:
@@ -160,6 +181,24 @@ def test_matrix_rows_agree_with_the_cell_lookup(capture: Capture) -> None:
             expected = [None] * len(gpus)
         assert [row.get(b) for b in gpus] == expected, a
         assert [ctx.gpu_link(a, b) for b in gpus] == expected, a
+
+
+def test_nic_rows_are_the_matrix_rows_at_the_nics(capture: Capture) -> None:
+    ctx = Context(capture)
+    nics = [nic.label for nic in capture.nics]
+    for a in [*capture.topology.labels, "GPU99", "NIC99"]:
+        row = ctx.nic_row(a)
+        assert [row.get(b) for b in nics] == [ref_link(capture, a, b) for b in nics], a
+        assert set(row) <= set(nics), a  # the NICs only
+        assert ctx.nic_row(a) is row  # built once per run
+
+
+def test_has_nvlink_pair_tells_whether_the_set_of_nvlink_pairs_is_empty(capture: Capture) -> None:
+    from pcidoc.model.links import is_nvlink
+
+    ctx = Context(capture)
+    expected = any(is_nvlink(link) for _, _, link in ctx.gpu_pairs())
+    assert ctx.has_nvlink_pair is expected is bool(ctx.nvlink_pairs)
 
 
 def ref_locality_groups(ctx: Context, indices: list[int]) -> list[list[int]]:

@@ -28,7 +28,7 @@ def nic_inventory(ctx: Context) -> list[Finding]:
         )
     if nics and gpus:
         rails = []
-        rows = [ctx.link_row(g.label) for g in gpus]
+        rows = [ctx.nic_row(g.label) for g in gpus]
         for nic in nics:
             if any(row.get(nic.label) in ("PIX", "PXB") for row in rows):
                 rails.append(nic.name or nic.label)

@@ -262,7 +262,7 @@ def _nic_sys_findings(ctx: Context) -> list[Finding]:
         return []  # one NUMA node: a SYS to a NIC is a flattened view, not a socket crossing
     far: list[str] = []
     evidence = []
-    rows = [(g.index, ctx.link_row(g.label)) for g in ctx.gpus]
+    rows = [(g.index, ctx.nic_row(g.label)) for g in ctx.gpus]
     for nic in ctx.nics:
         if is_bond(nic):
             continue

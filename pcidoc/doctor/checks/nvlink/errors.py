@@ -41,7 +41,7 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
     gpus = [g for g in ctx.gpus if g.nvlinks]
     if not gpus:
         if any(_links_known(g) for g in ctx.gpus) or (
-            ctx.has_topology and not ctx.nvlink_pairs and ctx.gpus
+            ctx.has_topology and not ctx.has_nvlink_pair and ctx.gpus
         ):
             return [not_applicable("no NVLink on these GPUs")]
         return [

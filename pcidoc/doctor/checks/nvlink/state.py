@@ -395,7 +395,7 @@ def nvlink_state(ctx: Context) -> list[Finding]:
         ]
 
     any_links = any(_up_down(ctx, g) != (0, 0) for g in facts_known) or (
-        topo_known and bool(ctx.nvlink_pairs)
+        topo_known and ctx.has_nvlink_pair
     )
     if not any_links:
         reasons = sorted({g.why("nvlinks") or "" for g in judged} - {""})
