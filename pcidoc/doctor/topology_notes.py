@@ -12,7 +12,6 @@ the checks in :mod:`pcidoc.doctor.checks`.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import repeat
@@ -32,7 +31,12 @@ NEAR_NIC_CLASSES: frozenset[str] = frozenset({"PIX", "PXB"})
 _MAX_LISTED = 6
 """Items listed by name in one note before it says ``+N more``."""
 
-_GPU_LABEL = re.compile(r"^GPU(\d+)$")
+
+def _gpu_index(label: str) -> int | None:
+    """The index of a ``GPU<n>`` label, else ``None``: ``re.match(r"^GPU(\\d+)$", label)``
+    (whose ``$`` also matches before a final newline) without compiling a pattern."""
+    digits = label[3:-1] if label.endswith("\n") else label[3:]
+    return int(digits) if label[:3] == "GPU" and digits.isdecimal() else None
 
 
 # ----------------------------------------------------------------------------- formatting
@@ -100,9 +104,9 @@ class _Wiring:
         self.gpu_pos: dict[int, int] = {}
         self.nic_pos: list[tuple[str, int]] = []
         for pos, label in enumerate(self.labels):
-            match = _GPU_LABEL.match(label)
-            if match:
-                self.gpu_pos[int(match.group(1))] = pos
+            index = _gpu_index(label)
+            if index is not None:
+                self.gpu_pos[index] = pos
             else:
                 self.nic_pos.append((label, pos))
         self.gpus: list[int] = sorted(self.gpu_pos)

@@ -556,6 +556,51 @@ def test_many_identical_switches_are_reported_as_one_finding():
     assert any(e.label == "uplinks like this one" for e in uplinks[0].evidence)
 
 
+def test_folded_uplinks_keep_the_first_ones_evidence_and_separate_ones_their_own():
+    # The fold builds evidence only for the findings it keeps: it must be the first uplink's,
+    # and an uplink that stays separate (fewer than four alike) keeps its own.
+    cap = gen4(10, link="PIX")
+    for g in cap.gpus:
+        pair = g.index // 2
+        g.path = switch_path(
+            uplink_cur=5 if pair < 4 else 4,  # four alike (Gen5 uplinks), one on its own
+            uplink_max=5 if pair < 4 else 4,
+            dsp=f"0000:{0x11 + pair:02x}:0{g.index % 2}.0",
+            usp_bus=f"0000:{0x40 + pair:02x}:00.0",
+            root_bus=f"0000:00:0{pair}.0",
+        )
+    findings = pcie_shared_uplink(Context(cap))
+    folded = next(f for f in findings if "uplinks alike" in f.summary)
+    alone = next(f for f in findings if f.summary.startswith("GPU8, GPU9 share uplink"))
+    labels = [
+        "uplink port",
+        "uplink link",
+        "uplink model",
+        "GPUs behind it",
+        "their combined link model",
+    ]
+    assert [e.label for e in folded.evidence] == [*labels, "uplinks like this one"]
+    assert {e.subject for e in folded.evidence[:5]} == {"0000:40:00.0"}
+    assert folded.evidence[-1].value == "0000:40:00.0, 0000:41:00.0, 0000:42:00.0, 0000:43:00.0"
+    assert [e.label for e in alone.evidence] == [*labels, "oversubscription"]
+    assert {e.subject for e in alone.evidence} == {"0000:44:00.0"}
+    assert alone.evidence[1].value == "Gen4 x16"
+
+
+def test_concurrent_h2d_without_solo_rates_is_judged_by_the_model_and_listed():
+    cap = shared(4)
+    for i in range(2):
+        cap.measurements.transfers.append(transfer(i, 11.0, context="concurrent GPU0,GPU1"))
+    findings = pcie_shared_uplink(Context(cap))
+    uplink = next(f for f in findings if "share uplink" in f.summary)
+    assert "2.0x oversubscribed" in uplink.summary
+    assert [(e.label, e.value, e.subject) for e in uplink.evidence[5:]] == [
+        ("concurrent pinned H2D", 11.0, "GPU0"),
+        ("concurrent pinned H2D", 11.0, "GPU1"),
+        ("oversubscription", 2.0, "0000:10:00.0"),
+    ]
+
+
 def test_a_few_identical_switches_stay_separate():
     cap = gen4(4, link="PIX")
     for g in cap.gpus:
