@@ -8,6 +8,7 @@ drifts from them (a wrong transpose, a padding cell read as a code) fails here.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -126,6 +127,11 @@ def _damaged() -> Iterator[tuple[str, Capture]]:
         links=[["X", "PIX", "PXB"], ["PIX", "X", "SYS", "PIX"], ["PXB", "SYS", "X", "SYS"]],
     )
     yield "stray-nics", cap
+    # NUMA nodes with uniform rows, a GPU without a node, an unknown cell in one row.
+    cap = machine(6, link="NV4", numa_nodes=3)
+    cap.gpus[4].numa_node = None
+    cap.topology.links[1][3] = None
+    yield "numa-rows", cap
 
 
 def _captures() -> Iterator[tuple[str, Capture]]:
@@ -245,7 +251,27 @@ def test_topology_note_wiring_agrees_with_the_cells(capture: Capture) -> None:
             for _, pos in w.nic_pos
         ]
         assert w.nic_cells[g] == expected
+    assert w.pair_count == len(w.pairs)
+    # The class counts in first-seen order of the pairs (a < b, row by row).
+    assert list(w.classes.items()) == list(Counter(w.pairs.values()).items())
     assert topology_notes(capture) is not None
+
+
+def test_topology_note_pairs_by_node_count_every_known_pair(capture: Capture) -> None:
+    from pcidoc.doctor.topology_notes import _pairs_by_node
+
+    w = _Wiring(capture)
+    nodes = {g.index: g.numa_node for g in capture.gpus if g.numa_node is not None}
+    within: Counter[str] = Counter()
+    across: Counter[str] = Counter()
+    for k, a in enumerate(w.gpus):
+        for b in w.gpus[k + 1 :]:
+            link = w.pairs[(a, b)]
+            if a in nodes and nodes.get(b) is not None and link is not None:
+                (within if nodes[b] == nodes[a] else across)[link] += 1
+    got_within, got_across = _pairs_by_node(w, nodes)
+    assert list(got_within.items()) == list(within.items())  # counts and first-seen order
+    assert list(got_across.items()) == list(across.items())
 
 
 def test_the_empty_evidence_stand_in_reads_like_an_empty_imported_evidence() -> None:
