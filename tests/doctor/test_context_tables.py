@@ -345,3 +345,13 @@ def test_nvlink_views_and_common_class_agree_with_the_pairwise_count(capture: Ca
         classes = [link for link in pairs if is_nvlink(link)]
         expected = Counter(classes).most_common(1)[0][0] if classes else None
         assert _common_nv(ctx, among) == expected
+
+
+def test_nvlink_up_and_down_counts_are_the_links_in_each_state(capture: Capture) -> None:
+    from pcidoc.doctor.checks.nvlink.state import _up_down
+
+    ctx = Context(capture)
+    for gpu in ctx.gpus:
+        up = sum(1 for link in gpu.nvlinks if link.state == "up")
+        down = sum(1 for link in gpu.nvlinks if link.state == "down")
+        assert _up_down(ctx, gpu) == (up, down), gpu.label

@@ -37,7 +37,8 @@ def _up_down(ctx: Context, gpu: Gpu) -> tuple[int, int]:
     memo = ctx.memo.setdefault("nvlink.up_down", {})
     found = memo.get(id(gpu))
     if found is None:
-        found = memo[id(gpu)] = (_up(gpu), _down(gpu))
+        states = [link.state for link in gpu.nvlinks]
+        found = memo[id(gpu)] = (states.count("up"), states.count("down"))
     return found  # type: ignore[return-value]
 
 
@@ -92,8 +93,12 @@ def _topo_view_of(links: list[str | None]) -> _TopoView | None:
     """The view of a GPU from its cells towards the other GPUs."""
     if not links or None in links:
         return None  # a row with unknown cells (a damaged paste) cannot be compared
-    # A row has a few distinct classes: count each once.
-    tally = [(nvlink_count(link), n) for link, n in Counter(links).items() if is_nvlink(link)]
+    # A row has a few distinct classes (one on a switched box): count each once.
+    first = links[0]
+    if links.count(first) == len(links):
+        tally = [(nvlink_count(first), len(links))] if is_nvlink(first) else []
+    else:
+        tally = [(nvlink_count(link), n) for link, n in Counter(links).items() if is_nvlink(link)]
     return _TopoView(
         sum(n for _, n in tally),
         sum(count * n for count, n in tally),
