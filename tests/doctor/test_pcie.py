@@ -452,6 +452,37 @@ def test_correctable_aer_at_the_link_partner(per_min, gen, severity):
     assert "link partner" in res.summary
 
 
+def test_zero_aer_counters_on_a_port_alone_are_judged_clean():
+    # No replay counter and no GPU AER counter: a port's zero counters are still counters.
+    cap = gen4(2)
+    for g in cap.gpus:
+        g.replay_count = None
+        g.path = switch_path(dsp=str(g.index))
+    cap.gpus[0].path[1].aer_correctable = 0
+    findings = pcie_errors(Context(cap))
+    assert [f.severity for f in findings] == ["info", "pass"]  # replays unknown, AER clean
+    assert findings[1].summary.startswith("no AER errors on the GPUs or their ports")
+
+
+@pytest.mark.parametrize(("first_gen", "severity"), [(5, "info"), (4, "warn")])
+def test_aer_on_a_port_without_its_own_speed_is_scaled_by_the_first_gpu_below_it(
+    first_gen, severity
+):
+    # The port reports no link of its own: the limit comes from the first GPU whose path holds
+    # it (GPU0 here), not from the others below it.
+    cap = gen4(2)
+    cap.host.uptime_s = 600.0
+    set_link(cap, 0, first_gen, 16, max_gen=first_gen)
+    set_link(cap, 1, 9 - first_gen, 16, max_gen=9 - first_gen)
+    for g in cap.gpus:
+        g.path = switch_path(dsp=str(g.index))
+        g.path[1].current_gen = g.path[1].current_width = None
+    cap.gpus[0].path[1].aer_correctable = 200  # 20/min (the port as the first path shows it)
+    findings = [f for f in pcie_errors(Context(cap)) if "0000:10:00.0" in f.summary]
+    assert [f.severity for f in findings] == [severity]
+    assert "carrying GPU0, GPU1" in findings[0].summary
+
+
 def test_unknown_counters_are_skipped_not_passed():
     cap = gen4(2, kind="import")
     cap.gpus[0].name = cap.gpus[1].name = "NVIDIA GeForce RTX 4090"

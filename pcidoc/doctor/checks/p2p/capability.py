@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import repeat
+
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks.p2p._shared import _capped, pair_label
 from pcidoc.doctor.context import Context
@@ -121,14 +123,14 @@ def p2p_capability(ctx: Context) -> Finding | list[Finding]:
 
     for pos, a in enumerate(indices):
         rest = indices[pos + 1 :]
-        row = zip(
-            rest,
-            map(ctx.gpu_link_row(a).get, rest),
-            ctx.p2p_codes_from(a, rest),
-            ctx.can_access_peer_from(a, rest),
-            strict=True,
-        )
-        for b, link, code, cuda in row:
+        links = list(map(ctx.gpu_link_row(a).get, rest))
+        codes = ctx.p2p_codes_from(a, rest)
+        cudas = ctx.can_access_peer_from(a, rest)
+        if codes.count("OK") == len(codes) and cudas.count(None) == len(cudas):
+            # The usual row: every pair granted by NVML with no CUDA answer, nothing to judge.
+            granted += zip(repeat(a), rest, links)
+            continue
+        for b, link, code, cuda in zip(rest, links, codes, cudas, strict=True):
             if code == "OK" and cuda is None:  # the usual pair: granted, nothing to say
                 granted.append((a, b, link))
                 continue
