@@ -225,11 +225,12 @@ def test_locality_groups_are_the_components_of_the_better_than_sys_cells(
     capture: Capture,
 ) -> None:
     ctx = Context(capture)
-    indices = [g.index for g in ctx.gpus]
-    expected = ref_locality_groups(ctx, indices)
-    # Components of one GPU each are regrouped by socket; otherwise the components themselves.
-    if not (all(len(g) == 1 for g in expected) and len(expected) > 1):
-        assert locality_groups(ctx, indices) == expected
+    every = [g.index for g in ctx.gpus]
+    for indices in (every, [*every, 99], every[::2]):  # 99: a GPU the matrix does not hold
+        expected = ref_locality_groups(ctx, indices)
+        # Components of one GPU each are regrouped by socket; otherwise the components.
+        if not (all(len(g) == 1 for g in expected) and len(expected) > 1):
+            assert locality_groups(ctx, indices) == expected, indices
 
 
 def test_topology_note_wiring_agrees_with_the_cells(capture: Capture) -> None:

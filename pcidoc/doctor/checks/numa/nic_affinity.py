@@ -57,10 +57,13 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
                     confidence="medium",
                 )
             )
+    # Each GPU's classes to the data NICs (in their order), read once.
+    data_labels = [n.label for n in data_nics]
+    cells = [list(map(ctx.nic_row(g.label).get, data_labels)) for g in ctx.gpus]
     best: dict[int, str | None] = {}
-    for gpu in ctx.gpus:
-        row = ctx.nic_row(gpu.label)
-        classes = [c for n in data_nics if (c := row.get(n.label)) is not None]
+    for gpu, row in zip(ctx.gpus, cells, strict=True):
+        # The nearest class; among classes of equal rank the first seen (min keeps the first).
+        classes = dict.fromkeys(c for c in row if c is not None)
         best[gpu.index] = min(classes, key=lambda c: rank(c) or 99) if classes else None
     known = {i: c for i, c in best.items() if c is not None}
     far = sorted(i for i, c in known.items() if c not in _NEAR_NIC)
@@ -89,9 +92,13 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
     elif far:
         findings.append(_far_finding(ctx, far, known, data_nics))
     else:
-        rows = [ctx.nic_row(g.label) for g in ctx.gpus]
-        near_nics = {n.label for n in data_nics for row in rows if row.get(n.label) in _NEAR_NIC}
-        one_to_one = all(any(row.get(n.label) == "PIX" for n in data_nics) for row in rows)
+        near_nics = {
+            label
+            for row in cells
+            for label, c in zip(data_labels, row, strict=True)
+            if c in _NEAR_NIC
+        }
+        one_to_one = all("PIX" in row for row in cells)
         findings.append(
             Finding(
                 "pass",
