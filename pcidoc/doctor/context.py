@@ -412,7 +412,9 @@ class Context:
         # matrix is its own transpose, and read and write usually agree): the maximum over
         # them is the same, and often a single table is left, which is then the answer.
         tables: list[list[list[int]]] = []
-        for matrix in matrices:
+        for k, matrix in enumerate(matrices):
+            if matrix in matrices[:k]:
+                continue  # the same codes as an earlier matrix: the same two tables
             rows = [[*map(cell.__getitem__, row), *pad[len(row) :]] for row in matrix]
             rows += [pad] * (size - len(rows))
             for table in (rows, [list(column) for column in zip(*rows, strict=True)]):
