@@ -117,6 +117,8 @@ class _Wiring:
         grid = [[*row[:size], *[None] * (size - len(row))] for row in self.links[:size]]
         grid += [[None] * size for _ in range(size - len(grid))]
         mirror = [list(column) for column in zip(*grid, strict=True)]
+        # The usual matrix equals its transpose: no cell then needs its mirror's.
+        symmetric = grid == mirror
         self.asymmetric: list[tuple[str, str, str, str]] = []
         # By rows: GPU a -> the classes of its pairs with the GPUs after it (in ``gpus`` order).
         self.rows: dict[int, list[str | None]] = {}
@@ -125,7 +127,7 @@ class _Wiring:
             i = self.gpu_pos[a]
             rest = columns[k + 1 :]
             forward = _gather(grid[i], rest)
-            backward = _gather(mirror[i], rest)
+            backward = forward if symmetric else _gather(mirror[i], rest)
             if forward != backward:  # an asymmetric row: say where, take the known cell
                 for j, fwd, back in zip(rest, forward, backward, strict=True):
                     if fwd is not None and back is not None and fwd != back:
@@ -142,7 +144,7 @@ class _Wiring:
         for g in self.gpus:
             i = self.gpu_pos[g]
             forward = _gather(grid[i], nic_columns)
-            backward = _gather(mirror[i], nic_columns)
+            backward = forward if symmetric else _gather(mirror[i], nic_columns)
             self.nic_cells[g] = forward if forward == backward else _known_of(forward, backward)
 
     @cached_property
@@ -474,7 +476,7 @@ def _nic_notes(w: _Wiring, capture: Capture) -> list[str]:
         if not known:
             continue
         judged += 1
-        if not any(c in NEAR_NIC_CLASSES for c in known):
+        if NEAR_NIC_CLASSES.isdisjoint(known):
             far.append(g)
             nearest[min(known, key=lambda c: rank(c) if rank(c) is not None else 9)] += 1
     if far and len(far) == judged == len(w.gpus):
@@ -488,7 +490,7 @@ def _nic_notes(w: _Wiring, capture: Capture) -> list[str]:
     sys_nics: list[str] = []
     per_nic = zip(*(w.nic_cells[g] for g in w.gpus), strict=True)
     for (label, _), cells in zip(w.nic_pos, per_nic, strict=False):
-        if cells and all(c == "SYS" for c in cells):
+        if cells and cells.count("SYS") == len(cells):
             sys_nics.append(label)
     if sys_nics and len(sys_nics) == len(w.nic_pos) and len(sys_nics) > 1:
         notes.append("every NIC is SYS to every GPU")
