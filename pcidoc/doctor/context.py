@@ -161,7 +161,13 @@ class Context:
     def pair_classes(self) -> Counter[str | None]:
         """How many GPU pairs (of :meth:`gpu_pairs`) have each link class (``None``:
         unknown), in first-seen order (read only)."""
-        return Counter(map(operator.itemgetter(2), self._pair_list))
+        # Row by row, as gpu_pairs() lists them, without a tuple per pair.
+        indices = [g.index for g in self.gpus]
+        rows = self._gpu_link_rows
+        tally: Counter[str | None] = Counter()
+        for pos, a in enumerate(indices):
+            tally.update(map((rows.get(a) or {}).get, indices[pos + 1 :]))
+        return tally
 
     @cached_property
     def has_topology(self) -> bool:

@@ -356,3 +356,14 @@ def test_nvlink_up_and_down_counts_are_the_links_in_each_state(capture: Capture)
         up = sum(1 for link in gpu.nvlinks if link.state == "up")
         down = sum(1 for link in gpu.nvlinks if link.state == "down")
         assert _up_down(ctx, gpu) == (up, down), gpu.label
+
+
+def test_pair_classes_count_the_gpu_pairs_in_first_seen_order(capture: Capture) -> None:
+    ctx = Context(capture)
+    gpus = [g.index for g in ctx.gpus]
+    pairs = [(a, b) for k, a in enumerate(gpus) for b in gpus[k + 1 :]]
+    links = [ctx.gpu_link(a, b) for a, b in pairs]
+    assert list(ctx.gpu_pairs()) == [
+        (a, b, link) for (a, b), link in zip(pairs, links, strict=True)
+    ]
+    assert list(ctx.pair_classes.items()) == list(Counter(links).items())

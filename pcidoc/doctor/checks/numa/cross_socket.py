@@ -48,15 +48,17 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
             "no topology matrix in the capture",
             needs="the topology: `pcidoc capture` on the machine, or import `nvidia-smi topo -m`",
         )
-    pairs = list(ctx.gpu_pairs())
     classes = ctx.pair_classes  # a big NVLink box has thousands of pairs, none SYS or unknown
-    sys_pairs = [(a, b) for a, b, link in pairs if link == "SYS"] if "SYS" in classes else []
-    unknown = [(a, b) for a, b, link in pairs if link is None] if None in classes else []
+    pair_count = sum(classes.values())
+    sys_pairs = (
+        [(a, b) for a, b, link in ctx.gpu_pairs() if link == "SYS"] if "SYS" in classes else []
+    )
+    unknown = [(a, b) for a, b, link in ctx.gpu_pairs() if link is None] if None in classes else []
     findings: list[Finding] = []
     if _flattened(ctx, sys_pairs) or ctx.flattened_view:
         nodes = sorted({n for g in ctx.gpus if (n := gpu_node(g)) is not None})
         why = ctx.flattened_view or (
-            f"{len(sys_pairs)} of {len(pairs)} GPU pairs read SYS while all GPUs report "
+            f"{len(sys_pairs)} of {pair_count} GPU pairs read SYS while all GPUs report "
             f"{'NUMA node ' + str(nodes[0]) if nodes else 'no NUMA node'}"
         )
         return Finding(
@@ -123,7 +125,7 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
         findings.append(
             Finding(
                 "pass",
-                f"no GPU pair crosses sockets without NVLink ({len(pairs)} pair(s) checked)",
+                f"no GPU pair crosses sockets without NVLink ({pair_count} pair(s) checked)",
                 evidence=group_evidence[:4],
             )
         )
