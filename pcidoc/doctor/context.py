@@ -105,6 +105,20 @@ class Context:
             row = rows[a] = {b: cells[j] for b, j in self._nic_columns if j < width}
         return row
 
+    def nic_column(self, label: str) -> tuple[str | None, ...]:
+        """Every GPU's class to the NIC ``label``, in :attr:`gpus` order (``None`` where
+        unknown): the column of :meth:`nic_row` (checks ask it for every NIC)."""
+        found = self._nic_column_table.get(label)
+        return (None,) * len(self.gpus) if found is None else found
+
+    @cached_property
+    def _nic_column_table(self) -> dict[str, tuple[str | None, ...]]:
+        if not self.gpus:
+            return {}
+        labels = [label for label, _ in self._nic_columns]
+        rows = [list(map(self.nic_row(g.label).get, labels)) for g in self.gpus]
+        return dict(zip(labels, zip(*rows, strict=True), strict=True))
+
     @cached_property
     def _nic_columns(self) -> list[tuple[str, int]]:
         """The NICs' labels that are in the matrix and their positions (as :meth:`link_row`

@@ -199,6 +199,15 @@ def test_nic_rows_are_the_matrix_rows_at_the_nics(capture: Capture) -> None:
         assert ctx.nic_row(a) is row  # built once per run
 
 
+def test_nic_columns_are_every_gpus_cell_at_the_nic(capture: Capture) -> None:
+    ctx = Context(capture)
+    for nic in [*(n.label for n in capture.nics), "NIC99", "GPU0"]:
+        expected = tuple(ref_link(capture, g.label, nic) for g in ctx.gpus)
+        if nic not in {n.label for n in capture.nics}:
+            expected = (None,) * len(ctx.gpus)  # the NICs' cells only
+        assert ctx.nic_column(nic) == expected, nic
+
+
 def test_has_nvlink_pair_tells_whether_the_set_of_nvlink_pairs_is_empty(capture: Capture) -> None:
     from pcidoc.model.links import is_nvlink
 

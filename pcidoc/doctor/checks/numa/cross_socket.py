@@ -264,11 +264,14 @@ def _nic_sys_findings(ctx: Context) -> list[Finding]:
         return []  # one NUMA node: a SYS to a NIC is a flattened view, not a socket crossing
     far: list[str] = []
     evidence = []
-    rows = [(g.index, ctx.nic_row(g.label)) for g in ctx.gpus]
+    indices = [g.index for g in ctx.gpus]
     for nic in ctx.nics:
         if is_bond(nic):
             continue
-        sys_gpus = [index for index, row in rows if row.get(nic.label) == "SYS"]
+        column = ctx.nic_column(nic.label)
+        if "SYS" not in column:
+            continue
+        sys_gpus = [index for index, link in zip(indices, column, strict=True) if link == "SYS"]
         if sys_gpus and len(sys_gpus) < len(ctx.gpus):
             far.append(nic.label)
             evidence.append(

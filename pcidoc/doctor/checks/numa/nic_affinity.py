@@ -42,7 +42,7 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
     bonds = [n for n in ctx.nics if is_bond(n)]
     data_nics = [n for n in ctx.nics if not is_bond(n)] or list(ctx.nics)
     for nic in bonds:
-        links = [ctx.nic_row(g.label).get(nic.label) for g in ctx.gpus]
+        links = ctx.nic_column(nic.label)
         if all(link in (None, "SYS", "NODE", "PHB") for link in links):
             findings.append(
                 Finding(
