@@ -405,6 +405,15 @@ class Context:
         return [self.can_access_peer(a, b) for b in others]
 
     @cached_property
+    def p2p_codes_seen(self) -> frozenset[str]:
+        """Every code of the read/write/pci P2P matrices (``X`` and empty cells left out): the
+        answers :meth:`p2p_code` can give besides ``None``."""
+        present: set[str | None] = set()
+        for cap in self._P2P_GRANT_CAPS:
+            present.update(*self.capture.p2p.matrices.get(cap) or [])
+        return frozenset(present - {None, "", "X"})  # type: ignore[arg-type]
+
+    @cached_property
     def _p2p_rank_table(self) -> tuple[list[list[int]], dict[int, str]] | None:
         """Every pair's :meth:`p2p_code` at once: the best rank of its six cells by matrix
         positions (``-1`` when none is known), and the code of each rank present.
@@ -417,11 +426,8 @@ class Context:
         """
         rank = self._P2P_CODE_RANK
         matrices = [m for cap in self._P2P_GRANT_CAPS if (m := self.capture.p2p.matrices.get(cap))]
-        present: set[str | None] = set()
-        for matrix in matrices:
-            present.update(*matrix)
-        present -= {None, "", "X"}
-        codes = {rank.get(code, 1): code for code in present}  # type: ignore[arg-type]
+        present = self.p2p_codes_seen
+        codes = {rank.get(code, 1): code for code in present}
         if len(codes) < len(present):
             return None
         size = max((max([len(matrix), *map(len, matrix)]) for matrix in matrices), default=0)

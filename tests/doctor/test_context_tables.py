@@ -166,6 +166,20 @@ def test_p2p_codes_agree_with_the_cell_by_cell_rule(capture: Capture) -> None:
         assert ctx.can_access_peer_from(a, indices) == [ctx.can_access_peer(a, b) for b in indices]
 
 
+def test_p2p_codes_seen_are_every_code_of_the_matrices(capture: Capture) -> None:
+    ctx = Context(capture)
+    cells = {
+        cell
+        for cap in ("read", "write", "pci")
+        for row in capture.p2p.matrices.get(cap) or []
+        for cell in row
+    }
+    assert ctx.p2p_codes_seen == cells - {None, "", "X"}
+    indices = _gpu_indices(capture)
+    answers = {ctx.p2p_code(a, b) for a in indices for b in indices}
+    assert answers - {None} <= ctx.p2p_codes_seen
+
+
 def test_the_rank_table_is_skipped_when_equal_ranks_tie() -> None:
     ctx = Context(dict(_damaged())["tied"])
     assert ctx._p2p_rank_table is None

@@ -632,6 +632,30 @@ def test_concurrent_h2d_without_solo_rates_is_judged_by_the_model_and_listed():
     ]
 
 
+@pytest.mark.parametrize(
+    ("read", "cuda", "expected"),
+    [
+        ("NS", None, "cannot use P2P (NS)"),  # NVML refuses
+        ("OK", False, "cannot use P2P (OK)"),  # NVML grants, CUDA refuses
+        ("OK", None, None),  # granted: nothing to say
+        ("U", None, None),
+    ],
+)
+def test_gpus_behind_one_switch_without_p2p_are_named(read, cuda, expected):
+    cap = shared(4)
+    cap.p2p.matrices["read"] = [["X", read], [read, "X"]]
+    if cuda is not None:
+        cap.p2p.can_access_peer = [[None, cuda], [cuda, None]]
+    trap = [f for f in pcie_shared_uplink(Context(cap)) if "behind one PCIe switch" in f.summary]
+    if expected is None:
+        assert trap == []
+    else:
+        assert len(trap) == 1
+        assert trap[0].summary.startswith(
+            f"GPU0-GPU1 sit behind one PCIe switch (PIX) but {expected}"
+        )
+
+
 def test_a_few_identical_switches_stay_separate():
     cap = gen4(4, link="PIX")
     for g in cap.gpus:

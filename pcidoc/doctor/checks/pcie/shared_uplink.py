@@ -224,6 +224,8 @@ def _switch_pairs_from_matrix(ctx: Context) -> list[tuple[int, int, str]]:
 
 def _no_p2p_pairs(ctx: Context, pairs: Iterable[tuple[int, int, str]]) -> list[Finding]:
     """The GeForce trap: two GPUs under one switch without P2P copy through the uplink twice."""
+    if ctx.capture.p2p.can_access_peer is None and ctx.p2p_codes_seen <= {"OK", "U"}:
+        return []  # no refusal in the matrices and no CUDA answer: no pair to flag
     findings = []
     for a, b, link in pairs:
         code = ctx.p2p_code(a, b)
