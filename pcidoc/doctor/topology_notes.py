@@ -114,8 +114,10 @@ class _Wiring:
         # The matrix squared to the labels (None where a row is short or missing) and its
         # transpose: a cell and its mirror are then the same position of two rows.
         size = len(self.labels)
-        grid = [[*row[:size], *[None] * (size - len(row))] for row in self.links[:size]]
-        grid += [[None] * size for _ in range(size - len(grid))]
+        grid = self.links  # read only; squared below unless it is square already
+        if len(grid) != size or any(len(row) != size for row in grid):
+            grid = [[*row[:size], *[None] * (size - len(row))] for row in self.links[:size]]
+            grid += [[None] * size for _ in range(size - len(grid))]
         mirror = [list(column) for column in zip(*grid, strict=True)]
         # The usual matrix equals its transpose: no cell then needs its mirror's.
         symmetric = grid == mirror
