@@ -431,7 +431,12 @@ class Context:
         if len(codes) < len(present):
             return None
         size = max((max([len(matrix), *map(len, matrix)]) for matrix in matrices), default=0)
-        cell = {**{code: rank.get(code, 1) for code in present}, None: -1, "": -1, "X": -1}
+        cell: dict[str | None, int] = {
+            **{code: rank.get(code, 1) for code in present},
+            None: -1,
+            "": -1,
+            "X": -1,
+        }
         pad = [-1] * size
         # Each matrix as ranks, square, then with its transpose: the six cells of a pair are
         # the same position of these six tables. Equal tables are kept once (a symmetric
