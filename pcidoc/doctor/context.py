@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from functools import cached_property
+from itertools import repeat
 from typing import ClassVar
 
 from pcidoc.doctor.finding import Finding
@@ -129,8 +130,51 @@ class Context:
 
     def gpu_link(self, a: int, b: int) -> str | None:
         """Link class between GPU ``a`` and GPU ``b``."""
+        table = self._gpu_cells
+        if table is not None:
+            where, cells = table
+            i = where.get(a)
+            j = where.get(b)
+            return None if i is None or j is None else cells[i][j]
         row = self._gpu_link_rows.get(a)
         return None if row is None else row.get(b)
+
+    def gpu_links(self, a: int, others: list[int]) -> list[str | None]:
+        """``[self.gpu_link(a, b) for b in others]``, as a new list: a slice of GPU ``a``'s
+        cells when ``others`` are the GPUs from some position of :attr:`gpus` on (the GPUs
+        after ``a``, or all of them: what checks over every pair ask, row by row)."""
+        table = self._gpu_cells
+        if table is not None:
+            where, cells = table
+            i = where.get(a)
+            start = len(self._gpu_order) - len(others)
+            if i is not None and start >= 0 and self._gpu_order[start:] == others:
+                return cells[i][start:]
+        return list(map(self.gpu_link_row(a).get, others))
+
+    @cached_property
+    def _gpu_order(self) -> list[int]:
+        """The GPU indices in :attr:`gpus` order."""
+        return [g.index for g in self.gpus]
+
+    @cached_property
+    def _gpu_cells(self) -> tuple[dict[int, int], list[list[str | None]]] | None:
+        """Each GPU's position in :attr:`gpus` and its cells towards every GPU in that order,
+        gathered from the matrix in C. ``None`` unless every GPU is in the matrix once and its
+        row reaches every GPU's column (the usual matrix): :meth:`gpu_link_row` answers then."""
+        order = self._gpu_order
+        if len(order) < 2 or len(self._gpu_pos) != len(order):
+            return None  # a GPU outside the matrix, or an index listed twice
+        links = self.capture.topology.links
+        columns = [self._gpu_pos[a] for a in order]
+        gather = operator.itemgetter(*columns)
+        last = max(columns)
+        cells: list[list[str | None]] = []
+        for i in columns:
+            if i >= len(links) or last >= len(links[i]):
+                return None  # a short row
+            cells.append(list(gather(links[i])))
+        return {a: k for k, a in enumerate(order)}, cells
 
     def gpu_link_row(self, a: int) -> dict[int, str | None]:
         """GPU ``a``'s row of the matrix: other GPU index -> link class (read only; GPUs whose
@@ -163,12 +207,11 @@ class Context:
 
     @cached_property
     def _pair_list(self) -> list[tuple[int, int, str | None]]:
-        indices = [g.index for g in self.gpus]
-        rows = self._gpu_link_rows
+        indices = self._gpu_order
         out: list[tuple[int, int, str | None]] = []
         for pos, a in enumerate(indices):
-            get = (rows.get(a) or {}).get
-            out += [(a, b, get(b)) for b in indices[pos + 1 :]]
+            rest = indices[pos + 1 :]
+            out += zip(repeat(a), rest, self.gpu_links(a, rest))
         return out
 
     @cached_property
@@ -176,11 +219,10 @@ class Context:
         """How many GPU pairs (of :meth:`gpu_pairs`) have each link class (``None``:
         unknown), in first-seen order (read only)."""
         # Row by row, as gpu_pairs() lists them, without a tuple per pair.
-        indices = [g.index for g in self.gpus]
-        rows = self._gpu_link_rows
+        indices = self._gpu_order
         tally: Counter[str | None] = Counter()
         for pos, a in enumerate(indices):
-            tally.update(map((rows.get(a) or {}).get, indices[pos + 1 :]))
+            tally.update(self.gpu_links(a, indices[pos + 1 :]))
         return tally
 
     @cached_property

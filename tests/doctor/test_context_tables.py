@@ -230,6 +230,37 @@ def test_has_nvlink_pair_tells_whether_the_set_of_nvlink_pairs_is_empty(capture:
     assert ctx.has_nvlink_pair is expected is bool(ctx.nvlink_pairs)
 
 
+def test_gpu_links_are_the_cells_of_the_gpus_asked(capture: Capture) -> None:
+    ctx = Context(capture)
+    order = [g.index for g in ctx.gpus]
+    asks = [order[k:] for k in range(len(order) + 1)]  # the GPUs from each position on
+    asks += [order[::2], order[::-1], [*order, 99], [99, *order[1:]]]
+    for a in [*order, 99]:
+        for others in asks:
+            links = ctx.gpu_links(a, others)
+            assert links == [ref_link(capture, f"GPU{a}", f"GPU{b}") for b in others]
+            if a in ctx._gpu_pos or not others:  # GPU99 has no row: every cell unknown
+                links.append("new")  # a new list: the table is not touched
+                assert ctx.gpu_links(a, others) == links[:-1]
+
+
+def test_the_gpu_cell_table_is_used_for_whole_matrices_only() -> None:
+    samples = [Context(load_sample(name)) for name in sample_names()]
+    assert all(ctx._gpu_cells is not None for ctx in samples if len(ctx.gpus) > 1)
+    damaged = dict(_damaged())
+    for name in ("short-topology", "short-diagonal"):  # short rows
+        assert Context(damaged[name])._gpu_cells is None, name
+    outside = machine(3, link="NV4")  # GPU2 is not in the matrix
+    outside.topology = Topology(labels=["GPU0", "GPU1"], links=[["X", "NV4"], ["NV4", "X"]])
+    twice = machine(2, link="NV4")  # GPU1 listed twice
+    twice.gpus.append(twice.gpus[1].model_copy())
+    for cap in (outside, twice):
+        assert Context(cap)._gpu_cells is None
+        assert Context(cap).gpu_links(0, [0, 1, 2]) == [
+            ref_link(cap, "GPU0", f"GPU{b}") for b in (0, 1, 2)
+        ]
+
+
 def ref_locality_groups(ctx: Context, indices: list[int]) -> list[list[int]]:
     """Connected components over cells (a, b), a before b, of a known class other than SYS."""
     groups = [{i} for i in dict.fromkeys(indices)]

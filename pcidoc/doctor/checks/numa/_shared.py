@@ -92,7 +92,7 @@ def locality_groups(ctx: Context, indices: list[int]) -> list[list[int]]:
     members = {i: [i] for i in component}
     for pos, a in enumerate(indices):
         later = indices[pos + 1 :]
-        links = list(map(ctx.gpu_link_row(a).get, later))
+        links = ctx.gpu_links(a, later)
         if None in links or "SYS" in links:
             later = [b for b, link in zip(later, links, strict=True) if link not in (None, "SYS")]
         target = component[a]

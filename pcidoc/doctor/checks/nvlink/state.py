@@ -79,7 +79,7 @@ def _topo_views(ctx: Context, among: list[Gpu]) -> dict[int, _TopoView | None]:
         unique = len(set(key)) == len(key)
         for pos, gpu in enumerate(among):
             if unique:  # each GPU once: its own cell is the one left out
-                links = list(map(ctx.gpu_link_row(gpu.index).get, indices))
+                links = ctx.gpu_links(gpu.index, indices)
                 del links[pos]
             else:  # a GPU listed twice (a hand-built capture): leave out every copy
                 get = ctx.gpu_link_row(gpu.index).get

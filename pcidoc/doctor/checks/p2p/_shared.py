@@ -123,7 +123,7 @@ def pcie_pair_paths(ctx: Context, indices: list[int]) -> tuple[list[PairPath], i
     nvlink = 0
     for pos, a in enumerate(indices):
         rest = indices[pos + 1 :]
-        links = list(map(ctx.gpu_link_row(a).get, rest))
+        links = ctx.gpu_links(a, rest)
         if all(map(is_nvlink, set(links))):  # a row of NVLink pairs only (a switched box)
             nvlink += len(links)
             continue

@@ -121,7 +121,7 @@ def p2p_capability(ctx: Context) -> Finding | list[Finding]:
 
     for pos, a in enumerate(indices):
         rest = indices[pos + 1 :]
-        links = list(map(ctx.gpu_link_row(a).get, rest))
+        links = ctx.gpu_links(a, rest)
         codes = ctx.p2p_codes_from(a, rest)
         cudas = ctx.can_access_peer_from(a, rest)
         if codes.count("OK") == len(codes) and cudas.count(None) == len(cudas):
