@@ -781,3 +781,11 @@ def test_random_link_facts_never_crash(links, pstate, replays, aer, uptime, hop_
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
     ]
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(-3, 40)), max_size=4))
+def test_the_smallest_known_value_is_min_over_the_known_ones(values):
+    from pcidoc.doctor.checks.pcie._shared import _min_known
+
+    known = [v for v in values if v is not None]
+    assert _min_known(*values) == (min(known) if known else None)
