@@ -76,7 +76,7 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
             ],
             confidence="low",
         )
-    sockets = socket_of_node(ctx)
+    sockets = socket_of_node(ctx) if sys_pairs else {}  # read only for SYS pairs
     same_socket: list[tuple[int, int]] = []
     cross: list[tuple[int, int]] = []
     for a, b in sys_pairs:
