@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from functools import cached_property
+from itertools import repeat
 from typing import ClassVar
 
 from pcidoc.doctor.finding import Finding
@@ -48,6 +49,7 @@ class Context:
             self._p2p_pos.setdefault(idx, pos)
         self.measurements = capture.measurements
         self._link_rows: dict[str, dict[str, str | None]] = {}
+        self._nic_rows: dict[str, dict[str, str | None]] = {}
         self._gpu_models: dict[str | None, linkmodel.GpuModel | None] = {}
         self.memo: dict[str, dict[object, object]] = {}
         """Per-run caches of check helpers (a check module's results for this capture)."""
@@ -90,10 +92,89 @@ class Context:
         """The labels of the matrix and their positions (the last one of a repeated label)."""
         return list(self._label_pos), list(self._label_pos.values())
 
+    def nic_row(self, a: str) -> dict[str, str | None]:
+        """:meth:`link_row` of label ``a`` restricted to the capture's NICs: NIC label -> class
+        (read only). The NIC checks ask every GPU's row for the NICs only; a 72-GPU box has
+        18 NICs among 90 labels. Built once per label."""
+        rows = self._nic_rows
+        row = rows.get(a)
+        if row is None:
+            i = self._label_pos.get(a)
+            links = self.capture.topology.links
+            cells = links[i] if i is not None and i < len(links) else []
+            width = len(cells)
+            row = rows[a] = {b: cells[j] for b, j in self._nic_columns if j < width}
+        return row
+
+    def nic_column(self, label: str) -> tuple[str | None, ...]:
+        """Every GPU's class to the NIC ``label``, in :attr:`gpus` order (``None`` where
+        unknown): the column of :meth:`nic_row` (checks ask it for every NIC)."""
+        found = self._nic_column_table.get(label)
+        return (None,) * len(self.gpus) if found is None else found
+
+    @cached_property
+    def _nic_column_table(self) -> dict[str, tuple[str | None, ...]]:
+        if not self.gpus:
+            return {}
+        labels = [label for label, _ in self._nic_columns]
+        rows = [list(map(self.nic_row(g.label).get, labels)) for g in self.gpus]
+        return dict(zip(labels, zip(*rows, strict=True), strict=True))
+
+    @cached_property
+    def _nic_columns(self) -> list[tuple[str, int]]:
+        """The NICs' labels that are in the matrix and their positions (as :meth:`link_row`
+        reads them: the last position of a repeated label)."""
+        positions = self._label_pos
+        labels = dict.fromkeys(nic.label for nic in self.nics)
+        return [(label, positions[label]) for label in labels if label in positions]
+
     def gpu_link(self, a: int, b: int) -> str | None:
         """Link class between GPU ``a`` and GPU ``b``."""
+        table = self._gpu_cells
+        if table is not None:
+            where, cells = table
+            i = where.get(a)
+            j = where.get(b)
+            return None if i is None or j is None else cells[i][j]
         row = self._gpu_link_rows.get(a)
         return None if row is None else row.get(b)
+
+    def gpu_links(self, a: int, others: list[int]) -> list[str | None]:
+        """``[self.gpu_link(a, b) for b in others]``, as a new list: a slice of GPU ``a``'s
+        cells when ``others`` are the GPUs from some position of :attr:`gpus` on (the GPUs
+        after ``a``, or all of them: what checks over every pair ask, row by row)."""
+        table = self._gpu_cells
+        if table is not None:
+            where, cells = table
+            i = where.get(a)
+            start = len(self._gpu_order) - len(others)
+            if i is not None and start >= 0 and self._gpu_order[start:] == others:
+                return cells[i][start:]
+        return list(map(self.gpu_link_row(a).get, others))
+
+    @cached_property
+    def _gpu_order(self) -> list[int]:
+        """The GPU indices in :attr:`gpus` order."""
+        return [g.index for g in self.gpus]
+
+    @cached_property
+    def _gpu_cells(self) -> tuple[dict[int, int], list[list[str | None]]] | None:
+        """Each GPU's position in :attr:`gpus` and its cells towards every GPU in that order,
+        gathered from the matrix in C. ``None`` unless every GPU is in the matrix once and its
+        row reaches every GPU's column (the usual matrix): :meth:`gpu_link_row` answers then."""
+        order = self._gpu_order
+        if len(order) < 2 or len(self._gpu_pos) != len(order):
+            return None  # a GPU outside the matrix, or an index listed twice
+        links = self.capture.topology.links
+        columns = [self._gpu_pos[a] for a in order]
+        gather = operator.itemgetter(*columns)
+        last = max(columns)
+        cells: list[list[str | None]] = []
+        for i in columns:
+            if i >= len(links) or last >= len(links[i]):
+                return None  # a short row
+            cells.append(list(gather(links[i])))
+        return {a: k for k, a in enumerate(order)}, cells
 
     def gpu_link_row(self, a: int) -> dict[int, str | None]:
         """GPU ``a``'s row of the matrix: other GPU index -> link class (read only; GPUs whose
@@ -126,19 +207,23 @@ class Context:
 
     @cached_property
     def _pair_list(self) -> list[tuple[int, int, str | None]]:
-        indices = [g.index for g in self.gpus]
-        rows = self._gpu_link_rows
+        indices = self._gpu_order
         out: list[tuple[int, int, str | None]] = []
         for pos, a in enumerate(indices):
-            get = (rows.get(a) or {}).get
-            out += [(a, b, get(b)) for b in indices[pos + 1 :]]
+            rest = indices[pos + 1 :]
+            out += zip(repeat(a), rest, self.gpu_links(a, rest))
         return out
 
     @cached_property
     def pair_classes(self) -> Counter[str | None]:
         """How many GPU pairs (of :meth:`gpu_pairs`) have each link class (``None``:
         unknown), in first-seen order (read only)."""
-        return Counter(map(operator.itemgetter(2), self._pair_list))
+        # Row by row, as gpu_pairs() lists them, without a tuple per pair.
+        indices = self._gpu_order
+        tally: Counter[str | None] = Counter()
+        for pos, a in enumerate(indices):
+            tally.update(self.gpu_links(a, indices[pos + 1 :]))
+        return tally
 
     @cached_property
     def has_topology(self) -> bool:
@@ -149,6 +234,12 @@ class Context:
     def nvlink_pairs(self) -> set[frozenset[int]]:
         """GPU pairs joined by NVLink according to the topology matrix."""
         return {frozenset((a, b)) for a, b, link in self.gpu_pairs() if is_nvlink(link)}
+
+    @cached_property
+    def has_nvlink_pair(self) -> bool:
+        """``bool(self.nvlink_pairs)``, read off the class counts (the set of a big NVLink box
+        holds thousands of pairs, and most checks only ask whether there is one)."""
+        return any(is_nvlink(link) for link in self.pair_classes)
 
     # --------------------------------------------------------------------- environment
 
@@ -356,6 +447,15 @@ class Context:
         return [self.can_access_peer(a, b) for b in others]
 
     @cached_property
+    def p2p_codes_seen(self) -> frozenset[str]:
+        """Every code of the read/write/pci P2P matrices (``X`` and empty cells left out): the
+        answers :meth:`p2p_code` can give besides ``None``."""
+        present: set[str | None] = set()
+        for cap in self._P2P_GRANT_CAPS:
+            present.update(*self.capture.p2p.matrices.get(cap) or [])
+        return frozenset(present - {None, "", "X"})  # type: ignore[arg-type]
+
+    @cached_property
     def _p2p_rank_table(self) -> tuple[list[list[int]], dict[int, str]] | None:
         """Every pair's :meth:`p2p_code` at once: the best rank of its six cells by matrix
         positions (``-1`` when none is known), and the code of each rank present.
@@ -368,23 +468,33 @@ class Context:
         """
         rank = self._P2P_CODE_RANK
         matrices = [m for cap in self._P2P_GRANT_CAPS if (m := self.capture.p2p.matrices.get(cap))]
-        present: set[str | None] = set()
-        for matrix in matrices:
-            present.update(*matrix)
-        present -= {None, "", "X"}
-        codes = {rank.get(code, 1): code for code in present}  # type: ignore[arg-type]
+        present = self.p2p_codes_seen
+        codes = {rank.get(code, 1): code for code in present}
         if len(codes) < len(present):
             return None
         size = max((max([len(matrix), *map(len, matrix)]) for matrix in matrices), default=0)
-        cell = {**{code: rank.get(code, 1) for code in present}, None: -1, "": -1, "X": -1}
+        cell: dict[str | None, int] = {
+            **{code: rank.get(code, 1) for code in present},
+            None: -1,
+            "": -1,
+            "X": -1,
+        }
         pad = [-1] * size
         # Each matrix as ranks, square, then with its transpose: the six cells of a pair are
-        # the same position of these six tables.
-        tables: list[list[list[int]] | list[tuple[int, ...]]] = []
-        for matrix in matrices:
+        # the same position of these six tables. Equal tables are kept once (a symmetric
+        # matrix is its own transpose, and read and write usually agree): the maximum over
+        # them is the same, and often a single table is left, which is then the answer.
+        tables: list[list[list[int]]] = []
+        for k, matrix in enumerate(matrices):
+            if matrix in matrices[:k]:
+                continue  # the same codes as an earlier matrix: the same two tables
             rows = [[*map(cell.__getitem__, row), *pad[len(row) :]] for row in matrix]
             rows += [pad] * (size - len(rows))
-            tables += [rows, list(zip(*rows, strict=True))]
+            for table in (rows, [list(column) for column in zip(*rows, strict=True)]):
+                if table not in tables:
+                    tables.append(table)
+        if len(tables) == 1:
+            return tables[0], codes
         best = [list(map(max, *cells)) for cells in zip(*tables, strict=True)]
         return best, codes
 

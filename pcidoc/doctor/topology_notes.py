@@ -12,10 +12,10 @@ the checks in :mod:`pcidoc.doctor.checks`.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from itertools import repeat
+from functools import cached_property
+from itertools import chain, repeat
 
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import format_cpulist, parse_cpulist
@@ -32,7 +32,12 @@ NEAR_NIC_CLASSES: frozenset[str] = frozenset({"PIX", "PXB"})
 _MAX_LISTED = 6
 """Items listed by name in one note before it says ``+N more``."""
 
-_GPU_LABEL = re.compile(r"^GPU(\d+)$")
+
+def _gpu_index(label: str) -> int | None:
+    """The index of a ``GPU<n>`` label, else ``None``: ``re.match(r"^GPU(\\d+)$", label)``
+    (whose ``$`` also matches before a final newline) without compiling a pattern."""
+    digits = label[3:-1] if label.endswith("\n") else label[3:]
+    return int(digits) if label[:3] == "GPU" and digits.isdecimal() else None
 
 
 # ----------------------------------------------------------------------------- formatting
@@ -100,47 +105,59 @@ class _Wiring:
         self.gpu_pos: dict[int, int] = {}
         self.nic_pos: list[tuple[str, int]] = []
         for pos, label in enumerate(self.labels):
-            match = _GPU_LABEL.match(label)
-            if match:
-                self.gpu_pos[int(match.group(1))] = pos
+            index = _gpu_index(label)
+            if index is not None:
+                self.gpu_pos[index] = pos
             else:
                 self.nic_pos.append((label, pos))
         self.gpus: list[int] = sorted(self.gpu_pos)
         # The matrix squared to the labels (None where a row is short or missing) and its
         # transpose: a cell and its mirror are then the same position of two rows.
         size = len(self.labels)
-        grid = [[*row[:size], *[None] * (size - len(row))] for row in self.links[:size]]
-        grid += [[None] * size for _ in range(size - len(grid))]
+        grid = self.links  # read only; squared below unless it is square already
+        if len(grid) != size or any(len(row) != size for row in grid):
+            grid = [[*row[:size], *[None] * (size - len(row))] for row in self.links[:size]]
+            grid += [[None] * size for _ in range(size - len(grid))]
         mirror = [list(column) for column in zip(*grid, strict=True)]
+        # The usual matrix equals its transpose: no cell then needs its mirror's.
+        symmetric = grid == mirror
         self.asymmetric: list[tuple[str, str, str, str]] = []
-        # GPU pair -> class (None when unknown), a < b; and by rows: GPU a -> the classes of
-        # its pairs with the GPUs after it (in ``gpus`` order).
-        self.pairs: dict[tuple[int, int], str | None] = {}
+        # By rows: GPU a -> the classes of its pairs with the GPUs after it (in ``gpus`` order).
         self.rows: dict[int, list[str | None]] = {}
         columns = [self.gpu_pos[g] for g in self.gpus]
         for k, a in enumerate(self.gpus):
             i = self.gpu_pos[a]
-            later = self.gpus[k + 1 :]
             rest = columns[k + 1 :]
             forward = _gather(grid[i], rest)
-            backward = _gather(mirror[i], rest)
+            backward = forward if symmetric else _gather(mirror[i], rest)
             if forward != backward:  # an asymmetric row: say where, take the known cell
                 for j, fwd, back in zip(rest, forward, backward, strict=True):
                     if fwd is not None and back is not None and fwd != back:
                         self.asymmetric.append((self.labels[i], self.labels[j], fwd, back))
                 forward = _known_of(forward, backward)
             self.rows[a] = forward
-            self.pairs.update(zip(zip(repeat(a), later), forward, strict=True))
-        self.classes: Counter[str | None] = Counter(self.pairs.values())
+        self.classes: Counter[str | None] = Counter(chain.from_iterable(self.rows.values()))
         """How many GPU pairs have each class (``None``: unknown), in first-seen order."""
+        self.pair_count = len(self.gpus) * (len(self.gpus) - 1) // 2
+        """How many GPU pairs there are (``len(self.pairs)``)."""
         # GPU -> its class to each NIC, in nic_pos order (the mirror cell when one is missing).
         nic_columns = [pos for _, pos in self.nic_pos]
         self.nic_cells: dict[int, list[str | None]] = {}
         for g in self.gpus:
             i = self.gpu_pos[g]
             forward = _gather(grid[i], nic_columns)
-            backward = _gather(mirror[i], nic_columns)
+            backward = forward if symmetric else _gather(mirror[i], nic_columns)
             self.nic_cells[g] = forward if forward == backward else _known_of(forward, backward)
+
+    @cached_property
+    def pairs(self) -> dict[tuple[int, int], str | None]:
+        """GPU pair -> class (``None`` when unknown), ``a < b``, in row order. Built when a
+        note needs the pairs themselves: the counts in :attr:`classes` answer most questions,
+        and a 72-GPU box has 2,556 pairs."""
+        pairs: dict[tuple[int, int], str | None] = {}
+        for k, a in enumerate(self.gpus):
+            pairs.update(zip(zip(repeat(a), self.gpus[k + 1 :]), self.rows[a], strict=True))
+        return pairs
 
 
 def _known_of(cells: list[str | None], mirrors: list[str | None]) -> list[str | None]:
@@ -193,27 +210,22 @@ def _nvlink_notes(w: _Wiring, capture: Capture) -> list[str]:
     counts: Counter[str] = Counter({c: n for c, n in w.classes.items() if c and is_nvlink(c)})
     if not counts:
         return []
-    # A big NVSwitch box has thousands of pairs, all NVLink: no need to copy them.
-    nv = (
-        w.pairs
-        if len(counts) == len(w.classes)
-        else {pair: link for pair, link in w.pairs.items() if is_nvlink(link)}
-    )
+    nv_count = sum(counts.values())  # GPU pairs joined by NVLink
     notes: list[str] = []
     classes = _class_names(counts)
     unknown = [pair for pair, link in w.pairs.items() if link is None] if None in w.classes else []
     unknown_members = {g for pair in unknown for g in pair}
     if unknown:
         # Structure claims (mesh, islands, bridge pairs) need every pair; say what is known.
-        known = len(w.pairs) - len(unknown)
-        if len(nv) == known:
+        known = w.pair_count - len(unknown)
+        if nv_count == known:
             notes.append(
                 f"every known GPU pair has NVLink ({classes}); "
                 f"{len(unknown)} {_plural(len(unknown), 'pair')} unknown"
             )
         else:
-            notes.append(f"NVLink joins {len(nv)} of the {known} known GPU pairs ({classes})")
-    elif len(nv) == len(w.pairs):
+            notes.append(f"NVLink joins {nv_count} of the {known} known GPU pairs ({classes})")
+    elif nv_count == w.pair_count:
         if len(counts) == 1:
             link = next(iter(counts))
             if n == 2:
@@ -229,15 +241,16 @@ def _nvlink_notes(w: _Wiring, capture: Capture) -> list[str]:
         else:
             # Name the pairs of the rarer classes when they are few (e.g. one degraded pair).
             common = max(counts.items(), key=lambda item: item[1])[0]  # most_common(1)
-            rare = sorted(pair for pair, link in nv.items() if link != common)
+            rare = sorted(pair for pair, link in w.pairs.items() if link != common)
             if len(rare) <= 4:
-                listed = " ".join(f"{_pair(*p)} {nv[p]}" for p in rare)
+                listed = " ".join(f"{_pair(*p)} {w.pairs[p]}" for p in rare)
                 detail = f": {listed}, the others {common}"
             else:
                 detail = f" ({_class_counts(counts)})"
             notes.append(f"every GPU pair has NVLink but not the same number of links{detail}")
         return notes
 
+    nv = {pair: link for pair, link in w.pairs.items() if is_nvlink(link)}
     degree: Counter[int] = Counter()
     for a, b in nv:
         degree[a] += 1
@@ -275,7 +288,7 @@ def _nvlink_notes(w: _Wiring, capture: Capture) -> list[str]:
             others = Counter(link for pair, link in w.pairs.items() if pair not in nv and link)
             tail = f"; the other pairs use {_class_names(others)}" if others else ""
             notes.append(
-                f"NVLink joins {len(nv)} of {len(w.pairs)} GPU pairs directly ({classes}){tail}"
+                f"NVLink joins {nv_count} of {w.pair_count} GPU pairs directly ({classes}){tail}"
             )
     if lonely and linked:
         verb = "has no NVLink peer" if len(lonely) == 1 else "have no NVLink peers"
@@ -287,14 +300,14 @@ def _mesh_kind(capture: Capture, gpus: list[int], per_pair: int, pair: bool) -> 
     """How an all-NVLink matrix is built, as far as the facts tell."""
     wanted = set(gpus)
     facts = [g for g in capture.gpus if g.index in wanted]
-    remote = {link.remote_type for g in facts for link in g.nvlinks if link.remote_type}
-    if "switch" in remote:
+    if any(link.remote_type == "switch" for g in facts for link in g.nvlinks):
         return " (through NVSwitch)" if pair else " (full mesh through NVSwitch)"
     needed = per_pair * (len(gpus) - 1)
     known_links = [len(g.nvlinks) for g in facts if g.nvlinks]
     most_links = max(known_links) if known_links else MAX_NVLINKS_PER_GPU
     if needed > most_links:
         return "" if pair else " (NVSwitch-class full mesh)"
+    remote = {link.remote_type for g in facts for link in g.nvlinks if link.remote_type}
     if remote == {"gpu"}:
         return " (direct links)" if pair else " (direct NVLink full mesh)"
     return "" if pair else " (full NVLink mesh)"
@@ -305,17 +318,13 @@ def _pcie_pair_notes(w: _Wiring) -> list[str]:
         return []
     notes: list[str] = []
     counts: Counter[str] = Counter({c: n for c, n in w.classes.items() if c is not None})
-    known = (
-        w.pairs
-        if None not in w.classes
-        else {pair: link for pair, link in w.pairs.items() if link is not None}
-    )
+    # The known pairs that are not NVLink (none to list on an all-NVLink box).
     pcie = (
-        {pair: link for pair, link in known.items() if not is_nvlink(link)}
+        {pair: link for pair, link in w.pairs.items() if link is not None and not is_nvlink(link)}
         if not all(is_nvlink(c) for c in counts)
         else {}
     )
-    if len(counts) == 1 and len(known) == len(w.pairs):
+    if len(counts) == 1 and None not in w.classes:
         link = next(iter(counts))
         if not is_nvlink(link):
             if len(w.gpus) == 2:
@@ -323,13 +332,13 @@ def _pcie_pair_notes(w: _Wiring) -> list[str]:
             else:
                 notes.append(f"every GPU pair is {link}")
     elif len(counts) > 1 and pcie:
-        notes.append(f"GPU pair paths: {_class_counts(counts)} (of {len(w.pairs)} pairs)")
+        notes.append(f"GPU pair paths: {_class_counts(counts)} (of {w.pair_count} pairs)")
     for link, meaning in (
         ("PIX", "share a PCIe switch (PIX)"),
         ("PXB", "connect through several PCIe bridges without the CPU (PXB)"),
     ):
         edges = {pair for pair, cls in pcie.items() if cls == link}
-        if not edges or len(edges) == len(w.pairs):
+        if not edges or len(edges) == w.pair_count:
             continue
         groups = _components({g for pair in edges for g in pair}, edges)
         if all(_is_clique(g, edges) for g in groups):
@@ -340,6 +349,34 @@ def _pcie_pair_notes(w: _Wiring) -> list[str]:
             pairs = [_pair(*p) for p in sorted(edges)]
             notes.append(f"pairs {_limited(pairs, sep=' ')} {meaning}")
     return notes
+
+
+def _pairs_by_node(w: _Wiring, nodes: dict[int, int]) -> tuple[Counter[str], Counter[str]]:
+    """The known classes of the GPU pairs within a NUMA node and across nodes, counted, in
+    first-seen order (pairs with a GPU whose node is unknown are left out)."""
+    within: Counter[str] = Counter()
+    across: Counter[str] = Counter()
+    # Row by row: the pairs of a GPU with the GPUs after it, counted by (their node, class).
+    node_of = [nodes.get(g) for g in w.gpus]
+    for k, a in enumerate(w.gpus):
+        if a not in nodes:
+            continue
+        row = w.rows[a]
+        later = node_of[k + 1 :]
+        if row and row.count(row[0]) == len(row):
+            # One class in the whole row (every row of a switched box): count the nodes.
+            if row[0] is not None:
+                same = later.count(nodes[a])
+                other = len(later) - same - later.count(None)
+                if same:
+                    within[row[0]] += same
+                if other:
+                    across[row[0]] += other
+            continue
+        for (node, link), count in Counter(zip(later, row, strict=True)).items():
+            if node is not None and link is not None:
+                (within if node == nodes[a] else across)[link] += count
+    return within, across
 
 
 def _numa_notes(w: _Wiring, capture: Capture) -> list[str]:
@@ -362,18 +399,7 @@ def _numa_notes(w: _Wiring, capture: Capture) -> list[str]:
         else:
             spread = [f"{gpu_list(m)} on NUMA {node}" for node, m in ordered]
         text = " and ".join(spread) if len(spread) == 2 else ", ".join(spread)
-        across: Counter[str] = Counter()
-        within: Counter[str] = Counter()
-        # Row by row: the pairs of a GPU with the GPUs after it, counted by (their node, class).
-        node_of = [nodes.get(g) for g in w.gpus]
-        for k, a in enumerate(w.gpus):
-            if a not in nodes:
-                continue
-            for (node, link), count in Counter(
-                zip(node_of[k + 1 :], w.rows[a], strict=True)
-            ).items():
-                if node is not None and link is not None:
-                    (within if node == nodes[a] else across)[link] += count
+        within, across = _pairs_by_node(w, nodes)
         if across and set(across) == set(within) and len(across) == 1:
             link = next(iter(across))
             if not is_nvlink(link):  # uniform NVLink was already said by the NVLink note
@@ -406,7 +432,7 @@ def _flattening_notes(w: _Wiring, capture: Capture) -> list[str]:
         return []
     node = next(iter(nodes))
     hypervisor = capture.host.virtualization.hypervisor
-    all_sys = len(w.gpus) >= 2 and all(link == "SYS" for link in w.pairs.values())
+    all_sys = len(w.gpus) >= 2 and list(w.classes) == ["SYS"]  # every pair SYS
     if all_sys:
         if hypervisor:
             cause = "topology flattened by the hypervisor (this host is a VM)"
@@ -421,7 +447,7 @@ def _flattening_notes(w: _Wiring, capture: Capture) -> list[str]:
         return [f"every GPU pair is SYS while {owner} NUMA {node}: {cause}"]
     if node != 0 or len(capture.host.numa_nodes) > 1:
         return []  # the machine has other NUMA nodes: SYS to devices on them is expected
-    sys_paths = sum(1 for link in w.pairs.values() if link == "SYS")
+    sys_paths = w.classes.get("SYS", 0)
     sys_paths += sum(cells.count("SYS") for cells in w.nic_cells.values())
     if not sys_paths:
         return []
@@ -452,7 +478,7 @@ def _nic_notes(w: _Wiring, capture: Capture) -> list[str]:
         if not known:
             continue
         judged += 1
-        if not any(c in NEAR_NIC_CLASSES for c in known):
+        if NEAR_NIC_CLASSES.isdisjoint(known):
             far.append(g)
             nearest[min(known, key=lambda c: rank(c) if rank(c) is not None else 9)] += 1
     if far and len(far) == judged == len(w.gpus):
@@ -466,7 +492,7 @@ def _nic_notes(w: _Wiring, capture: Capture) -> list[str]:
     sys_nics: list[str] = []
     per_nic = zip(*(w.nic_cells[g] for g in w.gpus), strict=True)
     for (label, _), cells in zip(w.nic_pos, per_nic, strict=False):
-        if cells and all(c == "SYS" for c in cells):
+        if cells and cells.count("SYS") == len(cells):
             sys_nics.append(label)
     if sys_nics and len(sys_nics) == len(w.nic_pos) and len(sys_nics) > 1:
         notes.append("every NIC is SYS to every GPU")

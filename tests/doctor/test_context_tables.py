@@ -8,6 +8,7 @@ drifts from them (a wrong transpose, a padding cell read as a code) fails here.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 import pytest
@@ -105,6 +106,32 @@ def _damaged() -> Iterator[tuple[str, Capture]]:
         links=[["X", "NV2", "NV2"], ["NV2", "X", "NV1"], ["NV2", "NV1"]],
     )
     yield "short-diagonal", cap
+    # Read codes on one side of the diagonal only (not symmetric), write the same matrix, pci
+    # its transpose: equal tables are merged, and the max must still see both directions.
+    cap = machine(3, link="PIX")
+    one_sided = [["X", "NS", "OK"], [None, "X", "CNS"], [None, None, "X"]]
+    cap.p2p = P2PStatus(
+        gpus=[0, 1, 2],
+        matrices={
+            "read": one_sided,
+            "write": [list(row) for row in one_sided],
+            "pci": [list(column) for column in zip(*one_sided, strict=True)],
+        },
+    )
+    yield "one-sided", cap
+    # NICs the matrix does not hold, a NIC listed twice, a NIC column beyond a short row.
+    cap = machine(2, link="PIX", nics=["NIC0", "NIC1"])
+    cap.nics = [*cap.nics, cap.nics[0], *machine(1, nics=["NIC7"]).nics]
+    cap.topology = Topology(
+        labels=["GPU0", "GPU1", "NIC0", "NIC1"],
+        links=[["X", "PIX", "PXB"], ["PIX", "X", "SYS", "PIX"], ["PXB", "SYS", "X", "SYS"]],
+    )
+    yield "stray-nics", cap
+    # NUMA nodes with uniform rows, a GPU without a node, an unknown cell in one row.
+    cap = machine(6, link="NV4", numa_nodes=3)
+    cap.gpus[4].numa_node = None
+    cap.topology.links[1][3] = None
+    yield "numa-rows", cap
 
 
 def _captures() -> Iterator[tuple[str, Capture]]:
@@ -139,6 +166,20 @@ def test_p2p_codes_agree_with_the_cell_by_cell_rule(capture: Capture) -> None:
         assert ctx.can_access_peer_from(a, indices) == [ctx.can_access_peer(a, b) for b in indices]
 
 
+def test_p2p_codes_seen_are_every_code_of_the_matrices(capture: Capture) -> None:
+    ctx = Context(capture)
+    cells = {
+        cell
+        for cap in ("read", "write", "pci")
+        for row in capture.p2p.matrices.get(cap) or []
+        for cell in row
+    }
+    assert ctx.p2p_codes_seen == cells - {None, "", "X"}
+    indices = _gpu_indices(capture)
+    answers = {ctx.p2p_code(a, b) for a in indices for b in indices}
+    assert answers - {None} <= ctx.p2p_codes_seen
+
+
 def test_the_rank_table_is_skipped_when_equal_ranks_tie() -> None:
     ctx = Context(dict(_damaged())["tied"])
     assert ctx._p2p_rank_table is None
@@ -162,6 +203,64 @@ def test_matrix_rows_agree_with_the_cell_lookup(capture: Capture) -> None:
         assert [ctx.gpu_link(a, b) for b in gpus] == expected, a
 
 
+def test_nic_rows_are_the_matrix_rows_at_the_nics(capture: Capture) -> None:
+    ctx = Context(capture)
+    nics = [nic.label for nic in capture.nics]
+    for a in [*capture.topology.labels, "GPU99", "NIC99"]:
+        row = ctx.nic_row(a)
+        assert [row.get(b) for b in nics] == [ref_link(capture, a, b) for b in nics], a
+        assert set(row) <= set(nics), a  # the NICs only
+        assert ctx.nic_row(a) is row  # built once per run
+
+
+def test_nic_columns_are_every_gpus_cell_at_the_nic(capture: Capture) -> None:
+    ctx = Context(capture)
+    for nic in [*(n.label for n in capture.nics), "NIC99", "GPU0"]:
+        expected = tuple(ref_link(capture, g.label, nic) for g in ctx.gpus)
+        if nic not in {n.label for n in capture.nics}:
+            expected = (None,) * len(ctx.gpus)  # the NICs' cells only
+        assert ctx.nic_column(nic) == expected, nic
+
+
+def test_has_nvlink_pair_tells_whether_the_set_of_nvlink_pairs_is_empty(capture: Capture) -> None:
+    from pcidoc.model.links import is_nvlink
+
+    ctx = Context(capture)
+    expected = any(is_nvlink(link) for _, _, link in ctx.gpu_pairs())
+    assert ctx.has_nvlink_pair is expected is bool(ctx.nvlink_pairs)
+
+
+def test_gpu_links_are_the_cells_of_the_gpus_asked(capture: Capture) -> None:
+    ctx = Context(capture)
+    order = [g.index for g in ctx.gpus]
+    asks = [order[k:] for k in range(len(order) + 1)]  # the GPUs from each position on
+    asks += [order[::2], order[::-1], [*order, 99], [99, *order[1:]]]
+    for a in [*order, 99]:
+        for others in asks:
+            links = ctx.gpu_links(a, others)
+            assert links == [ref_link(capture, f"GPU{a}", f"GPU{b}") for b in others]
+            if a in ctx._gpu_pos or not others:  # GPU99 has no row: every cell unknown
+                links.append("new")  # a new list: the table is not touched
+                assert ctx.gpu_links(a, others) == links[:-1]
+
+
+def test_the_gpu_cell_table_is_used_for_whole_matrices_only() -> None:
+    samples = [Context(load_sample(name)) for name in sample_names()]
+    assert all(ctx._gpu_cells is not None for ctx in samples if len(ctx.gpus) > 1)
+    damaged = dict(_damaged())
+    for name in ("short-topology", "short-diagonal"):  # short rows
+        assert Context(damaged[name])._gpu_cells is None, name
+    outside = machine(3, link="NV4")  # GPU2 is not in the matrix
+    outside.topology = Topology(labels=["GPU0", "GPU1"], links=[["X", "NV4"], ["NV4", "X"]])
+    twice = machine(2, link="NV4")  # GPU1 listed twice
+    twice.gpus.append(twice.gpus[1].model_copy())
+    for cap in (outside, twice):
+        assert Context(cap)._gpu_cells is None
+        assert Context(cap).gpu_links(0, [0, 1, 2]) == [
+            ref_link(cap, "GPU0", f"GPU{b}") for b in (0, 1, 2)
+        ]
+
+
 def ref_locality_groups(ctx: Context, indices: list[int]) -> list[list[int]]:
     """Connected components over cells (a, b), a before b, of a known class other than SYS."""
     groups = [{i} for i in dict.fromkeys(indices)]
@@ -180,11 +279,12 @@ def test_locality_groups_are_the_components_of_the_better_than_sys_cells(
     capture: Capture,
 ) -> None:
     ctx = Context(capture)
-    indices = [g.index for g in ctx.gpus]
-    expected = ref_locality_groups(ctx, indices)
-    # Components of one GPU each are regrouped by socket; otherwise the components themselves.
-    if not (all(len(g) == 1 for g in expected) and len(expected) > 1):
-        assert locality_groups(ctx, indices) == expected
+    every = [g.index for g in ctx.gpus]
+    for indices in (every, [*every, 99], every[::2]):  # 99: a GPU the matrix does not hold
+        expected = ref_locality_groups(ctx, indices)
+        # Components of one GPU each are regrouped by socket; otherwise the components.
+        if not (all(len(g) == 1 for g in expected) and len(expected) > 1):
+            assert locality_groups(ctx, indices) == expected, indices
 
 
 def test_topology_note_wiring_agrees_with_the_cells(capture: Capture) -> None:
@@ -206,7 +306,27 @@ def test_topology_note_wiring_agrees_with_the_cells(capture: Capture) -> None:
             for _, pos in w.nic_pos
         ]
         assert w.nic_cells[g] == expected
+    assert w.pair_count == len(w.pairs)
+    # The class counts in first-seen order of the pairs (a < b, row by row).
+    assert list(w.classes.items()) == list(Counter(w.pairs.values()).items())
     assert topology_notes(capture) is not None
+
+
+def test_topology_note_pairs_by_node_count_every_known_pair(capture: Capture) -> None:
+    from pcidoc.doctor.topology_notes import _pairs_by_node
+
+    w = _Wiring(capture)
+    nodes = {g.index: g.numa_node for g in capture.gpus if g.numa_node is not None}
+    within: Counter[str] = Counter()
+    across: Counter[str] = Counter()
+    for k, a in enumerate(w.gpus):
+        for b in w.gpus[k + 1 :]:
+            link = w.pairs[(a, b)]
+            if a in nodes and nodes.get(b) is not None and link is not None:
+                (within if nodes[b] == nodes[a] else across)[link] += 1
+    got_within, got_across = _pairs_by_node(w, nodes)
+    assert list(got_within.items()) == list(within.items())  # counts and first-seen order
+    assert list(got_across.items()) == list(across.items())
 
 
 def test_the_empty_evidence_stand_in_reads_like_an_empty_imported_evidence() -> None:
@@ -280,3 +400,24 @@ def test_nvlink_views_and_common_class_agree_with_the_pairwise_count(capture: Ca
         classes = [link for link in pairs if is_nvlink(link)]
         expected = Counter(classes).most_common(1)[0][0] if classes else None
         assert _common_nv(ctx, among) == expected
+
+
+def test_nvlink_up_and_down_counts_are_the_links_in_each_state(capture: Capture) -> None:
+    from pcidoc.doctor.checks.nvlink.state import _up_down
+
+    ctx = Context(capture)
+    for gpu in ctx.gpus:
+        up = sum(1 for link in gpu.nvlinks if link.state == "up")
+        down = sum(1 for link in gpu.nvlinks if link.state == "down")
+        assert _up_down(ctx, gpu) == (up, down), gpu.label
+
+
+def test_pair_classes_count_the_gpu_pairs_in_first_seen_order(capture: Capture) -> None:
+    ctx = Context(capture)
+    gpus = [g.index for g in ctx.gpus]
+    pairs = [(a, b) for k, a in enumerate(gpus) for b in gpus[k + 1 :]]
+    links = [ctx.gpu_link(a, b) for a, b in pairs]
+    assert list(ctx.gpu_pairs()) == [
+        (a, b, link) for (a, b), link in zip(pairs, links, strict=True)
+    ]
+    assert list(ctx.pair_classes.items()) == list(Counter(links).items())

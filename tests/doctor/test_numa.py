@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from pcidoc.doctor.checks.numa.nic_affinity import numa_nic_affinity
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import load_checks
 from pcidoc.doctor.runner import run_check
@@ -303,6 +304,19 @@ def test_all_nics_far_from_every_gpu_warns() -> None:
     r = result(cap, "numa.nic-affinity")
     assert r.severity == "warn"
     assert "no GPU has a PCIe-local NIC" in r.summary
+
+
+def test_the_nearest_nic_class_is_the_first_seen_among_equally_near_ones() -> None:
+    # Classes of equal rank (unknown ones here) keep the order of the NICs.
+    nics = ["NIC0", "NIC1", "NIC2"]
+    links = {(0, "NIC0"): "BAR", (0, "NIC1"): "FOO", (0, "NIC2"): "BAR"}
+    links |= {(1, "NIC0"): "FOO", (1, "NIC1"): "BAR", (1, "NIC2"): "FOO"}
+    cap = machine(2, link="NV12", nics=nics, nic_links=links)
+    findings = numa_nic_affinity(Context(cap))
+    assert [(e.subject, e.value) for e in findings[0].evidence] == [
+        ("GPU0", "BAR"),
+        ("GPU1", "FOO"),
+    ]
 
 
 def test_one_pix_nic_per_gpu_passes() -> None:

@@ -167,6 +167,17 @@ def test_capability_sys_pairs_without_p2p_are_info_not_fail() -> None:
     assert "shared memory" in r.summary
 
 
+def test_capability_nvlink_pair_granted_in_a_row_without_refusals_is_seen() -> None:
+    # GPU1's row holds only its NVLink pair, granted: the refused PCIe pairs are GPU0's.
+    cap = machine(3, link="NODE", pairs={(1, 2): "NV4"})
+    cap.p2p.matrices["read"] = [["X", "CNS", "CNS"], ["CNS", "X", "OK"], ["CNS", "OK", "X"]]
+    r = result(cap, "p2p.capability")
+    assert r.severity == "warn"
+    assert "2 pairs: GPU0-GPU1 (NODE), GPU0-GPU2 (NODE)" in r.summary
+    assert "NVLink pairs have P2P" in r.summary
+    assert any(e.label == "pairs with P2P granted" and e.value == 1 for e in r.evidence)
+
+
 def test_capability_refused_nvlink_pair_fails() -> None:
     cap = codes(machine(2, link="NV12"), "CNS")
     r = result(cap, "p2p.capability")

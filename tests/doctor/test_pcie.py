@@ -452,6 +452,37 @@ def test_correctable_aer_at_the_link_partner(per_min, gen, severity):
     assert "link partner" in res.summary
 
 
+def test_zero_aer_counters_on_a_port_alone_are_judged_clean():
+    # No replay counter and no GPU AER counter: a port's zero counters are still counters.
+    cap = gen4(2)
+    for g in cap.gpus:
+        g.replay_count = None
+        g.path = switch_path(dsp=str(g.index))
+    cap.gpus[0].path[1].aer_correctable = 0
+    findings = pcie_errors(Context(cap))
+    assert [f.severity for f in findings] == ["info", "pass"]  # replays unknown, AER clean
+    assert findings[1].summary.startswith("no AER errors on the GPUs or their ports")
+
+
+@pytest.mark.parametrize(("first_gen", "severity"), [(5, "info"), (4, "warn")])
+def test_aer_on_a_port_without_its_own_speed_is_scaled_by_the_first_gpu_below_it(
+    first_gen, severity
+):
+    # The port reports no link of its own: the limit comes from the first GPU whose path holds
+    # it (GPU0 here), not from the others below it.
+    cap = gen4(2)
+    cap.host.uptime_s = 600.0
+    set_link(cap, 0, first_gen, 16, max_gen=first_gen)
+    set_link(cap, 1, 9 - first_gen, 16, max_gen=9 - first_gen)
+    for g in cap.gpus:
+        g.path = switch_path(dsp=str(g.index))
+        g.path[1].current_gen = g.path[1].current_width = None
+    cap.gpus[0].path[1].aer_correctable = 200  # 20/min (the port as the first path shows it)
+    findings = [f for f in pcie_errors(Context(cap)) if "0000:10:00.0" in f.summary]
+    assert [f.severity for f in findings] == [severity]
+    assert "carrying GPU0, GPU1" in findings[0].summary
+
+
 def test_unknown_counters_are_skipped_not_passed():
     cap = gen4(2, kind="import")
     cap.gpus[0].name = cap.gpus[1].name = "NVIDIA GeForce RTX 4090"
@@ -554,6 +585,75 @@ def test_many_identical_switches_are_reported_as_one_finding():
     assert uplinks[0].summary.startswith("4 uplinks alike, e.g. GPU0, GPU1 share uplink")
     assert {"0000:40:00.0", "0000:43:00.0", "GPU7"} <= set(uplinks[0].subjects)
     assert any(e.label == "uplinks like this one" for e in uplinks[0].evidence)
+
+
+def test_folded_uplinks_keep_the_first_ones_evidence_and_separate_ones_their_own():
+    # The fold builds evidence only for the findings it keeps: it must be the first uplink's,
+    # and an uplink that stays separate (fewer than four alike) keeps its own.
+    cap = gen4(10, link="PIX")
+    for g in cap.gpus:
+        pair = g.index // 2
+        g.path = switch_path(
+            uplink_cur=5 if pair < 4 else 4,  # four alike (Gen5 uplinks), one on its own
+            uplink_max=5 if pair < 4 else 4,
+            dsp=f"0000:{0x11 + pair:02x}:0{g.index % 2}.0",
+            usp_bus=f"0000:{0x40 + pair:02x}:00.0",
+            root_bus=f"0000:00:0{pair}.0",
+        )
+    findings = pcie_shared_uplink(Context(cap))
+    folded = next(f for f in findings if "uplinks alike" in f.summary)
+    alone = next(f for f in findings if f.summary.startswith("GPU8, GPU9 share uplink"))
+    labels = [
+        "uplink port",
+        "uplink link",
+        "uplink model",
+        "GPUs behind it",
+        "their combined link model",
+    ]
+    assert [e.label for e in folded.evidence] == [*labels, "uplinks like this one"]
+    assert {e.subject for e in folded.evidence[:5]} == {"0000:40:00.0"}
+    assert folded.evidence[-1].value == "0000:40:00.0, 0000:41:00.0, 0000:42:00.0, 0000:43:00.0"
+    assert [e.label for e in alone.evidence] == [*labels, "oversubscription"]
+    assert {e.subject for e in alone.evidence} == {"0000:44:00.0"}
+    assert alone.evidence[1].value == "Gen4 x16"
+
+
+def test_concurrent_h2d_without_solo_rates_is_judged_by_the_model_and_listed():
+    cap = shared(4)
+    for i in range(2):
+        cap.measurements.transfers.append(transfer(i, 11.0, context="concurrent GPU0,GPU1"))
+    findings = pcie_shared_uplink(Context(cap))
+    uplink = next(f for f in findings if "share uplink" in f.summary)
+    assert "2.0x oversubscribed" in uplink.summary
+    assert [(e.label, e.value, e.subject) for e in uplink.evidence[5:]] == [
+        ("concurrent pinned H2D", 11.0, "GPU0"),
+        ("concurrent pinned H2D", 11.0, "GPU1"),
+        ("oversubscription", 2.0, "0000:10:00.0"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("read", "cuda", "expected"),
+    [
+        ("NS", None, "cannot use P2P (NS)"),  # NVML refuses
+        ("OK", False, "cannot use P2P (OK)"),  # NVML grants, CUDA refuses
+        ("OK", None, None),  # granted: nothing to say
+        ("U", None, None),
+    ],
+)
+def test_gpus_behind_one_switch_without_p2p_are_named(read, cuda, expected):
+    cap = shared(4)
+    cap.p2p.matrices["read"] = [["X", read], [read, "X"]]
+    if cuda is not None:
+        cap.p2p.can_access_peer = [[None, cuda], [cuda, None]]
+    trap = [f for f in pcie_shared_uplink(Context(cap)) if "behind one PCIe switch" in f.summary]
+    if expected is None:
+        assert trap == []
+    else:
+        assert len(trap) == 1
+        assert trap[0].summary.startswith(
+            f"GPU0-GPU1 sit behind one PCIe switch (PIX) but {expected}"
+        )
 
 
 def test_a_few_identical_switches_stay_separate():
@@ -681,3 +781,11 @@ def test_random_link_facts_never_crash(links, pstate, replays, aer, uptime, hop_
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
     ]
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(-3, 40)), max_size=4))
+def test_the_smallest_known_value_is_min_over_the_known_ones(values):
+    from pcidoc.doctor.checks.pcie._shared import _min_known
+
+    known = [v for v in values if v is not None]
+    assert _min_known(*values) == (min(known) if known else None)

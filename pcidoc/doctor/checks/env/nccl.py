@@ -219,7 +219,7 @@ def _visible_findings(ctx: Context, env: dict[str, str]) -> tuple[list[Finding],
                 confidence="high",
             )
         )
-    if ctx.nvlink_pairs and len(order) >= 2:
+    if ctx.has_nvlink_pair and len(order) >= 2:
         hidden_partner = [
             i for i in order if not _nv_partners(ctx, i, order) and _nv_partners(ctx, i, all_gpus)
         ]

@@ -32,7 +32,7 @@ def _near_nics(ctx: Context) -> list[tuple[str, str, str]]:
         if not name.lower().startswith(RDMA_PREFIXES):
             continue
         for gpu in ctx.gpus:
-            cls = ctx.link_row(gpu.label).get(nic.label)
+            cls = ctx.nic_row(gpu.label).get(nic.label)
             if cls in ("PIX", "PXB"):
                 out.append((gpu.label, cls, name))
                 break

@@ -28,9 +28,9 @@ def nic_inventory(ctx: Context) -> list[Finding]:
         )
     if nics and gpus:
         rails = []
-        rows = [ctx.link_row(g.label) for g in gpus]
         for nic in nics:
-            if any(row.get(nic.label) in ("PIX", "PXB") for row in rows):
+            column = ctx.nic_column(nic.label)
+            if "PIX" in column or "PXB" in column:
                 rails.append(nic.name or nic.label)
         many = len(nics) >= 16 and len(nics) > 2 * len(gpus)
         if many:

@@ -79,13 +79,20 @@ def pcie_model_of(gpu: Gpu) -> float | None:
 def locality_groups(ctx: Context, indices: list[int]) -> list[list[int]]:
     """GPU sets that avoid the socket interconnect: connected by links better than SYS, or
     (when every pair is SYS) by NUMA socket."""
+    if (
+        indices
+        and not {None, "SYS"} & ctx.pair_classes.keys()
+        and indices == [g.index for g in ctx.gpus]
+    ):
+        # Every pair of the GPUs known and better than SYS (an NVLink box): one set.
+        return [list(indices)]
     # Components of the graph whose edges are the cells (a, b), a before b, with a known class
     # better than SYS; each GPU carries its component's id, merged sets are relabelled.
     component = {i: i for i in indices}
     members = {i: [i] for i in component}
     for pos, a in enumerate(indices):
         later = indices[pos + 1 :]
-        links = list(map(ctx.gpu_link_row(a).get, later))
+        links = ctx.gpu_links(a, later)
         if None in links or "SYS" in links:
             later = [b for b, link in zip(later, links, strict=True) if link not in (None, "SYS")]
         target = component[a]

@@ -48,15 +48,17 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
             "no topology matrix in the capture",
             needs="the topology: `pcidoc capture` on the machine, or import `nvidia-smi topo -m`",
         )
-    pairs = list(ctx.gpu_pairs())
     classes = ctx.pair_classes  # a big NVLink box has thousands of pairs, none SYS or unknown
-    sys_pairs = [(a, b) for a, b, link in pairs if link == "SYS"] if "SYS" in classes else []
-    unknown = [(a, b) for a, b, link in pairs if link is None] if None in classes else []
+    pair_count = sum(classes.values())
+    sys_pairs = (
+        [(a, b) for a, b, link in ctx.gpu_pairs() if link == "SYS"] if "SYS" in classes else []
+    )
+    unknown = [(a, b) for a, b, link in ctx.gpu_pairs() if link is None] if None in classes else []
     findings: list[Finding] = []
     if _flattened(ctx, sys_pairs) or ctx.flattened_view:
         nodes = sorted({n for g in ctx.gpus if (n := gpu_node(g)) is not None})
         why = ctx.flattened_view or (
-            f"{len(sys_pairs)} of {len(pairs)} GPU pairs read SYS while all GPUs report "
+            f"{len(sys_pairs)} of {pair_count} GPU pairs read SYS while all GPUs report "
             f"{'NUMA node ' + str(nodes[0]) if nodes else 'no NUMA node'}"
         )
         return Finding(
@@ -74,7 +76,7 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
             ],
             confidence="low",
         )
-    sockets = socket_of_node(ctx)
+    sockets = socket_of_node(ctx) if sys_pairs else {}  # read only for SYS pairs
     same_socket: list[tuple[int, int]] = []
     cross: list[tuple[int, int]] = []
     for a, b in sys_pairs:
@@ -123,7 +125,7 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
         findings.append(
             Finding(
                 "pass",
-                f"no GPU pair crosses sockets without NVLink ({len(pairs)} pair(s) checked)",
+                f"no GPU pair crosses sockets without NVLink ({pair_count} pair(s) checked)",
                 evidence=group_evidence[:4],
             )
         )
@@ -262,11 +264,14 @@ def _nic_sys_findings(ctx: Context) -> list[Finding]:
         return []  # one NUMA node: a SYS to a NIC is a flattened view, not a socket crossing
     far: list[str] = []
     evidence = []
-    rows = [(g.index, ctx.link_row(g.label)) for g in ctx.gpus]
+    indices = [g.index for g in ctx.gpus]
     for nic in ctx.nics:
         if is_bond(nic):
             continue
-        sys_gpus = [index for index, row in rows if row.get(nic.label) == "SYS"]
+        column = ctx.nic_column(nic.label)
+        if "SYS" not in column:
+            continue
+        sys_gpus = [index for index, link in zip(indices, column, strict=True) if link == "SYS"]
         if sys_gpus and len(sys_gpus) < len(ctx.gpus):
             far.append(nic.label)
             evidence.append(

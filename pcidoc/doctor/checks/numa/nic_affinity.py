@@ -42,7 +42,7 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
     bonds = [n for n in ctx.nics if is_bond(n)]
     data_nics = [n for n in ctx.nics if not is_bond(n)] or list(ctx.nics)
     for nic in bonds:
-        links = [ctx.link_row(g.label).get(nic.label) for g in ctx.gpus]
+        links = ctx.nic_column(nic.label)
         if all(link in (None, "SYS", "NODE", "PHB") for link in links):
             findings.append(
                 Finding(
@@ -57,10 +57,13 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
                     confidence="medium",
                 )
             )
+    # Each GPU's classes to the data NICs (in their order), read once.
+    data_labels = [n.label for n in data_nics]
+    cells = [list(map(ctx.nic_row(g.label).get, data_labels)) for g in ctx.gpus]
     best: dict[int, str | None] = {}
-    for gpu in ctx.gpus:
-        row = ctx.link_row(gpu.label)
-        classes = [c for n in data_nics if (c := row.get(n.label)) is not None]
+    for gpu, row in zip(ctx.gpus, cells, strict=True):
+        # The nearest class; among classes of equal rank the first seen (min keeps the first).
+        classes = dict.fromkeys(c for c in row if c is not None)
         best[gpu.index] = min(classes, key=lambda c: rank(c) or 99) if classes else None
     known = {i: c for i, c in best.items() if c is not None}
     far = sorted(i for i, c in known.items() if c not in _NEAR_NIC)
@@ -89,9 +92,13 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
     elif far:
         findings.append(_far_finding(ctx, far, known, data_nics))
     else:
-        rows = [ctx.link_row(g.label) for g in ctx.gpus]
-        near_nics = {n.label for n in data_nics for row in rows if row.get(n.label) in _NEAR_NIC}
-        one_to_one = all(any(row.get(n.label) == "PIX" for n in data_nics) for row in rows)
+        near_nics = {
+            label
+            for row in cells
+            for label, c in zip(data_labels, row, strict=True)
+            if c in _NEAR_NIC
+        }
+        one_to_one = all("PIX" in row for row in cells)
         findings.append(
             Finding(
                 "pass",
@@ -110,7 +117,7 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
 
 def _nearest_nics(ctx: Context, index: int, link: str | None, nics: list[Nic]) -> str:
     """``"mlx5_6, mlx5_7 (PXB)"``: the NICs at a GPU's nearest link class, by name."""
-    row = ctx.link_row(f"GPU{index}")
+    row = ctx.nic_row(f"GPU{index}")
     names = [n.name or n.label for n in nics if row.get(n.label) == link]
     shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     return f"{shown} ({link})" if shown else str(link)
@@ -119,7 +126,7 @@ def _nearest_nics(ctx: Context, index: int, link: str | None, nics: list[Nic]) -
 def _flattened_nics(ctx: Context, far: list[int]) -> bool:
     if len(far) < len(ctx.gpus):
         return False
-    rows = [ctx.link_row(g.label) for g in ctx.gpus]
+    rows = [ctx.nic_row(g.label) for g in ctx.gpus]
     links = {row.get(n.label) for row in rows for n in ctx.nics}
     if not links <= {"SYS", None}:
         return False
@@ -148,7 +155,7 @@ def _far_finding(
             n.label
             for n in data_nics
             for i in near
-            if ctx.link_row(f"GPU{i}").get(n.label) in _NEAR_NIC
+            if ctx.nic_row(f"GPU{i}").get(n.label) in _NEAR_NIC
         }
         if len(near_nics) < len(known):
             summary += (

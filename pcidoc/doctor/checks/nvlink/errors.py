@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import not_applicable
@@ -15,6 +17,9 @@ from pcidoc.model.report import Evidence
 # =========================================================================== nvlink.errors
 
 _SEVERE = ("replay", "recovery", "symbol")
+
+_ERRORS = operator.attrgetter("errors")
+"""A link's error counters (empty when they were not read)."""
 
 
 def _error_class(name: str) -> str:
@@ -41,7 +46,7 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
     gpus = [g for g in ctx.gpus if g.nvlinks]
     if not gpus:
         if any(_links_known(g) for g in ctx.gpus) or (
-            ctx.has_topology and not ctx.nvlink_pairs and ctx.gpus
+            ctx.has_topology and not ctx.has_nvlink_pair and ctx.gpus
         ):
             return [not_applicable("no NVLink on these GPUs")]
         return [
@@ -51,7 +56,7 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
                 needs="run `pcidoc check` on the machine, or import `nvidia-smi nvlink -e`",
             )
         ]
-    counted = [g for g in gpus if any(link.errors for link in g.nvlinks)]
+    counted = [g for g in gpus if any(map(_ERRORS, g.nvlinks))]  # a link with counters read
     if not counted:
         return [
             Finding(

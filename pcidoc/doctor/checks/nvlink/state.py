@@ -37,7 +37,8 @@ def _up_down(ctx: Context, gpu: Gpu) -> tuple[int, int]:
     memo = ctx.memo.setdefault("nvlink.up_down", {})
     found = memo.get(id(gpu))
     if found is None:
-        found = memo[id(gpu)] = (_up(gpu), _down(gpu))
+        states = [link.state for link in gpu.nvlinks]
+        found = memo[id(gpu)] = (states.count("up"), states.count("down"))
     return found  # type: ignore[return-value]
 
 
@@ -78,7 +79,7 @@ def _topo_views(ctx: Context, among: list[Gpu]) -> dict[int, _TopoView | None]:
         unique = len(set(key)) == len(key)
         for pos, gpu in enumerate(among):
             if unique:  # each GPU once: its own cell is the one left out
-                links = list(map(ctx.gpu_link_row(gpu.index).get, indices))
+                links = ctx.gpu_links(gpu.index, indices)
                 del links[pos]
             else:  # a GPU listed twice (a hand-built capture): leave out every copy
                 get = ctx.gpu_link_row(gpu.index).get
@@ -92,8 +93,12 @@ def _topo_view_of(links: list[str | None]) -> _TopoView | None:
     """The view of a GPU from its cells towards the other GPUs."""
     if not links or None in links:
         return None  # a row with unknown cells (a damaged paste) cannot be compared
-    # A row has a few distinct classes: count each once.
-    tally = [(nvlink_count(link), n) for link, n in Counter(links).items() if is_nvlink(link)]
+    # A row has a few distinct classes (one on a switched box): count each once.
+    first = links[0]
+    if links.count(first) == len(links):
+        tally = [(nvlink_count(first), len(links))] if is_nvlink(first) else []
+    else:
+        tally = [(nvlink_count(link), n) for link, n in Counter(links).items() if is_nvlink(link)]
     return _TopoView(
         sum(n for _, n in tally),
         sum(count * n for count, n in tally),
@@ -395,7 +400,7 @@ def nvlink_state(ctx: Context) -> list[Finding]:
         ]
 
     any_links = any(_up_down(ctx, g) != (0, 0) for g in facts_known) or (
-        topo_known and bool(ctx.nvlink_pairs)
+        topo_known and ctx.has_nvlink_pair
     )
     if not any_links:
         reasons = sorted({g.why("nvlinks") or "" for g in judged} - {""})

@@ -123,7 +123,11 @@ def pcie_pair_paths(ctx: Context, indices: list[int]) -> tuple[list[PairPath], i
     nvlink = 0
     for pos, a in enumerate(indices):
         rest = indices[pos + 1 :]
-        for b, link in zip(rest, map(ctx.gpu_link_row(a).get, rest), strict=True):
+        links = ctx.gpu_links(a, rest)
+        if all(map(is_nvlink, set(links))):  # a row of NVLink pairs only (a switched box)
+            nvlink += len(links)
+            continue
+        for b, link in zip(rest, links, strict=True):
             if is_nvlink(link):
                 nvlink += 1
             else:

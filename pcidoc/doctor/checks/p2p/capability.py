@@ -81,7 +81,7 @@ def p2p_capability(ctx: Context) -> Finding | list[Finding]:
         )
 
     refused: dict[tuple[str, str], list[tuple[int, int, str | None]]] = {}
-    granted: list[tuple[int, int, str | None]] = []
+    granted: list[str | None] = []  # the link class of every granted pair
     unknown: list[str] = []
     contradictions: list[Finding] = []
 
@@ -115,27 +115,27 @@ def p2p_capability(ctx: Context) -> Finding | list[Finding]:
                 klass = "pcie"
             refused.setdefault((klass, reason), []).append((a, b, link))
         elif cuda is True or code == "OK":
-            granted.append((a, b, link))
+            granted.append(link)
         else:
             unknown.append(pair_label(a, b))
 
     for pos, a in enumerate(indices):
         rest = indices[pos + 1 :]
-        row = zip(
-            rest,
-            map(ctx.gpu_link_row(a).get, rest),
-            ctx.p2p_codes_from(a, rest),
-            ctx.can_access_peer_from(a, rest),
-            strict=True,
-        )
-        for b, link, code, cuda in row:
+        links = ctx.gpu_links(a, rest)
+        codes = ctx.p2p_codes_from(a, rest)
+        cudas = ctx.can_access_peer_from(a, rest)
+        if codes.count("OK") == len(codes) and cudas.count(None) == len(cudas):
+            # The usual row: every pair granted by NVML with no CUDA answer, nothing to judge.
+            granted += links
+            continue
+        for b, link, code, cuda in zip(rest, links, codes, cudas, strict=True):
             if code == "OK" and cuda is None:  # the usual pair: granted, nothing to say
-                granted.append((a, b, link))
+                granted.append(link)
                 continue
             judge(a, b, link, code, cuda)
 
     findings: list[Finding] = list(contradictions)
-    nvlink_granted = bool(refused) and any(is_nvlink(link) for *_, link in granted)
+    nvlink_granted = bool(refused) and any(map(is_nvlink, granted))
     for (klass, reason), pairs in sorted(refused.items()):
         findings.append(_refusal_finding(ctx, klass, reason, pairs, nvlink_granted))
     if unknown:
@@ -233,7 +233,7 @@ def _refusal_finding(
     )
 
 
-def _granted_finding(ctx: Context, granted: list[tuple[int, int, str | None]]) -> Finding:
+def _granted_finding(ctx: Context, granted: list[str | None]) -> Finding:
     geforce = [g for g in ctx.gpus if ctx.is_geforce(g)]
     verifications = ctx.measurements.p2p_verification
     verified_ok = bool(verifications) and all(v.ok for v in verifications)

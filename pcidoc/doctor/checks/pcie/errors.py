@@ -186,49 +186,61 @@ def _aer_findings(ctx: Context) -> tuple[list[Finding], bool]:
     """AER findings for every GPU and every port of its path (ports deduplicated)."""
     findings: list[Finding] = []
     seen_any = False
-    ports: dict[str, tuple[PcieHop, list[str], int, tuple[int | None, int | None]]] = {}
+    # Port -> the port, the GPUs below it, its position in the first path and that GPU.
+    ports: dict[str, tuple[PcieHop, list[str], int, Gpu]] = {}
     for gpu in ctx.gpus:
-        correctable, nonfatal, fatal = _aer_counts(gpu)
-        if any(v is not None for v in (correctable, nonfatal, fatal)):
+        counts = _aer_counts(gpu)
+        if counts != (None, None, None):
             seen_any = True
-        findings.extend(
-            _aer_one(
-                ctx,
-                gpu.label,
-                f"on {gpu.label}",
-                [gpu.label],
-                (correctable, nonfatal, fatal),
-                _limit_link(gpu),
-                bus_id=gpu.bus_id,
-            )
-        )
+            if _counted(counts):  # what names the GPU is built only when it has errors
+                findings.extend(
+                    _aer_one(
+                        ctx,
+                        gpu.label,
+                        f"on {gpu.label}",
+                        [gpu.label],
+                        counts,
+                        _limit_link(gpu),
+                        bus_id=gpu.bus_id,
+                    )
+                )
         for i, hop in enumerate(gpu.path):
             entry = ports.get(hop.bus_id)
             if entry is None:
-                ports[hop.bus_id] = (hop, [gpu.label], i, _limit_link(gpu))
+                ports[hop.bus_id] = (hop, [gpu.label], i, gpu)
             elif gpu.label not in entry[1]:
                 entry[1].append(gpu.label)
-    for hop, gpus, position, link in ports.values():
-        correctable, nonfatal, fatal = _aer_counts(hop)
-        if any(v is not None for v in (correctable, nonfatal, fatal)):
-            seen_any = True
+    for hop, gpus, position, first_gpu in ports.values():
+        counts = _aer_counts(hop)
+        if counts == (None, None, None):
+            continue
+        seen_any = True
+        if not _counted(counts):
+            continue
         place = (
             f"at the link partner {_port_name(hop)} of {_names(gpus)}"
             if position == 0
             else f"on {_port_name(hop)} (carrying {_names(gpus)})"
         )
+        link = _limit_link(first_gpu)
         findings.extend(
             _aer_one(
                 ctx,
                 hop.bus_id,
                 place,
                 gpus,
-                (correctable, nonfatal, fatal),
+                counts,
                 (hop.current_gen or link[0], hop.current_width or link[1]),
                 bus_id=hop.bus_id,
             )
         )
     return findings, seen_any
+
+
+def _counted(counts: tuple[int | None, int | None, int | None]) -> bool:
+    """Whether AER counts ``(correctable, non-fatal, fatal)`` hold an error to report."""
+    correctable, nonfatal, fatal = counts
+    return bool((fatal or 0) > 0 or (nonfatal or 0) > 0 or correctable)
 
 
 def _aer_one(
@@ -242,7 +254,7 @@ def _aer_one(
 ) -> list[Finding]:
     """AER findings of one device: ``who`` names it in evidence, ``place`` in summaries."""
     correctable, nonfatal, fatal = counts
-    if not ((fatal or 0) > 0 or (nonfatal or 0) > 0 or correctable):
+    if not _counted(counts):
         return []  # no error counted: nothing to say, nothing to build
     subjects = list(dict.fromkeys([*gpus, *([bus_id] if bus_id and bus_id != who else [])]))
     if who not in subjects:

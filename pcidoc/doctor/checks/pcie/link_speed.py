@@ -352,7 +352,6 @@ def _upstream_findings(ctx: Context, vm: bool) -> list[Finding]:
         for i in range(1, len(gpu.path)):
             hop = gpu.path[i]
             partner = _link_partner(gpu.path, i)
-            key = frozenset({hop.bus_id, partner.bus_id if partner else hop.bus_id})
             top_gen = _min_known(hop.max_gen, partner.max_gen if partner else None)
             top_width = _min_known(hop.max_width, partner.max_width if partner else None)
             slow = hop.current_gen is not None and top_gen is not None and hop.current_gen < top_gen
@@ -362,6 +361,7 @@ def _upstream_findings(ctx: Context, vm: bool) -> list[Finding]:
                 and hop.current_width < top_width
             )
             if slow or narrow:
+                key = frozenset({hop.bus_id, partner.bus_id if partner else hop.bus_id})
                 issue = downtrained.setdefault(key, _HopIssue(hop))
                 if gpu.label not in issue.gpus:
                     issue.gpus.append(gpu.label)

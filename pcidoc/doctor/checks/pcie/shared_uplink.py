@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pcidoc._lazyre import lazy
 from pcidoc.doctor import config
@@ -22,6 +22,7 @@ from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import gpu_names as _names
 from pcidoc.model.facts import Gpu, PcieHop
 from pcidoc.model.links import is_nvlink
+from pcidoc.model.report import Evidence
 from pcidoc.model.units import link_label
 
 # ====================================================================== pcie.shared-uplink
@@ -71,7 +72,24 @@ def _concurrent_h2d(ctx: Context) -> dict[int, list[float]]:
     return memo[None]  # type: ignore[return-value]
 
 
-def _uplink_finding(ctx: Context, uplink: _Uplink, vm: bool) -> Finding:
+class _Draft:
+    """An uplink's finding and how to build its evidence: uplinks that read alike are folded
+    into one finding that keeps the first one's evidence (36 switches on a 72-GPU box), so the
+    others' evidence is never built."""
+
+    __slots__ = ("evidence", "finding")
+
+    def __init__(self, finding: Finding, evidence: Callable[[], list[Evidence]]) -> None:
+        self.finding = finding
+        self.evidence = evidence
+
+    def made(self) -> Finding:
+        """The finding with its evidence."""
+        self.finding.evidence = self.evidence()
+        return self.finding
+
+
+def _uplink_finding(ctx: Context, uplink: _Uplink, vm: bool) -> _Draft:
     hop = uplink.hop
     labels = [g.label for g in uplink.gpus]
     up_gen = hop.current_gen or hop.max_gen
@@ -84,18 +102,30 @@ def _uplink_finding(ctx: Context, uplink: _Uplink, vm: bool) -> Finding:
         else None
     )
     subjects = [*labels, hop.bus_id]
-    evidence = [
-        _ev("uplink port", hop.bus_id, subject=hop.bus_id),
-        _ev("uplink link", link_label(up_gen, up_width), subject=hop.bus_id),
-        _ev("uplink model", None if up_model is None else round(up_model, 1), "GB/s", hop.bus_id),
-        _ev("GPUs behind it", len(labels), "GPUs", hop.bus_id),
-        _ev(
-            "their combined link model",
-            None if demand is None else round(demand, 1),
-            "GB/s",
-            hop.bus_id,
-        ),
-    ]
+
+    def evidence(*more: Evidence) -> Callable[[], list[Evidence]]:
+        def build() -> list[Evidence]:
+            return [
+                _ev("uplink port", hop.bus_id, subject=hop.bus_id),
+                _ev("uplink link", link_label(up_gen, up_width), subject=hop.bus_id),
+                _ev(
+                    "uplink model",
+                    None if up_model is None else round(up_model, 1),
+                    "GB/s",
+                    hop.bus_id,
+                ),
+                _ev("GPUs behind it", len(labels), "GPUs", hop.bus_id),
+                _ev(
+                    "their combined link model",
+                    None if demand is None else round(demand, 1),
+                    "GB/s",
+                    hop.bus_id,
+                ),
+                *more,
+            ]
+
+        return build
+
     remediation = [
         "Data loading that feeds all these GPUs at once is capped by this uplink; stagger the "
         "host copies, keep batches resident on the GPU, or spread the job over GPUs behind "
@@ -106,69 +136,85 @@ def _uplink_finding(ctx: Context, uplink: _Uplink, vm: bool) -> Finding:
     concurrent = {g.index: by_gpu.get(g.index, []) for g in uplink.gpus}
     if all(concurrent.values()):
         ratios = []
+        measured = []
         for g in uplink.gpus:
             solo = _pinned_h2d(ctx, g.index)
             together = max(concurrent[g.index])
-            evidence.append(_ev("concurrent pinned H2D", round(together, 1), "GB/s", g.label))
+            measured.append(_ev("concurrent pinned H2D", round(together, 1), "GB/s", g.label))
             if solo:
-                evidence.append(_ev("solo pinned H2D", round(solo, 1), "GB/s", g.label))
+                measured.append(_ev("solo pinned H2D", round(solo, 1), "GB/s", g.label))
                 ratios.append(together / solo)
         total = sum(max(v) for v in concurrent.values())
         if ratios:
             worst = min(ratios)
             if worst < config.SHARED_UPLINK_CONCURRENT_WARN_FRACTION:
-                return Finding(
-                    "warn",
-                    f"{_names(labels)} share uplink {hop.bus_id} "
-                    f"({_ceiling(up_gen, up_width)}): concurrent H2D fell to {worst:.0%} of the "
-                    f"solo rate (together {total:.1f} GB/s)",
-                    subjects=subjects,
-                    evidence=evidence,
-                    remediation=remediation,
-                    confidence="high",
+                return _Draft(
+                    Finding(
+                        "warn",
+                        f"{_names(labels)} share uplink {hop.bus_id} "
+                        f"({_ceiling(up_gen, up_width)}): concurrent H2D fell to {worst:.0%} of "
+                        f"the solo rate (together {total:.1f} GB/s)",
+                        subjects=subjects,
+                        remediation=remediation,
+                        confidence="high",
+                    ),
+                    evidence(*measured),
                 )
-            return Finding(
-                "pass",
-                f"{_names(labels)} share uplink {hop.bus_id} but measured concurrent H2D held "
-                f"{worst:.0%} of the solo rate",
-                subjects=subjects,
-                evidence=evidence,
-                confidence="high",
+            return _Draft(
+                Finding(
+                    "pass",
+                    f"{_names(labels)} share uplink {hop.bus_id} but measured concurrent H2D "
+                    f"held {worst:.0%} of the solo rate",
+                    subjects=subjects,
+                    confidence="high",
+                ),
+                evidence(*measured),
             )
+        # Concurrent rates without solo ones: judged by the link model below; the evidence
+        # lists the concurrent rates read.
+        unmeasured = evidence(*measured)
+    else:
+        unmeasured = evidence()
 
     if up_model is None or demand is None:
-        return Finding(
-            "info",
-            f"{_names(labels)} share PCIe uplink {hop.bus_id}; its speed is unknown, so the "
-            "contention cannot be quantified",
-            subjects=subjects,
-            evidence=evidence,
-            remediation=remediation,
-            confidence="medium",
+        return _Draft(
+            Finding(
+                "info",
+                f"{_names(labels)} share PCIe uplink {hop.bus_id}; its speed is unknown, so the "
+                "contention cannot be quantified",
+                subjects=subjects,
+                remediation=remediation,
+                confidence="medium",
+            ),
+            unmeasured,
         )
     ratio = demand / up_model
     if ratio > config.SHARED_UPLINK_OVERSUBSCRIBED_RATIO:
         each = up_model / len(labels)
-        return Finding(
-            "info",
-            f"{_names(labels)} share uplink {hop.bus_id} ({_ceiling(up_gen, up_width)}): "
-            f"together their links can move {demand:.0f} GB/s, so concurrent H2D gets about "
-            f"{each:.0f} GB/s each ({ratio:.1f}x oversubscribed)",
-            subjects=subjects,
-            evidence=[*evidence, _ev("oversubscription", round(ratio, 2), "x", hop.bus_id)],
-            remediation=[
-                *remediation,
-                "Measure it: `pcidoc check --probes full` (concurrent H2D).",
-            ],
-            confidence="low" if vm else "medium",
+        return _Draft(
+            Finding(
+                "info",
+                f"{_names(labels)} share uplink {hop.bus_id} ({_ceiling(up_gen, up_width)}): "
+                f"together their links can move {demand:.0f} GB/s, so concurrent H2D gets about "
+                f"{each:.0f} GB/s each ({ratio:.1f}x oversubscribed)",
+                subjects=subjects,
+                remediation=[
+                    *remediation,
+                    "Measure it: `pcidoc check --probes full` (concurrent H2D).",
+                ],
+                confidence="low" if vm else "medium",
+            ),
+            lambda: [*unmeasured(), _ev("oversubscription", round(ratio, 2), "x", hop.bus_id)],
         )
-    return Finding(
-        "pass",
-        f"{_names(labels)} share uplink {hop.bus_id} ({_ceiling(up_gen, up_width)}), which "
-        f"covers their combined {demand:.0f} GB/s",
-        subjects=subjects,
-        evidence=evidence,
-        confidence="medium",
+    return _Draft(
+        Finding(
+            "pass",
+            f"{_names(labels)} share uplink {hop.bus_id} ({_ceiling(up_gen, up_width)}), which "
+            f"covers their combined {demand:.0f} GB/s",
+            subjects=subjects,
+            confidence="medium",
+        ),
+        unmeasured,
     )
 
 
@@ -178,6 +224,8 @@ def _switch_pairs_from_matrix(ctx: Context) -> list[tuple[int, int, str]]:
 
 def _no_p2p_pairs(ctx: Context, pairs: Iterable[tuple[int, int, str]]) -> list[Finding]:
     """The GeForce trap: two GPUs under one switch without P2P copy through the uplink twice."""
+    if ctx.capture.p2p.can_access_peer is None and ctx.p2p_codes_seen <= {"OK", "U"}:
+        return []  # no refusal in the matrices and no CUDA answer: no pair to flag
     findings = []
     for a, b, link in pairs:
         code = ctx.p2p_code(a, b)
@@ -370,24 +418,26 @@ _GPU_OR_BDF = lazy(
 )
 
 
-def _fold_alike(findings: list[Finding]) -> list[Finding]:
+def _fold_alike(drafts: list[_Draft]) -> list[Finding]:
     """Uplink findings that differ only in GPU names and bus ids, folded into one.
 
     A big tray has dozens of identical switches (36 on a 72-GPU NVLink domain): one finding
     that names them all reads better than 36 copies.
     """
-    groups: dict[tuple[str, str, str], list[Finding]] = {}
-    for finding in findings:
+    groups: dict[tuple[str, str, str], list[_Draft]] = {}
+    for draft in drafts:
+        finding = draft.finding
         shape = _GPU_OR_BDF.sub("#", finding.summary)
-        groups.setdefault((finding.severity, finding.confidence, shape), []).append(finding)
+        groups.setdefault((finding.severity, finding.confidence, shape), []).append(draft)
     out: list[Finding] = []
     for group in groups.values():
         if len(group) < _FOLD_MIN:
-            out.extend(group)
+            out.extend(draft.made() for draft in group)
             continue
-        first = group[0]
-        ports = [s for f in group for s in f.subjects if not s.startswith("GPU")]
-        subjects = list(dict.fromkeys(s for f in group for s in f.subjects))
+        first = group[0].made()
+        findings = [draft.finding for draft in group]
+        ports = [s for f in findings for s in f.subjects if not s.startswith("GPU")]
+        subjects = list(dict.fromkeys(s for f in findings for s in f.subjects))
         shown = ", ".join(ports[:6]) + (f" and {len(ports) - 6} more" if len(ports) > 6 else "")
         out.append(
             Finding(
