@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 
 _STEPS = r"""
-import json, os, sys, time
+import gc, json, os, sys, time
+gc.disable()  # as pcidoc.cli.run does until start-up is done
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 marks = []
 def mark(name):
@@ -36,7 +37,7 @@ def mark(name):
 mark("start")
 from pcidoc.model.compiled import core, serialize_without_package
 core()
-serialize_without_package()  # as pcidoc.cli.main does
+serialize_without_package()  # as pcidoc.cli.run does
 mark("pydantic_core's engine (its extension module alone)")
 import pcidoc.cli
 mark("pcidoc.cli and argparse")
@@ -48,15 +49,16 @@ load_checks()
 mark("doctor and its check modules")
 from pcidoc.collect.capture import load_capture
 capture = load_capture(sys.argv[1])
+gc.freeze(); gc.enable()  # start-up done (pcidoc.cli._start_up_done)
 mark("load and validate the capture")
 from pcidoc.model.report import ReportSource
 report = doctor.run(capture, ReportSource(kind="demo"), [], [], generated_at="x")
 mark("checks, first run")
 doctor.run(capture, ReportSource(kind="demo"), [], [], generated_at="x")
 mark("checks, second run (work that grows with GPUs)")
-from pcidoc.present.json import report_json
-report_json(report)
-mark("report JSON (and the stdlib modules the serializer imports)")
+from pcidoc.present.json import report_json_bytes
+report_json_bytes(report)
+mark("report JSON (1 MB, indent 2)")
 print(json.dumps(marks + [["pydantic imported", "pydantic" in sys.modules],
                          ["pydantic_core package imported", "pydantic_core" in sys.modules]]))
 """
@@ -86,14 +88,13 @@ def main() -> int:
         pydantic_loaded = marks.pop()[1]
         for (_, before), (name, after) in itertools.pairwise(marks):
             steps.setdefault(name, []).append(after - before)
-    interpreter = statistics.median(cpu_of([PY, "-c", "pass"]) for _ in range(args.repeat))
-    base = statistics.median(
-        cpu_of([PY, "-c", "import pydantic, rich"]) for _ in range(args.repeat)
-    )
-    whole = statistics.median(
-        cpu_of([PY, "-m", "pcidoc", "check", "--json", "--from", str(sample)])
-        for _ in range(args.repeat)
-    )
+    # Interleaved, so that a VM that slows down or speeds up meanwhile moves all three alike.
+    runs: dict[str, list[float]] = {"pass": [], "base": [], "whole": []}
+    for _ in range(args.repeat):
+        runs["pass"].append(cpu_of([PY, "-c", "pass"]))
+        runs["base"].append(cpu_of([PY, "-c", "import pydantic, rich"]))
+        runs["whole"].append(cpu_of([PY, "-m", "pcidoc", "check", "--json", "--from", str(sample)]))
+    interpreter, base, whole = (statistics.median(runs[key]) for key in ("pass", "base", "whole"))
     print(f"pcidoc check --json --from {args.sample}: CPU time, median of {args.repeat}")
     print(f"{'interpreter start (python -c pass)':<52} {interpreter * 1000:7.1f} ms")
     total = interpreter
