@@ -640,11 +640,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         from pcidoc.present.json import report_json_bytes
 
+        shown = report
         if args.redact:
             from pcidoc.collect.capture import redact_report
 
-            report = redact_report(report)
-        _emit(report_json_bytes(report))
+            shown = redact_report(report)
+        _emit(report_json_bytes(shown))
     else:
         from pcidoc.present.text import make_console, render_report
 
