@@ -479,14 +479,21 @@ def from_file_hint(path: str, error: PcidocError) -> PcidocError:
             return error
         if head.lstrip()[:1] in (b"{", b"["):
             return error  # JSON: the loader's message says what is wrong with it
+        # Text that is not JSON: tool output to convert (said below), or something else.
+        unknown = error
+        if "not JSON" in error.message:
+            unknown = PcidocError(
+                f"{error.message}; --from reads a pcidoc capture or report, which is JSON "
+                "(`pcidoc capture -o FILE` on the machine writes one)"
+            )
         try:
             from pcidoc.collect.importers import import_texts
 
             result = import_texts([(path, head.decode("utf-8", errors="replace"))])
         except Exception:  # nothing recognised (or a damaged paste): keep the first message
-            return error
+            return unknown
         if result.unrecognised:
-            return error
+            return unknown
         formats = sorted({f for s in result.capture.origin.sources for f in s.formats})
         what = ", ".join(formats) or "tool"
         return PcidocError(
