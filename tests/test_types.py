@@ -18,16 +18,27 @@ NOT_YET = {
     "pcidoc/tui/matrix_grid.py": 7,
     "pcidoc/tui/widgets/links_pane.py": 3,
     "pcidoc/present/html.py": 1,
+    "pcidoc/doctor/topology_notes.py": 5,
+    "pcidoc/doctor/checks/nccl/topo_file.py": 4,
+    "pcidoc/doctor/checks/transfer/remote_numa.py": 4,
+    "pcidoc/doctor/checks/nvlink/state.py": 3,
+    "pcidoc/fleet/model.py": 1,
+    "pcidoc/fleet/summary.py": 1,
 }
 """Files of the checked packages that do not pass yet."""
 
-CHECKED_PACKAGES = ("pcidoc/tui", "pcidoc/present", "pcidoc/model")
+CHECKED_PACKAGES = ("pcidoc/tui", "pcidoc/present", "pcidoc/model", "pcidoc/doctor", "pcidoc/fleet")
 CHECKED_FILES = (
     "pcidoc/__init__.py",
     "pcidoc/__main__.py",
+    "pcidoc/_lazyre.py",
+    "pcidoc/_record.py",
     "pcidoc/cli.py",
+    "pcidoc/collect/capture.py",
     "pcidoc/errors.py",
+    "pcidoc/fileio.py",
     "pcidoc/samples/__init__.py",
+    "pcidoc/sanitize.py",
 )
 
 

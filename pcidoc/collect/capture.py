@@ -244,8 +244,8 @@ def _strict_parse_needed(text: str | bytes) -> bool:
                     return True
             if looks < 0 or start == 0 or _BEFORE_VALUE.fullmatch(shape, start - 1, start):
                 return True
-            end = _NUMBER_RUN.match(shape, found).end()
-            found = shape.find(mark, end)
+            run = _NUMBER_RUN.match(shape, found)  # "[0.e-]*" matches, if only emptily
+            found = shape.find(mark, run.end() if run else found + 1)
     return False
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pcidoc import __version__
 from pcidoc.doctor.context import Context
@@ -11,6 +12,9 @@ from pcidoc.errors import PcidocError
 from pcidoc.model.capture import Capture
 from pcidoc.model.report import SEVERITY_ORDER, CheckResult, Report, ReportSource
 from pcidoc.model.units import plurals
+
+if TYPE_CHECKING:
+    from pcidoc.model.report import Severity
 
 _CONFIDENCE_RANK = {"high": 2, "medium": 1, "low": 0}
 
@@ -144,7 +148,9 @@ def run(
     summary = {sev: 0 for sev in ("pass", "info", "warn", "fail", "skip", "error")}
     for result in results:
         summary[result.severity] += 1
-    worst = max((r.severity for r in results), key=SEVERITY_ORDER.__getitem__, default="pass")
+    worst: Severity = max(
+        (r.severity for r in results), key=SEVERITY_ORDER.__getitem__, default="pass"
+    )
     if worst == "skip":
         worst = "pass"
     from pcidoc.doctor.topology_notes import topology_notes

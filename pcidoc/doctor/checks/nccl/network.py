@@ -5,6 +5,8 @@ and ``NET/IB`` channels without ``/GDRDMA`` (staged through host memory).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pcidoc.doctor.checks.nccl._shared import (
     _NO_LOG,
     RDMA_PREFIXES,
@@ -16,6 +18,9 @@ from pcidoc.doctor.checks.nccl._shared import (
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.evidence import NcclLog
+
+if TYPE_CHECKING:
+    from pcidoc.model.report import Severity
 
 
 def _socket(log: NcclLog) -> bool:
@@ -139,7 +144,7 @@ def network(ctx: Context) -> list[Finding]:
         if rdma and no_gdr and not log.gdr_disabled:
             names = gpu_names(ctx)
             consumer = bool(names) and all(is_consumer(n) for n in names)
-            severity = "info" if consumer else "warn"
+            severity: Severity = "info" if consumer else "warn"
             near = _near_nics(ctx)
             findings.append(
                 Finding(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks.numa._shared import _nic_name, _single_known_node, gpu_set, is_bond
 from pcidoc.doctor.context import Context
@@ -138,7 +140,7 @@ def _flattened_nics(ctx: Context, far: list[int]) -> bool:
 
 
 def _far_finding(
-    ctx: Context, far: list[int], known: dict[int, str | None], data_nics: list[Nic]
+    ctx: Context, far: list[int], known: Mapping[int, str | None], data_nics: list[Nic]
 ) -> Finding:
     evidence = [_ev("nearest NIC path", known[i], subject=f"GPU{i}") for i in far]
     near = [i for i in known if i not in far]

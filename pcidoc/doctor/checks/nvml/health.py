@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.facts import Gpu
 from pcidoc.model.report import Evidence
+
+if TYPE_CHECKING:
+    from pcidoc.model.report import Confidence
 
 _BUG_REPORT = "Collect a driver log for the vendor or your admin: `sudo nvidia-bug-report.sh`."
 
@@ -105,6 +110,7 @@ def _nvml_unavailable(ctx: Context) -> Finding:
             "DRIVER_NOT_LOADED": "the NVIDIA kernel driver is not loaded",
             None: "NVML did not initialise",
         }[error]
+        confidence: Confidence
         if on_bus:
             summary = f"{on_bus} NVIDIA GPU(s) on the PCI bus but {what}"
             confidence = "high"
