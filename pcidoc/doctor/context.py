@@ -75,9 +75,7 @@ class Context:
         rows = self._link_rows
         row = rows.get(a)
         if row is None:
-            i = self._label_pos.get(a)
-            links = self.capture.topology.links
-            cells = links[i] if i is not None and i < len(links) else []
+            cells = self._row_cells(a)
             labels, columns = self._label_columns
             if columns and max(columns) < len(cells):  # every cell there: gathered in C
                 row = dict(zip(labels, map(cells.__getitem__, columns), strict=True))
@@ -86,6 +84,12 @@ class Context:
                 row = {b: cells[j] for b, j in self._label_pos.items() if j < width}
             rows[a] = row
         return row
+
+    def _row_cells(self, a: str) -> list[str | None]:
+        """Label ``a``'s row of the matrix as stored (empty when the label has none)."""
+        i = self._label_pos.get(a)
+        links = self.capture.topology.links
+        return links[i] if i is not None and i < len(links) else []
 
     @cached_property
     def _label_columns(self) -> tuple[list[str], list[int]]:
@@ -99,9 +103,7 @@ class Context:
         rows = self._nic_rows
         row = rows.get(a)
         if row is None:
-            i = self._label_pos.get(a)
-            links = self.capture.topology.links
-            cells = links[i] if i is not None and i < len(links) else []
+            cells = self._row_cells(a)
             width = len(cells)
             row = rows[a] = {b: cells[j] for b, j in self._nic_columns if j < width}
         return row
