@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -53,17 +54,22 @@ def test_time_axis_is_fixed_and_ends_now() -> None:
     assert in_window([-90.0, -59.0, -1.0, 0.0], [1, 2, 3, 4]) == ([-59.0, -1.0, 0.0], [2, 3, 4])
 
 
+async def _links_after_two_samples(app: Any, pilot: Any, box: Any) -> None:
+    """The Links pane open with two counter samples one second apart (rates for its chart)."""
+    await settle(pilot)
+    await pilot.press("2")
+    app.take_sample()
+    await pilot.pause()
+    box.advance(1.0)
+    app.take_sample()
+    await pilot.pause()
+
+
 async def test_chart_keeps_its_axes_from_the_first_samples() -> None:
     box = hgx_live()
     app = make_app(collect=lambda: box.capture, sampler_factory=box.sampler)
     async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        app.take_sample()
-        await pilot.pause()
-        box.advance(1.0)
-        app.take_sample()
-        await pilot.pause()
+        await _links_after_two_samples(app, pilot, box)
         chart = app.main.query_one("#link-chart")
         plt = chart.plt  # type: ignore[attr-defined]
         plt.plotsize(100, 20)
@@ -95,13 +101,7 @@ async def test_a_chart_without_room_says_so_instead_of_an_upside_down_axis() -> 
     box = hgx_live()
     app = make_app(collect=lambda: box.capture, sampler_factory=box.sampler)
     async with app.run_test(size=(80, 20)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        app.take_sample()
-        await pilot.pause()
-        box.advance(1.0)
-        app.take_sample()
-        await pilot.pause()
+        await _links_after_two_samples(app, pilot, box)
         chart = app.main.query_one("#link-chart")
         height = chart.size.height
         assert 0 < height < PLOT_CHROME_ROWS + MIN_PLOT_ROWS, height
