@@ -826,11 +826,6 @@ def cmd_tui(args: argparse.Namespace) -> int:
     refusal = no_terminal_reason()
     if refusal is not None:
         raise PcidocError(refusal)
-    # The engine's priming puts stand-in modules in sys.modules for a moment: here, before the
-    # TUI starts threads that could import one of those modules in that moment.
-    from pcidoc.model.compiled import prime_missing_sentinel
-
-    prime_missing_sentinel()
     if fleet:
         from pcidoc.fleet.commands import run_fleet_tui
 
@@ -943,11 +938,9 @@ def _start_up_done() -> None:
 def run() -> NoReturn:
     """The ``pcidoc`` command (console script, ``python -m pcidoc``): :func:`main`, then exit.
 
-    Three things only a process of pcidoc's own may do, so they are here and never in
+    Two things only a process of pcidoc's own may do, so they are here and never in
     :func:`main`, which tests and other programs call in their own long-lived processes:
 
-    * the first serialization skips ``pydantic_core``'s package and its stdlib type table
-      (:func:`pcidoc.model.compiled.serialize_without_package`);
     * the garbage collector waits until start-up is done (:func:`_start_up_done`: after the
       machine is loaded for ``check``, ``topo`` and ``nccl-topo``, before any other command
       starts): start-up allocates modules, classes and the capture, all alive until exit, and
@@ -963,10 +956,6 @@ def run() -> NoReturn:
 
     gc.disable()
     _collection_deferred = True
-    # This process is pcidoc's own: its first serialization may skip pydantic_core's package.
-    from pcidoc.model.compiled import serialize_without_package
-
-    serialize_without_package()
     try:
         code = main()
     finally:
