@@ -29,7 +29,7 @@ class Evidence(Model):
     """One fact or number a check used."""
 
     label: str
-    value: str | float | int | bool | None = None
+    value: str | bool | int | float | None = None
     unit: str | None = None
     subject: str | None = None
     """What the value is about or for: ``GPU<n>``, ``GPU<a>-GPU<b>``, a NIC name, a bus id, a
