@@ -39,14 +39,20 @@ done
 tools="$WORK/tools"
 python3 -m venv "$tools" && "$tools/bin/pip" install -q pipx uv >/dev/null 2>&1
 export PIPX_HOME="$WORK/pipx" PIPX_BIN_DIR="$WORK/pipx-bin"
-if "$tools/bin/pipx" install -q "$ROOT" >/dev/null 2>&1 && "$PIPX_BIN_DIR/pcidoc" check --demo >/dev/null; then
-  [ $? -le 2 ] && say "pipx install ." ok
+tool_check() {  # NAME BIN: the installed command runs a diagnosis (exit 0, 1 or 2)
+  "$2" check --demo >/dev/null 2>&1
+  local code=$?
+  if [ "$code" -le 2 ]; then say "$1" ok; else say "$1" "FAIL (exit $code)"; failed=1; fi
+}
+if "$tools/bin/pipx" install -q "$ROOT" >/dev/null 2>&1; then
+  tool_check "pipx install ." "$PIPX_BIN_DIR/pcidoc"
 else
-  code=$?; [ "$code" -le 2 ] && say "pipx install ." ok || { say "pipx install ." "FAIL ($code)"; failed=1; }
+  say "pipx install ." "FAIL (install)"; failed=1
 fi
 export UV_TOOL_DIR="$WORK/uv-tools" UV_TOOL_BIN_DIR="$WORK/uv-bin" UV_CACHE_DIR="$WORK/uv-cache"
-"$tools/bin/uv" tool install -q "$ROOT" >/dev/null 2>&1
-"$UV_TOOL_BIN_DIR/pcidoc" check --demo >/dev/null 2>&1
-code=$?
-[ "$code" -le 2 ] && say "uv tool install ." "ok" || { say "uv tool install ." "FAIL ($code)"; failed=1; }
+if "$tools/bin/uv" tool install -q "$ROOT" >/dev/null 2>&1; then
+  tool_check "uv tool install ." "$UV_TOOL_BIN_DIR/pcidoc"
+else
+  say "uv tool install ." "FAIL (install)"; failed=1
+fi
 exit "$failed"
