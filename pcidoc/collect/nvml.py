@@ -748,6 +748,8 @@ class PynvmlBackend:
 
         def settings() -> int:
             record = nvml.c_nvmlSystemConfComputeSettings_v1_t()
+            if not int(record.version):
+                record.version = _struct_version(record, 1)
             ret = nvml.nvmlSystemGetConfComputeSettings(ctypes.byref(record))
             if ret:
                 raise nvml.NVMLError(ret)

@@ -106,6 +106,18 @@ class FakeLibNvml:
         _out(ref).value = 12060
         return SUCCESS
 
+    def nvmlSystemGetConfComputeState(self, ref: Any) -> int:
+        record = _out(ref)
+        record.environment, record.ccFeature, record.devToolsMode = 1, 1, 0
+        return SUCCESS
+
+    def nvmlSystemGetConfComputeSettings(self, ref: Any) -> int:
+        record = _out(ref)
+        if int(record.version) != _struct_version(record, 1):
+            return ARGUMENT_VERSION_MISMATCH
+        record.environment, record.ccFeature, record.multiGpuMode = 1, 1, 1
+        return SUCCESS
+
     def nvmlDeviceGetCount_v2(self, ref: Any) -> int:
         _out(ref).value = 2
         return SUCCESS

@@ -6,12 +6,14 @@ from __future__ import annotations
 import ctypes.util
 import os
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from pcidoc.collect.nvml import (
     NVLINK_VERSIONS,
+    ConfCompute,
     NvmlBackend,
     NvmlError,
     PynvmlBackend,
@@ -183,7 +185,7 @@ def test_pynvml_backend_over_fake_c_library(monkeypatch: pytest.MonkeyPatch) -> 
         processes = backend.compute_processes(0)
         assert isinstance(processes, Unavailable)
         assert processes.error == "FUNCTION_NOT_FOUND"
-        assert isinstance(backend.conf_compute(), Unavailable)
+        assert backend.conf_compute() == ConfCompute(enabled=True, multi_gpu_mode="protected_pcie")
     finally:
         backend.shutdown()
 
@@ -332,5 +334,37 @@ def test_blackwell_has_no_dl_error_counters(monkeypatch: pytest.MonkeyPatch) -> 
         replay, recovery = backend.field_values(0, [(161, 0), (215, 0)])  # type: ignore[misc]
         assert replay == Unavailable.from_name("NOT_SUPPORTED")
         assert recovery == 4
+    finally:
+        backend.shutdown()
+
+
+def test_conf_compute_settings_need_their_structure_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ctypes
+
+    import pynvml
+
+    class Unversioned(ctypes.Structure):  # a constructor that leaves ``version`` at 0
+        _fields_ = pynvml.c_nvmlSystemConfComputeSettings_v1_t._fields_
+
+    fake_libnvml.install(monkeypatch, fake_libnvml.FakeLibNvml())
+    bindings = types.SimpleNamespace(
+        **{name: getattr(pynvml, name) for name in dir(pynvml) if not name.startswith("__")}
+    )
+    bindings.c_nvmlSystemConfComputeSettings_v1_t = Unversioned
+    backend = PynvmlBackend(bindings)
+    assert backend.init() is None
+    try:
+        assert backend.conf_compute() == ConfCompute(enabled=True, multi_gpu_mode="protected_pcie")
+    finally:
+        backend.shutdown()
+
+
+def test_r535_has_no_conf_compute_settings_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _backend(monkeypatch, fake_libnvml.FakeLibNvml(branch="R535"))
+    assert backend.init() is None
+    try:
+        assert backend.conf_compute() == ConfCompute(enabled=True, multi_gpu_mode=None)
     finally:
         backend.shutdown()
