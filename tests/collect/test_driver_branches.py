@@ -109,3 +109,28 @@ def test_the_throughput_call_is_made_only_where_the_byte_fields_are_missing(
     assert fake.calls["pcie_throughput"] == throughput_calls  # TX and RX for each of 4 GPUs
     assert fake.calls["field_values"] == 4
     fake.shutdown()
+
+
+@pytest.mark.parametrize("branch", sorted(DRIVER_BRANCHES))
+def test_watch_reports_pcie_utilisation_and_no_event_for_a_dozing_link(branch: str) -> None:
+    from pcidoc.collect.counters import CounterSampler
+    from pcidoc.fleet.watch import Watcher
+
+    fake = _machine(branch)
+    assert fake.init() is None
+    try:
+        capture = collect_live(backend=fake, environ={})
+        sampler = CounterSampler.for_capture(fake, capture)
+        ticks = iter((10.0, 11.0))
+        sampler.clock = lambda: next(ticks)
+        watcher = Watcher(capture, sampler, lambda: "synthetic-time")
+        watcher.start()
+        fake.advance(1.0)
+        fake.gpus[0].nvlinks[0].sleep = True  # type: ignore[index]
+        events = watcher.step()
+    finally:
+        fake.shutdown()
+    assert watcher.utilisation[("GPU0", "tx")] > 0
+    assert watcher.utilisation[("GPU3", "rx")] > 0
+    assert not [e for e in events if e["event"].startswith("nvlink_")]
+    assert [link.state for link in watcher.capture.gpus[0].nvlinks] == ["sleep", "sleep"]
