@@ -1,7 +1,8 @@
 """Live counter samples: cumulative PCIe/NVLink byte and error counters read at one instant.
 
-The sampler reads cumulative counters (never NVML's 20 ms ``GetPcieThroughput``); rates are
-the difference of two samples divided by the time between them (:func:`rates`).
+The sampler reads cumulative counters; rates are the difference of two samples divided by the
+time between them (:func:`rates`). Only on drivers without cumulative PCIe byte counters (before
+R555) does a sample carry a directly read PCIe rate (NVML's 20 ms ``GetPcieThroughput``).
 """
 
 from __future__ import annotations
