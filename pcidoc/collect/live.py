@@ -307,7 +307,7 @@ def _read_nvlinks(r: _GpuReader, i: int) -> None:
 NO_NVLINK_ERROR_COUNTERS = (
     "no NVLink error counter on this GPU and driver: the DL counters (fields 161-163, "
     "nvmlDeviceGetNvLinkErrorCounter) end with Blackwell, and their successors (fields "
-    "215/219/221) need driver branch R570 or later"
+    "215/219) need driver branch R570 or later"
 )
 
 

@@ -279,7 +279,6 @@ FI_PCIE_COUNT_RX_BYTES = 198  # first in driver branch R555
 # offers there instead (scopeId = link id).
 FI_NVLINK_COUNT_LINK_RECOVERY_EVENTS = 215
 FI_NVLINK_COUNT_EFFECTIVE_ERRORS = 219
-FI_NVLINK_COUNT_SYMBOL_ERRORS = 221
 
 NVLINK_DL_ERROR_FIELDS: dict[str, int] = {
     "replay": FI_NVLINK_ERROR_DL_REPLAY,
@@ -291,17 +290,11 @@ NVLINK_DL_ERROR_FIELDS: dict[str, int] = {
 NVLINK_COUNT_ERROR_FIELDS: dict[str, int] = {
     "recovery_events": FI_NVLINK_COUNT_LINK_RECOVERY_EVENTS,
     "effective_errors": FI_NVLINK_COUNT_EFFECTIVE_ERRORS,
-    "symbol_errors": FI_NVLINK_COUNT_SYMBOL_ERRORS,
 }
 """The R570+ per-link error fields, read where the DL fields are not supported (Blackwell).
 
-``symbol_errors`` counts raw errors before forward error correction (non-zero on healthy
-links); it is kept as a fact but left out of the error sums that drive warnings."""
-
-NVLINK_ERROR_SUM_KEYS: frozenset[str] = frozenset(
-    {"replay", "recovery", "crc_flit", "crc_data", "recovery_events", "effective_errors"}
-)
-"""Error counters that count as link errors in deltas and sums."""
+Field 221 (symbol errors) is left out on purpose: it counts raw errors before forward error
+correction, which are normal on a healthy link, and would read as link errors."""
 
 NVLINK_STATES: dict[int, str] = {0: "down", 1: "up", 2: "sleep"}
 """Field 165 (``NVML_FI_DEV_NVLINK_GET_STATE``): INACTIVE, ACTIVE, SLEEP (``nvml.h``)."""
