@@ -199,6 +199,7 @@ class CounterSampler:
         t = self.clock()
         for index in self.gpu_indices:
             values = backend.field_values(index, self._requests[index])
+            call_failed = isinstance(values, Unavailable)
             if isinstance(values, Unavailable):
                 errors.append(f"GPU{index}: {values.reason}")
                 if values.fatal:
@@ -216,7 +217,7 @@ class CounterSampler:
                 _link_counter(link, values[3 + n * step : 3 + (n + 1) * step])
                 for n, link in enumerate(self.links[index])
             ]
-            if nvlinks and all(link.errors is None for link in nvlinks):
+            if nvlinks and not call_failed and all(link.errors is None for link in nvlinks):
                 errors.append(
                     f"GPU{index}: NVLink error counters not available on this GPU and driver "
                     "(fields 161-163 end with Blackwell; 215/219 need driver R570 or later)"

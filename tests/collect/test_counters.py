@@ -205,3 +205,17 @@ def test_a_sleeping_link_is_not_up() -> None:
     fake.init()
     links = CounterSampler(fake).sample().gpus[0].nvlinks
     assert [(link.state, link.up) for link in links] == [("up", True), ("sleep", False)]
+
+
+def test_a_failed_field_call_is_one_reason_not_a_blackwell_explanation() -> None:
+    gpu = FakeGpu(
+        bus_id="0000:01:00.0",
+        nvlinks=[FakeNvLink(link=0)],
+        errors={"field_values": "NO_PERMISSION"},
+    )
+    fake = FakeNvmlBackend([gpu])
+    fake.init()
+    sampler = CounterSampler(fake, links={0: [0]})
+    errors = sampler.sample().errors
+    assert errors[0] == "GPU0: NVML: NO_PERMISSION"
+    assert not [e for e in errors if "NVLink error counters" in e]
