@@ -119,8 +119,8 @@ class Watcher:
             links = {link.link: link for link in gpu.nvlinks}
             for link_counter in counters.nvlinks:
                 link = links.get(link_counter.link)
-                if link is not None and link_counter.up is not None:
-                    link.state = "up" if link_counter.up else "down"
+                if link is not None and link_counter.state is not None:
+                    link.state = link_counter.state  # type: ignore[assignment]
 
     def step(self) -> list[dict[str, Any]]:
         """Take one sample; return the change events it caused."""
@@ -168,8 +168,9 @@ class Watcher:
                 was = links_before.get(link.link)
                 if was is None:
                     continue
-                if was.up is not None and link.up is not None and was.up != link.up:
-                    kind = "nvlink_up" if link.up else "nvlink_down"
+                # A link dozing off (sleep) or waking is routine: only up <-> down is news.
+                if {was.state, link.state} == {"up", "down"}:
+                    kind = "nvlink_up" if link.state == "up" else "nvlink_down"
                     events.append(self._event(kind, **who, link=link.link))
                 if was.errors is not None and link.errors is not None and link.errors > was.errors:
                     events.append(

@@ -426,8 +426,8 @@ class LinksPane(Container):
         for nv in gpu.nvlinks:
             state = nv.state
             live = live_links.get(nv.link)
-            if live is not None and live.up is not None:
-                state = "up" if live.up else "down"
+            if live is not None and live.state is not None:
+                state = live.state  # type: ignore[assignment]
             if self.live:
                 errors = _count(rate.nvlink_errors_delta.get(nv.link) if rate else None)
             else:
