@@ -17,12 +17,23 @@ from pcidoc.model.runtime import InspectorRecord, ProfilerTrace
 FORMAT_INSPECTOR = "nccl-inspector"
 FORMAT_TRACE = "nccl-profiler-trace"
 
-_PROM_RE = lazy(r"^\s*(nccl_(?:p2p_)?bus_bandwidth_gbs|nccl_(?:p2p|collective)_exec_time_microseconds)"
-                r"\{([^}]*)\}\s+([-+0-9.eE]+|NaN)")
+_PROM_RE = lazy(
+    r"^\s*(nccl_(?:p2p_)?bus_bandwidth_gbs|nccl_(?:p2p|collective)_exec_time_microseconds)"
+    r"\{([^}]*)\}\s+([-+0-9.eE]+|NaN)"
+)
 _LABEL_RE = lazy(r'(\w+)="((?:[^"\\]|\\.)*)"')
 _SIZE_RE = lazy(r"^\s*(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?)?\s*([KMGT]?i?B)\s*$")
-_UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20,
-          "GIB": 2**30, "TIB": 2**40}
+_UNITS = {
+    "B": 1,
+    "KB": 1e3,
+    "MB": 1e6,
+    "GB": 1e9,
+    "TB": 1e12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
 _TRACE_RE = lazy(r'^\s*\{\s*["\u201c]name["\u201d]\s*:\s*"([^"]+)",\s*"cat"\s*:\s*"([A-Z_]+)"')
 _TRACE_ARGS_RE = lazy(r'"(Count|Datatype|Algorithm|Protocol|nChannels)"\s*:\s*"?([\w.]+)"?')
 
@@ -31,7 +42,9 @@ _TRACE_ARGS_RE = lazy(r'"(Count|Datatype|Algorithm|Protocol|nChannels)"\s*:\s*"?
 
 
 def _record(data: Any) -> bool:
-    return isinstance(data, dict) and isinstance(data.get("coll_perf") or data.get("p2p_perf"), dict)
+    return isinstance(data, dict) and isinstance(
+        data.get("coll_perf") or data.get("p2p_perf"), dict
+    )
 
 
 def looks_like_inspector(data: Any) -> bool:

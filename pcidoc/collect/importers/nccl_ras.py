@@ -307,8 +307,10 @@ def parse_ras_text(doc: Doc, source: str) -> NcclRasReport:
 
 def looks_like_ras_json(data: Any) -> bool:
     """True for the object ``ncclras -f json`` prints."""
-    return isinstance(data, dict) and isinstance(data.get("communicators"), list) and (
-        "nccl_version" in data or "communicators_count" in data
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("communicators"), list)
+        and ("nccl_version" in data or "communicators_count" in data)
     )
 
 
@@ -362,7 +364,12 @@ def _json_comm(report: NcclRasReport, comm: dict[str, Any]) -> None:
 
 def _json_counts(report: NcclRasReport, ident: str, ranks: list[dict[str, Any]]) -> None:
     """Per collective type, the ranks whose count differs from the others'."""
-    names = {n for r in ranks if isinstance(r.get("collective_counts"), dict) for n in r["collective_counts"]}
+    names = {
+        n
+        for r in ranks
+        if isinstance(r.get("collective_counts"), dict)
+        for n in r["collective_counts"]
+    }
     for name in sorted(names):
         counts = {
             i: c
@@ -502,9 +509,11 @@ def looks_like_flight_recorder(data: Any) -> bool:
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         return False
     first = next((e for e in data["entries"] if isinstance(e, dict)), None)
-    return first is not None and (
-        "collective_seq_id" in first or "profiling_name" in first or "record_id" in first
-    ) or isinstance(data.get("pg_status"), dict)
+    return (
+        (first is not None
+        and ("collective_seq_id" in first or "profiling_name" in first or "record_id" in first))
+        or isinstance(data.get("pg_status"), dict)
+    )
 
 
 def _fr_rank(data: dict[str, Any], index: int) -> int | None:

@@ -34,7 +34,9 @@ _ASSIGN_RE = lazy(r"^(\w+)\s*=\s*(\w+)\s*\.\s*(?:to|cuda)\(")
 _TABLE_HEAD_RE = lazy(r"IOMMU group", 0)
 _BARS = str.maketrans({"│": "|", "┃": "|"})
 _BDF_RE = lazy(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
-_HUGE_ALLOC_RE = lazy(r"(?:allocate|allocation of|alloc)\D{0,20}[\d.]+\s*(EiB|PiB|EB|PB)\b|~2\^6[34]")
+_HUGE_ALLOC_RE = lazy(
+    r"(?:allocate|allocation of|alloc)\D{0,20}[\d.]+\s*(EiB|PiB|EB|PB)\b|~2\^6[34]"
+)
 
 
 def _number(text: str) -> float | None:
@@ -49,9 +51,9 @@ def _values(text: str) -> list[float | None]:
 
 
 def _close(a: list[float | None], b: list[float | None]) -> bool:
-    if len(a) != len(b) or any(x is None or y is None for x, y in zip(a, b)):
+    if len(a) != len(b) or any(x is None or y is None for x, y in zip(a, b, strict=False)):
         return False
-    return all(abs(x - y) <= 1e-3 * max(1.0, abs(y)) for x, y in zip(a, b))  # type: ignore[operator]
+    return all(abs(x - y) <= 1e-3 * max(1.0, abs(y)) for x, y in zip(a, b, strict=False))  # type: ignore[operator]
 
 
 # ---------------------------------------------------------------------------- simpleP2P
@@ -75,7 +77,9 @@ def _simple_p2p(doc: Doc) -> P2PIntegrity | None:
         result.wrong = len(errors)
         result.quote = lines[errors[0][0]].strip()[:300]
         sample = errors[0][1]
-        result.detail = f"element {sample.group(1)} read {sample.group(2)}, expected {sample.group(3)}"
+        result.detail = (
+            f"element {sample.group(1)} read {sample.group(2)}, expected {sample.group(3)}"
+        )
     elif verdict:
         result.ok = verdict.group(1).lower() == "passed"
         result.quote = verdict.group(0).strip()
@@ -141,8 +145,7 @@ class _Session:
                     ok=_close(got, want),
                     dst=target,
                     quote=f"{statement} -> tensor([{printed}])",
-                    detail=f"{way} copy to cuda:{target}: expected {_fmt(want)}, "
-                    f"read {_fmt(got)}",
+                    detail=f"{way} copy to cuda:{target}: expected {_fmt(want)}, read {_fmt(got)}",
                 ),
             )
         )
@@ -181,7 +184,7 @@ def _table(doc: Doc) -> P2PIntegrity | None:
         cells = [c.strip() for c in line.translate(_BARS).split("|")]
         if len(cells) != len(names):
             continue
-        row = dict(zip(names, cells))
+        row = dict(zip(names, cells, strict=False))
         bdf = next((c for c in cells if _BDF_RE.match(c)), None)
         if bdf is None:
             continue

@@ -5,8 +5,8 @@ reports (whose embedded ``topo -m`` the section scanner reads on its own)."""
 from __future__ import annotations
 
 from pcidoc.collect.importers import collect_env, nccl_log, perf_runs
-from pcidoc.collect.importers.runtime import runtime_fragments
 from pcidoc.collect.importers.fragment import Fragment
+from pcidoc.collect.importers.runtime import runtime_fragments
 from pcidoc.collect.importers.text import Doc
 
 
