@@ -230,6 +230,16 @@ class _Reader:
             )
             if state == "counts":
                 entry.ops = int(ops) if ops is not None else self._group_ops(stripped)
+                if " has " in stripped and entry.ops is not None:
+                    # A group of one: RAS prints its count on the rank line only.
+                    self.report.counts.append(
+                        RasCountGroup(
+                            comm=self.block,
+                            collective=getattr(self, "_collective", None),
+                            ranks=1,
+                            ops=entry.ops,
+                        )
+                    )
             elif reported:
                 entry.state = "error"
             elif status:
@@ -248,7 +258,7 @@ class _Reader:
         return False
 
     def _group_ops(self, stripped: str) -> int | None:
-        if "not launched" in stripped:
+        if "has not launched" in stripped:
             return 0
         return self.group.ops if self.group is not None else None
 
@@ -510,10 +520,9 @@ def looks_like_flight_recorder(data: Any) -> bool:
         return False
     first = next((e for e in data["entries"] if isinstance(e, dict)), None)
     return (
-        (first is not None
-        and ("collective_seq_id" in first or "profiling_name" in first or "record_id" in first))
-        or isinstance(data.get("pg_status"), dict)
-    )
+        first is not None
+        and ("collective_seq_id" in first or "profiling_name" in first or "record_id" in first)
+    ) or isinstance(data.get("pg_status"), dict)
 
 
 def _fr_rank(data: dict[str, Any], index: int) -> int | None:

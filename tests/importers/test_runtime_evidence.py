@@ -1,0 +1,327 @@
+"""Run-time evidence: NCCL RAS, the PyTorch NCCL watchdog and flight recorder, NCCL Inspector
+and P2P data-integrity outputs. Small inputs (each test fails without its piece), then every
+real file of ../shared/realdata-evidence/{nccl-ras,nccl-inspector,p2p-corruption} with the
+diagnosis its note states (skipped when the folder is absent)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pcidoc.collect.importers import import_texts, scan
+from pcidoc.doctor import run
+from pcidoc.model.capture import Capture
+from pcidoc.model.report import CheckResult, ReportSource
+from tests.conftest import REALDATA, read_realdata
+
+EVIDENCE = REALDATA.parent / "realdata-evidence"
+
+
+def _import(text: str, name: str = "paste.txt") -> Capture:
+    scan.RAISE_PARSER_ERRORS = True
+    try:
+        return import_texts([(name, text)]).capture
+    finally:
+        scan.RAISE_PARSER_ERRORS = False
+
+
+def _check(capture: Capture, check_id: str) -> CheckResult:
+    report = run(capture, ReportSource(kind="import"), generated_at="2026-01-01T00:00:00Z")
+    result = report.check(check_id)
+    assert result is not None
+    return result
+
+
+def _text(result: CheckResult) -> str:
+    return " ".join([result.summary, *result.remediation, *(e.text() for e in result.evidence)])
+
+
+# ------------------------------------------------------------------------- small inputs
+
+RAS_BEHIND = """NCCL version 2.27.5 compiled with CUDA 12.8
+Job summary
+===========
+
+  Nodes  Processes         GPUs  Processes     GPUs
+(total)   per node  per process    (total)  (total)
+      2          4            1          8        8
+
+Communicators... (0.00s)
+=============
+
+Group     Comms     Nodes     Ranks     Ranks     Ranks    Status  Errors
+    #  in group  per comm  per node  per comm  in group
+    0         1         2         4         8         8   RUNNING  MISMATCH
+
+Warnings
+========
+
+#0-0 (0123456789abcdef) MISMATCH
+  Communicator ranks have different AllReduce operation counts
+  7 ranks have launched up to operation 120
+  Rank 5 has launched up to operation 119 -- GPU 1 managed by process 4242 on node nodeB
+"""
+
+
+def test_ras_text_mismatch_names_the_rank_behind_with_host_gpu_and_bus_id() -> None:
+    log = "nodeB:4242:4242 [1] NCCL INFO comm 0x1 rank 5 nranks 8 cudaDev 1 busId 1c000 - Init COMPLETE\n"
+    capture = _import(RAS_BEHIND + log)
+    report = capture.evidence.nccl_ras[0]  # type: ignore[union-attr]
+    [rank] = report.ranks
+    assert (rank.rank, rank.gpu, rank.pid, rank.host, rank.state) == (5, 1, 4242, "nodeB", "behind")
+    result = _check(capture, "nccl.ras")
+    assert result.severity == "warn"
+    assert "behind: rank 5 (GPU 1, bus 0000:1c:00.0, process 4242, on node nodeB)" in result.summary
+
+
+def test_ras_text_minority_ahead_is_not_called_the_straggler() -> None:
+    text = RAS_BEHIND.replace(
+        "7 ranks have launched up to operation 120", "7 ranks have launched up to operation 118"
+    )
+    result = _check(_import(text), "nccl.ras")
+    assert "are the ones AHEAD" in result.summary
+    assert "7 ranks behind" in result.summary
+
+
+def test_ras_json_dead_and_missing_ranks() -> None:
+    data = {
+        "nccl_version": "2.29.1",
+        "communicators_count": 1,
+        "communicators": [
+            {
+                "hash": "0xae94",
+                "size": 3,
+                "missing_ranks_count": 2,
+                "ranks": [
+                    {
+                        "rank": 0,
+                        "host": "10.0.0.1",
+                        "pid": 11,
+                        "cuda_dev": 0,
+                        "nvml_dev": 0,
+                        "collective_counts": {"AllReduce": 9},
+                    },
+                ],
+                "missing_ranks": [
+                    {
+                        "rank": 1,
+                        "host": "10.0.0.2",
+                        "pid": 12,
+                        "cuda_dev": 3,
+                        "nvml_dev": 3,
+                        "status": {"unresponsive": True, "considered_dead": False},
+                    },
+                    {
+                        "rank": 2,
+                        "host": "10.0.0.2",
+                        "pid": 13,
+                        "cuda_dev": 4,
+                        "nvml_dev": 4,
+                        "status": {"unresponsive": True, "considered_dead": True},
+                    },
+                ],
+            }
+        ],
+        "ras": {"collection_time_sec": 0.0, "timeouts_count": 0},
+    }
+    capture = _import(json.dumps(data), "ras.json")
+    states = {(r.rank, r.state, r.gpu, r.host) for r in capture.evidence.nccl_ras[0].ranks}  # type: ignore[union-attr]
+    assert states == {(1, "unresponsive", 3, "10.0.0.2"), (2, "dead", 4, "10.0.0.2")}
+    result = _check(capture, "nccl.ras")
+    assert result.severity == "fail"
+    assert "dead: rank 2 (GPU 4, process 13, on node 10.0.0.2)" in result.summary
+
+
+WATCHDOG = """\
+[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=42, OpType=ALLGATHER, NumelIn=8, NumelOut=64, Timeout(ms)=1800000) ran for 1800042 milliseconds before timing out.
+[rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Timeout at NCCL work: 42, last enqueued NCCL work: 42, last completed NCCL work: 41.
+[rank3]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 3] Timeout at NCCL work: 41, last enqueued NCCL work: 41, last completed NCCL work: 40.
+"""
+
+
+def test_watchdog_names_the_rank_that_never_enqueued_the_collective() -> None:
+    capture = _import(WATCHDOG)
+    by_rank = {w.rank: w for w in capture.evidence.nccl_watchdogs}  # type: ignore[union-attr]
+    assert (by_rank[0].seq, by_rank[0].op, by_rank[0].last_completed) == (42, "ALLGATHER", 41)
+    assert by_rank[3].last_enqueued == 41
+    result = _check(capture, "nccl.watchdog")
+    assert result.severity == "fail"
+    assert "rank 3 never enqueued the collective" in result.summary
+
+
+def test_ras_ok_while_the_watchdog_timed_out_is_not_healthy() -> None:
+    healthy = RAS_BEHIND.split("Warnings")[0].replace("RUNNING  MISMATCH", "RUNNING        OK")
+    assert _check(_import(healthy), "nccl.ras").severity == "pass"
+    result = _check(_import(healthy + "\n" + WATCHDOG), "nccl.ras")
+    assert result.severity == "warn"
+    assert "not healthy" in result.summary
+
+
+def test_flight_recorder_dumps_name_the_rank_behind() -> None:
+    def dump(rank: int, last: int) -> dict[str, Any]:
+        return {
+            "version": "2.4",
+            "rank": rank,
+            "entries": [
+                {
+                    "collective_seq_id": seq,
+                    "profiling_name": "nccl:all_reduce",
+                    "state": "completed" if seq < last else "scheduled",
+                    "process_group": ["0", "default_pg"],
+                }
+                for seq in range(1, last + 1)
+            ],
+        }
+
+    capture = _import(json.dumps([dump(0, 10), dump(1, 10), dump(2, 7)]), "fr.json")
+    result = _check(capture, "nccl.watchdog")
+    assert result.severity == "fail"
+    assert "rank 2 at 7" in result.summary
+
+
+def test_inspector_judges_large_messages_against_the_link_model_only() -> None:
+    from tests.builders import machine
+
+    def record(size: int, busbw: float) -> dict[str, Any]:
+        return {
+            "header": {"id": "0x1", "rank": 0, "n_ranks": 2, "nnodes": 1},
+            "metadata": {"inspector_output_format_version": "v4.0", "hostname": "h"},
+            "coll_perf": {
+                "coll": "AllReduce",
+                "coll_msg_size_bytes": size,
+                "coll_exec_time_us": 10,
+                "coll_busbw_gbs": busbw,
+            },
+        }
+
+    lines = "\n".join(json.dumps(r) for r in (record(1 << 30, 3.0), record(4096, 0.01)))
+    imported = _import(lines, "inspector.log")
+    records = imported.evidence.inspector  # type: ignore[union-attr]
+    assert [r.msg_size_bytes for r in records] == [1 << 30, 4096]
+    capture = machine(2, link="NV12")
+    capture.evidence = imported.evidence
+    result = _check(capture, "nccl.inspector")
+    assert result.severity == "fail"
+    assert "AllReduce 1.0 GiB" in result.summary or "AllReduce 1.07 GB" in result.summary
+    assert "4096" not in result.summary and "4 KiB" not in result.summary  # latency-bound
+    assert _check(imported, "nccl.inspector").severity == "info"  # no link model: not judged
+
+
+def test_inspector_prometheus_size_buckets() -> None:
+    from pcidoc.collect.importers.nccl_inspector import size_bytes
+
+    assert size_bytes("4-5GB") == 4_000_000_000
+    assert size_bytes("512-513MB") == 512_000_000
+    assert size_bytes("1KB") == 1000
+
+
+def test_pytorch_session_peer_copy_zeros_with_staged_copy_right() -> None:
+    session = """>>> import torch
+>>> x = torch.tensor([3, 5], device=0)
+>>> x.to(1)
+tensor([0, 0], device='cuda:1')
+>>> x.cpu().to(1) if False else x.to('cpu').to(1)
+tensor([3, 5], device='cuda:1')
+"""
+    capture = _import(session)
+    [item] = capture.evidence.p2p_integrity  # type: ignore[union-attr]
+    assert (item.ok, item.staged_ok, item.dst) == (False, True, 1)
+    result = _check(capture, "p2p.integrity")
+    assert result.severity == "fail"
+    assert "staged through the CPU arrived intact" in result.summary
+
+
+def test_pytorch_session_with_right_values_passes() -> None:
+    capture = _import(
+        ">>> x = torch.tensor([3, 5], device=0)\n>>> x.to(1)\ntensor([3, 5], device='cuda:1')\n"
+    )
+    assert _check(capture, "p2p.integrity").severity == "pass"
+
+
+# -------------------------------------------------------------------------- real files
+
+EXPECTED: dict[str, tuple[dict[str, set[str]], dict[str, str]]] = {
+    "nccl-ras/ras-text-2node-10proc-outlier-node-incomplete-nocomm-255-missing-ras-bug-nccl-1762.txt": (
+        {"nccl.ras": {"fail"}},
+        {"nccl.ras": "process 60004"},
+    ),
+    "nccl-ras/ras-text-4node-32rank-allgather-mismatch-640-vs-641-ranks-12-13-nccl-1911.txt": (
+        {"nccl.ras": {"warn"}},
+        {"nccl.ras": "ahead"},
+    ),
+    "nccl-ras/watchdog-allreduce-seqnum7-timeout-2gpu-same-numa-p2p-use-cuda-memcpy-nccl-1509.txt": (
+        {"nccl.watchdog": {"fail"}},
+        {"nccl.watchdog": "ALLREDUCE SeqNum=7"},
+    ),
+    "nccl-inspector/inspector-json-v4.0-allreduce-16gib-8rank-1node-busbw-485-doc-example-nccl.txt": (
+        {"nccl.inspector": {"pass"}},
+        {},
+    ),
+    "nccl-inspector/inspector-json-v4.0-verbose-reducescatter-2gib-kernel-gpu-timing-doc-example-nccl.txt": (
+        {"nccl.inspector": {"pass"}},
+        {},
+    ),
+    "nccl-inspector/inspector-prometheus-v5.1-nvl72-tray-allreduce-678gbps-p2p-send-465gbps-doc-example-nccl.txt": (
+        {"nccl.inspector": {"pass"}},
+        {},
+    ),
+    "nccl-inspector/profiler-example-plugin-chrome-trace-allreduce-2gpu-net-proxy-events-doc-example-nccl.txt": (
+        {"nccl.inspector": {"skip"}},
+        {"nccl.inspector": "timings, not bandwidth"},
+    ),
+    "p2p-corruption/a100x2-pcie-separate-root-complexes-iommu-groups-shuffle-corrupt-16eib-alloc-rapidsmpf-1128.txt": (
+        {"p2p.integrity": {"warn"}},
+        {"p2p.integrity": "iommu"},
+    ),
+    "p2p-corruption/a6000-tensor-to-peer-gpu-zeros-host-staged-ok-iommu-off-fixed-pytorch-84803.txt": (
+        {"p2p.integrity": {"fail"}},
+        {"p2p.integrity": "staged through the cpu arrived intact"},
+    ),
+    "p2p-corruption/patched-p2p-simplep2p-test-passed-6.26gbps-after-vt-d-disabled-tinygrad-30.txt": (
+        {"p2p.integrity": {"pass"}},
+        {},
+    ),
+    "p2p-corruption/rtx4090x2-driver-525.60-tensor-to-cuda1-zeros-pytorch-106474.txt": (
+        {"p2p.integrity": {"fail"}},
+        {"p2p.integrity": "NCCL_P2P_DISABLE=1"},
+    ),
+    "p2p-corruption/rtx4090x2-patched-p2p-simplep2p-verification-error-nan-aikitoria-8.txt": (
+        {"p2p.integrity": {"fail"}},
+        {"p2p.integrity": "nan"},
+    ),
+}
+KINDS = ("nccl-ras", "nccl-inspector", "p2p-corruption")
+QUIET = ("nccl.ras", "nccl.watchdog", "nccl.inspector", "p2p.integrity")
+
+
+def _files() -> list[str]:
+    if not EVIDENCE.is_dir():
+        return []
+    return sorted(
+        str(p.relative_to(EVIDENCE)) for kind in KINDS for p in (EVIDENCE / kind).glob("*.txt")
+    )
+
+
+@pytest.mark.parametrize("relpath", _files())
+def test_runtime_evidence_file_gets_its_diagnosis(relpath: str) -> None:
+    capture = _import(read_realdata("../realdata-evidence/" + relpath), relpath.split("/")[-1])
+    report = run(
+        capture, ReportSource(kind="import", path=relpath), generated_at="2026-01-01T00:00:00Z"
+    )
+    verdicts, words = EXPECTED.get(relpath, ({}, {}))
+    for check_id in QUIET:  # the other run-time checks stay quiet on this file
+        result = report.check(check_id)
+        assert result is not None
+        allowed = verdicts.get(check_id, {"skip"})
+        assert result.severity in allowed, (relpath, check_id, result.severity, result.summary)
+    for check_id, word in words.items():
+        assert word.lower() in _text(report.check(check_id)).lower(), (relpath, check_id)  # type: ignore[arg-type]
+
+
+def test_every_runtime_expectation_names_a_file() -> None:
+    files = set(_files())
+    if not files:
+        pytest.skip("realdata-evidence not present")
+    assert set(EXPECTED) == files
