@@ -1,3 +1,4 @@
+# ruff: noqa: E501
 """Run-time evidence: NCCL RAS, the PyTorch NCCL watchdog and flight recorder, NCCL Inspector
 and P2P data-integrity outputs. Small inputs (each test fails without its piece), then every
 real file of ../shared/realdata-evidence/{nccl-ras,nccl-inspector,p2p-corruption} with the
