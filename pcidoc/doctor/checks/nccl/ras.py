@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from pcidoc.doctor.checks._common import ev
-from pcidoc.doctor.checks.nccl._shared import quote
 from pcidoc.doctor.checks.nccl._runtime import ras_reports, watchdogs, who
+from pcidoc.doctor.checks.nccl._shared import quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import short_list

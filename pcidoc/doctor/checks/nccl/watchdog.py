@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from pcidoc.doctor.checks._common import ev
-from pcidoc.doctor.checks.nccl._shared import quote
 from pcidoc.doctor.checks.nccl._runtime import bus_id_of, flight_records, watchdogs, who
+from pcidoc.doctor.checks.nccl._shared import quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import short_list
