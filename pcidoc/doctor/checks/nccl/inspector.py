@@ -15,6 +15,7 @@ from pcidoc.doctor.checks.scaling._shared import allreduce_model
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import gbps, short_list
+from pcidoc.model.report import Severity
 from pcidoc.model.units import format_bytes
 
 
@@ -39,7 +40,9 @@ def _judge(
     ctx: Context, records: list[Any]
 ) -> tuple[list[tuple[str, Any, float, str]], list[Any], list[Any]]:
     """(low records with their model, records that pass, records not judged)."""
-    low, ok, unjudged = [], [], []
+    low: list[tuple[str, Any, float, str]] = []
+    ok: list[Any] = []
+    unjudged: list[Any] = []
     pcie_top = config.pcie_ceiling_gbps(config.PCIE_NEWEST_GEN, 16) or float("inf")
     for r in records:
         if r.busbw_gbps is None or (r.msg_size_bytes or 0) < config.BUSBW_MIN_SIZE_BYTES:
@@ -80,13 +83,14 @@ def inspector(ctx: Context) -> list[Finding]:
         ]
     low, ok, unjudged = _judge(ctx, records)
     findings = []
+    severity: Severity
     for severity in ("fail", "warn"):
         rows = [x for x in low if x[0] == severity]
         if not rows:
             continue
         findings.append(
             Finding(
-                severity,  # type: ignore[arg-type]
+                severity,
                 "production bus bandwidth below the link model on "
                 + short_list(
                     [f"{_label(r)} ({gbps(r.busbw_gbps)} of {gbps(m)} GB/s)" for _, r, m, _ in rows]

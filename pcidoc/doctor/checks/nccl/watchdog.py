@@ -99,14 +99,16 @@ def watchdog(ctx: Context) -> list[Finding]:
                 f"; {short_list([who(ctx, w.rank, w.host, None, None) for w in lagging])} "
                 "never enqueued the collective the others wait on"
             )
-        buses = {bus_id_of(ctx, w.rank, w.host, None) for w in timeouts} - {None}
+        buses = sorted(
+            {b for w in timeouts if (b := bus_id_of(ctx, w.rank, w.host, None)) is not None}
+        )
         findings.append(
             Finding(
                 "fail",
                 summary,
                 subjects=sorted({f"rank {w.rank}" for w in timeouts if w.rank is not None}),
                 evidence=[quote(w.quote, "watchdog") for w in timeouts[:3] if w.quote]
-                + [ev("GPU bus id of a timed-out rank", b) for b in sorted(buses)],
+                + [ev("GPU bus id of a timed-out rank", b) for b in buses],
                 remediation=_STEPS,
             )
         )

@@ -44,7 +44,9 @@ def _iommu_facts(ctx: Context) -> list[Evidence]:
 
 def _probe_bad(ctx: Context) -> tuple[list[str], list[Evidence], list[str]]:
     """(pairs with wrong data, evidence, pairs that hung) from the probe's verification."""
-    bad, hung, evidence = [], [], []
+    bad: list[str] = []
+    hung: list[str] = []
+    evidence: list[Evidence] = []
     for v in ctx.measurements.p2p_verification:
         if v.ok:
             continue
