@@ -504,7 +504,7 @@ def summary_watchdogs(items: list[NcclWatchdog]) -> str:
     ops = sorted({f"{w.op} SeqNum={w.seq}" for w in items if w.op})
     return (
         f"PyTorch NCCL watchdog: {len(items)} timeout(s)"
-        + (f" on rank(s) {', '.join(map(str, ranks))}" if ranks else "")
+        + (f" on rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}" if ranks else "")
         + (f" ({'; '.join(ops[:3])})" if ops else "")
     )
 
@@ -590,5 +590,5 @@ def summary_flight(dump: FlightRecorderDump) -> str:
     """One line for ``origin.sources[].read``."""
     return (
         f"PyTorch flight recorder: {dump.entries} entries, "
-        f"{len({(r.rank, r.pg) for r in dump.ranks})} rank/process-group record(s)"
+        f"{len({(r.rank, r.pg) for r in dump.ranks})} record(s) of a rank and process group"
     )
