@@ -149,7 +149,42 @@ def test_watchdog_names_the_rank_that_never_enqueued_the_collective() -> None:
     assert by_rank[3].last_enqueued == 41
     result = _check(capture, "nccl.watchdog")
     assert result.severity == "fail"
-    assert "rank 3 never enqueued the collective" in result.summary
+    assert "rank 3 never enqueued collective 42, which rank 0 wait" in result.summary
+
+
+def test_watchdog_status_variants_of_newer_pytorch() -> None:
+    text = (
+        "[rank3]:[E227 16:30:43.526290891 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3 Rank 3] "
+        "Exception (either an error or timeout) detected by watchdog at work: 32, last enqueued "
+        "NCCL work: 32, last completed NCCL work: 31.\n"
+        "[rank4]:[E703 15:37:17.178360488 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID "
+        "0(default_pg) Rank 4] Received a dump signal due to a collective timeout from  rank 7 "
+        "and we will try our best to dump the debug info. Last enqueued NCCL work: 30, last "
+        "completed NCCL work: 30.This is most likely caused by incorrect usages of collectives\n"
+    )
+    capture = _import(text)
+    got = {
+        (w.rank, w.seq, w.last_enqueued, w.last_completed) for w in capture.evidence.nccl_watchdogs
+    }  # type: ignore[union-attr]
+    assert got == {(3, 32, 32, 31), (4, None, 30, 30)}
+    result = _check(capture, "nccl.watchdog")
+    assert result.severity == "fail"
+    assert "rank 4 never enqueued collective 32" in result.summary
+
+
+def test_watchdog_frozen_processes_and_periodic_status() -> None:
+    frozen = (
+        "[rank0]:[E ProcessGroupNCCL.cpp:1] [PG ID 0 PG GUID 0(default_pg) Rank 0] Received a "
+        "dump signal due to a collective timeout from rank 1 and we will try our best to dump "
+        "the debug info. Last enqueued NCCL work: -1, last completed NCCL work: -1.\n"
+    )
+    assert "frozen" in _check(_import(frozen), "nccl.watchdog").summary
+    periodic = (
+        "[rank0]:[I ProcessGroupNCCL.cpp:1] [PG 0 Rank 0] NCCL Work update periodically: last "
+        "enqueued NCCL work: 5, last completed NCCL work: 5.\nNCCL version 2.21.5\n"
+    )
+    capture = import_texts([("p.txt", periodic)]).capture
+    assert not (capture.evidence and capture.evidence.nccl_watchdogs)
 
 
 def test_ras_ok_while_the_watchdog_timed_out_is_not_healthy() -> None:

@@ -439,9 +439,12 @@ _WORK_RE = lazy(
     r"(?:, Timeout\(ms\)=(\d+))?\) ran for (\d+) milliseconds before timing out"
 )
 _LAST_RE = lazy(
-    r"Timeout at NCCL work: (\d+), last enqueued NCCL work: (-?\d+), "
-    r"last completed NCCL work: (-?\d+)"
+    r"(?i)(?:at (?:NCCL )?work: (\d+), )?last enqueued (?:NCCL )?work: (-?\d+), "
+    r"last completed (?:NCCL )?work: (-?\d+)"
 )
+_STUCK_RE = lazy(r"watchdog got stuck for (\d+) seconds")
+_DUMP_FROM_RE = lazy(r"collective timeout from\s+rank (\d+)")
+_SIGNALS = ("WorkNCCL(", "detected by watchdog", "Received a dump signal", "watchdog got stuck")
 _RANK_TAG_RE = lazy(r"\[(?:PG (?:ID )?(\S+)(?: PG GUID \S+)? )?Rank (\d+)\]")
 _RANK_PREFIX_RE = lazy(r"\[rank(\d+)\]")
 _HOST_PREFIX_RE = lazy(r"^([A-Za-z0-9][\w.-]*): \[")
@@ -455,47 +458,68 @@ def _rank_of(line: str) -> tuple[int | None, str | None]:
     return (int(prefix.group(1)) if prefix else None), None
 
 
-def _watchdog_key(w: NcclWatchdog) -> tuple[Any, ...]:
-    return (w.rank, w.pg, w.seq)
+class _Watch:
+    """Watchdog facts per (rank, process group) while walking the lines."""
 
+    def __init__(self) -> None:
+        self.found: dict[tuple[int | None, str | None], NcclWatchdog] = {}
+        self.by_rank: dict[int | None, NcclWatchdog] = {}
 
-def extract_watchdogs(doc: Doc) -> list[NcclWatchdog]:
-    """Every watchdog timeout in the text, one per (rank, process group, sequence number)."""
-    found: dict[tuple[Any, ...], NcclWatchdog] = {}
-    lasts: list[tuple[int | None, str | None, tuple[int, int, int], str]] = []
-    for raw in doc.lines[:200000]:
-        if "WorkNCCL(" not in raw and "NCCL work:" not in raw:
-            continue
+    def entry(self, rank: int | None, pg: str | None, raw: str) -> NcclWatchdog:
+        entry = self.found.get((rank, pg))
+        if entry is None:
+            other = self.by_rank.get(rank)
+            if other is not None and (pg is None or other.pg in (None, pg)):
+                entry = other
+        if entry is None:
+            entry = NcclWatchdog(rank=rank, pg=pg, quote=raw.strip().strip("`")[:300])
+            self.found[(rank, pg)] = entry
+            self.by_rank.setdefault(rank, entry)
+        if entry.pg is None and pg is not None:
+            entry.pg = pg
+        return entry
+
+    def line(self, raw: str) -> None:
         rank, pg = _rank_of(raw)
         match = _WORK_RE.search(raw)
         if match:
-            seq, op, n_in, n_out, timeout, ran = match.groups()
-            host = _HOST_PREFIX_RE.match(raw.strip("` "))
-            entry = NcclWatchdog(
-                rank=rank,
-                pg=pg,
-                seq=int(seq),
-                op=op,
-                numel_in=_int(n_in),
-                numel_out=_int(n_out),
-                timeout_ms=_int(timeout),
-                ran_ms=int(ran),
-                host=host.group(1) if host and not host.group(1).startswith("rank") else None,
-                quote=raw.strip().strip("`")[:300],
-            )
-            found.setdefault((rank, entry.seq), entry)
-            continue
+            entry = self.entry(rank, pg, raw)
+            if entry.op is None:
+                seq, op, n_in, n_out, timeout, ran = match.groups()
+                entry.seq, entry.op, entry.ran_ms = int(seq), op, int(ran)
+                entry.numel_in, entry.numel_out = _int(n_in), _int(n_out)
+                entry.timeout_ms = _int(timeout)
+                entry.quote = raw.strip().strip("`")[:300]
+                host = _HOST_PREFIX_RE.match(raw.strip("` "))
+                if host and not host.group(1).startswith("rank"):
+                    entry.host = host.group(1)
+            return
         last = _LAST_RE.search(raw)
-        if last:
-            values = (int(last.group(1)), int(last.group(2)), int(last.group(3)))
-            lasts.append((rank, pg, values, raw.strip()))
-    for rank, _pg, (seq, enqueued, completed), _quote in lasts:
-        entry = found.get((rank, seq))
-        if entry is None:
-            entry = NcclWatchdog(rank=rank, seq=seq, quote=_quote[:300])
-            found[(rank, seq)] = entry
-        entry.last_enqueued, entry.last_completed = enqueued, completed
-    return list(found.values())
+        if last and "periodically" not in raw:
+            entry = self.entry(rank, pg, raw)
+            seq, enqueued, completed = last.groups()
+            entry.seq = entry.seq if entry.seq is not None else _int(seq)
+            entry.last_enqueued, entry.last_completed = int(enqueued), int(completed)
+            return
+        stuck = _STUCK_RE.search(raw)
+        if stuck:
+            entry = self.entry(rank, pg, raw)
+            entry.op = entry.op or "watchdog stuck"
+            entry.ran_ms = entry.ran_ms or int(stuck.group(1)) * 1000
+
+
+def extract_watchdogs(doc: Doc) -> list[NcclWatchdog]:
+    """Every rank's watchdog timeout and status in the text (one entry per rank and process
+    group): ``WorkNCCL(...) ran for ... before timing out``, the ``last enqueued/completed
+    NCCL work`` status lines printed on a timeout or a dump signal, a stuck watchdog. Periodic
+    status lines of a healthy job are not timeouts: read only when a timeout signal exists."""
+    lines = [raw for raw in doc.lines[:200000] if "ork" in raw or "watchdog" in raw]
+    if not any(signal in raw for raw in lines for signal in _SIGNALS):
+        return []
+    watch = _Watch()
+    for raw in lines:
+        watch.line(raw)
+    return list(watch.found.values())
 
 
 def summary_watchdogs(items: list[NcclWatchdog]) -> str:

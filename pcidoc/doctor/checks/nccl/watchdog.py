@@ -44,14 +44,41 @@ def _behind(records: list[Any]) -> tuple[list[Any], int | None]:
 
 
 def _timeout_text(ctx: Context, w: Any) -> str:
-    seconds = f" after {w.ran_ms / 1000:.0f} s" if w.ran_ms else ""
-    last = ""
-    if w.last_completed is not None:
-        last = f", last completed {w.last_completed}"
-        if w.last_enqueued is not None:
-            last += f", last enqueued {w.last_enqueued}"
     name = who(ctx, w.rank, w.host, None, None)
-    return f"{name}: {w.op or 'collective'} SeqNum={w.seq} did not finish{seconds}{last}"
+    seconds = f" after {w.ran_ms / 1000:.0f} s" if w.ran_ms else ""
+    status = ""
+    if w.last_completed is not None:
+        status = f"last completed {w.last_completed}"
+        if w.last_enqueued is not None:
+            status += f", last enqueued {w.last_enqueued}"
+    if w.op == "watchdog stuck":
+        return f"{name}: the watchdog itself was stuck{seconds}"
+    if w.op is None:
+        return f"{name}: {status or 'status unknown'}"
+    head = f"{name}: {w.op} SeqNum={w.seq} did not finish{seconds}"
+    return head + (f", {status}" if status else "")
+
+
+def _divergence(ctx: Context, timeouts: list[Any]) -> str:
+    """Which ranks never enqueued the collective others wait on; or frozen processes."""
+    enqueued = [w.last_enqueued for w in timeouts if w.last_enqueued is not None]
+    if enqueued and max(enqueued) < 0:
+        return (
+            "; no collective was ever in flight (last enqueued -1): the processes were frozen "
+            "(a storage stall, a GIL deadlock), not hung in NCCL"
+        )
+    if len(set(enqueued)) < 2:
+        return ""
+    top = max(enqueued)
+    behind = [w for w in timeouts if w.last_enqueued is not None and w.last_enqueued < top]
+    ahead = [w for w in timeouts if w.last_enqueued == top]
+    names = short_list([who(ctx, w.rank, w.host, None, None) for w in behind])
+    return (
+        f"; {names} never enqueued collective {top}, which "
+        f"{short_list([who(ctx, w.rank, w.host, None, None) for w in ahead])} wait on: the "
+        "ranks issued different collectives (a skipped or extra collective, or a rank stuck "
+        "before it)"
+    )
 
 
 def _flight_finding(ctx: Context, dumps: list[Any]) -> Finding | None:
@@ -86,19 +113,8 @@ def watchdog(ctx: Context) -> list[Finding]:
     if flight is not None:
         findings.append(flight)
     if timeouts:
-        enqueued = [w.last_enqueued for w in timeouts if w.last_enqueued is not None]
-        lagging = [
-            w
-            for w in timeouts
-            if enqueued and w.last_enqueued is not None and w.last_enqueued < max(enqueued)
-        ]
         lines = [_timeout_text(ctx, w) for w in timeouts[:4]]
-        summary = "NCCL watchdog timeout: " + "; ".join(lines)
-        if lagging:
-            summary += (
-                f"; {short_list([who(ctx, w.rank, w.host, None, None) for w in lagging])} "
-                "never enqueued the collective the others wait on"
-            )
+        summary = "NCCL watchdog timeout: " + "; ".join(lines) + _divergence(ctx, timeouts)
         buses = sorted(
             {b for w in timeouts if (b := bus_id_of(ctx, w.rank, w.host, None)) is not None}
         )
