@@ -135,6 +135,22 @@ def test_ras_json_dead_and_missing_ranks() -> None:
     assert "dead: rank 2 (GPU 4, process 13, on node 10.0.0.2)" in result.summary
 
 
+def test_ras_text_network_section_names_the_missing_process() -> None:
+    text = (
+        "NCCL version 2.24.3 compiled with CUDA 12.6\n\nJob summary\n===========\n\n"
+        "Gathering data about the RAS network (timeout 5s)... obtained a result in 5.01s\n"
+        " Warning: missing data from 1 process (received from 7, expected 8)\n"
+        "  The missing process:\n"
+        "  Process 9123 on node gpu-17 managing GPU 6\n\n"
+        "Communicators... (0.00s)\n=============\n"
+    )
+    capture = _import(text)
+    [rank] = capture.evidence.nccl_ras[0].ranks  # type: ignore[union-attr]
+    assert (rank.pid, rank.host, rank.gpu, rank.state) == (9123, "gpu-17", 6, "missing")
+    result = _check(capture, "nccl.ras")
+    assert result.severity == "fail" and "process 9123 (GPU 6, on node gpu-17)" in result.summary
+
+
 WATCHDOG = """\
 [rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=42, OpType=ALLGATHER, NumelIn=8, NumelOut=64, Timeout(ms)=1800000) ran for 1800042 milliseconds before timing out.
 [rank0]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank 0] Timeout at NCCL work: 42, last enqueued NCCL work: 42, last completed NCCL work: 41.

@@ -46,6 +46,7 @@ _PROCESS_RE = lazy(r"^\s*Process (\d+) on node (\S+) managing GPUs? ([\d, ()NVML
 _MISSING_RE = lazy(r"Missing communicator data from (\d+) (job process|rank)")
 _DEAD_RE = lazy(r"(\d+) job process(?:es are| is) considered dead")
 _TIMEOUT_RE = lazy(r"Encountered (\d+) communication timeout")
+_NET_MISSING_RE = lazy(r"missing data from (\d+) process")
 _OUTLIER_RE = lazy(r"^\s*Node (\S+) running process")
 _TOTALS_RE = lazy(r"^\s*(\d+)\s+(\d+)\s+(\d+)(?:\s+(\d+)\s+(\d+))?\s*$")
 
@@ -92,6 +93,15 @@ class _Reader:
                 return True
         if stripped.startswith("The outlier node"):
             self.section = "outliers"
+            return True
+        if stripped.startswith("Gathering data about the RAS network"):
+            self.section = "network"
+            self.block = None
+            lost = _NET_MISSING_RE.search(stripped)
+            if lost:
+                self.report.missing_processes = max(
+                    self.report.missing_processes, int(lost.group(1))
+                )
             return True
         return False
 
@@ -246,8 +256,12 @@ class _Reader:
                 entry.state = "status"
             self.report.ranks.append(entry)
             return True
+        lost = _NET_MISSING_RE.search(stripped)
+        if lost and self.section == "network":
+            self.report.missing_processes = max(self.report.missing_processes, int(lost.group(1)))
+            return True
         match = _PROCESS_RE.match(raw)
-        if match and self.section in ("Errors", "Warnings", "Communicators"):
+        if match and self.section in ("Errors", "Warnings", "Communicators", "network"):
             pid, host, gpus = match.groups()
             first = _int(gpus.split(",")[0].split("(")[0].strip())
             state = "dead" if self.block == "DEAD" else "missing"
