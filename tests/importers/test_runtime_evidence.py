@@ -261,6 +261,24 @@ def test_inspector_judges_large_messages_against_the_link_model_only() -> None:
     assert _check(imported, "nccl.inspector").severity == "info"  # no link model: not judged
 
 
+def test_inspector_p2p_json_record() -> None:
+    record = {
+        "header": {"id": "0x2", "rank": 1, "n_ranks": 2, "nnodes": 1, "comm_name": "PP 0"},
+        "metadata": {"inspector_output_format_version": "v5.1", "hostname": "n1"},
+        "p2p_perf": {
+            "p2p": "Send",
+            "p2p_sn": 3,
+            "p2p_peer": 0,
+            "p2p_msg_size_bytes": 1 << 29,
+            "p2p_exec_time_us": 1154,
+            "p2p_algobw_gbs": 465.0,
+            "p2p_busbw_gbs": 465.0,
+        },
+    }
+    [got] = _import(json.dumps(record), "p2p.json").evidence.inspector  # type: ignore[union-attr]
+    assert (got.collective, got.p2p, got.busbw_gbps, got.comm) == ("Send", True, 465.0, "PP 0")
+
+
 def test_inspector_prometheus_size_buckets() -> None:
     from pcidoc.collect.importers.nccl_inspector import size_bytes
 

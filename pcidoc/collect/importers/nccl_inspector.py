@@ -73,7 +73,7 @@ def parse_record(data: dict[str, Any]) -> InspectorRecord | None:
     p2p = perf is None
     if perf is None:
         perf = data["p2p_perf"]
-    name = perf.get("coll") or perf.get("p2p_operation") or perf.get("op")
+    name = perf.get("coll") or perf.get("p2p") or perf.get("p2p_operation")
     if not isinstance(name, str):
         return None
     prefix = "p2p" if p2p else "coll"
@@ -90,7 +90,7 @@ def parse_record(data: dict[str, Any]) -> InspectorRecord | None:
         nnodes=_int(header.get("nnodes")),
         rank=_int(header.get("rank")),
         host=str(meta["hostname"]) if meta.get("hostname") else None,
-        comm=str(header["id"]) if header.get("id") else None,
+        comm=str(header.get("comm_name") or header.get("id") or "") or None,
     )
 
 
