@@ -303,6 +303,23 @@ tensor([3, 5], device='cuda:1')
     assert "staged through the CPU arrived intact" in result.summary
 
 
+def test_pytorch_comparison_of_data_moved_between_gpus() -> None:
+    session = """>>> import torch
+>>> a = torch.randn(1000, device="cuda:0")
+>>> b = a.to("cuda:1")
+>>> torch.equal(a.cpu(), b.cpu())
+False
+>>> torch.equal(a.cpu(), a.to("cpu").to("cuda:1").cpu())
+True
+"""
+    [item] = _import(session).evidence.p2p_integrity  # type: ignore[union-attr]
+    assert (item.ok, item.staged_ok) == (False, True)
+    # A comparison that involves no GPU move is not evidence.
+    plain = ">>> import torch\n>>> x = torch.ones(3)\n>>> torch.equal(x, x)\nTrue\n"
+    capture = import_texts([("plain.txt", plain + "NCCL version 2.21.5\n")]).capture
+    assert not (capture.evidence and capture.evidence.p2p_integrity)
+
+
 def test_pytorch_session_with_right_values_passes() -> None:
     capture = _import(
         ">>> x = torch.tensor([3, 5], device=0)\n>>> x.to(1)\ntensor([3, 5], device='cuda:1')\n"

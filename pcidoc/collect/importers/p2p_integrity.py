@@ -32,6 +32,11 @@ _TARGET_RE = lazy(r"\.(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?(\d+)['\
 _OUTPUT_RE = lazy(r"tensor\(\[([^\]]*)\](?:,\s*device='cuda:(\d+)')?")
 _ASSIGN_RE = lazy(r"^(\w+)\s*=\s*(\w+)\s*\.\s*(?:to|cuda)\(")
 _TABLE_HEAD_RE = lazy(r"IOMMU group", 0)
+_COMPARE_RE = lazy(r"torch\.(?:equal|allclose)\(|\.(?:equal|allclose)\(|==")
+_PEER_RE = lazy(r"\.(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?\d")
+_STAGED_RE = lazy(r"\.(?:to\(\s*['\"]cpu['\"]\s*\)|cpu\(\))\s*\.(?:to|cuda)\(")
+_WORD_RE = lazy(r"\w+")
+_CROSS_ASSIGN_RE = lazy(r"^(\w+)\s*=\s*(.+)$")
 _BARS = str.maketrans({"│": "|", "┃": "|"})
 _BDF_RE = lazy(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _HUGE_ALLOC_RE = lazy(
@@ -99,6 +104,11 @@ class _Session:
         """(variable, staged through the CPU, target GPU, statement) awaiting its output."""
         self.results: list[tuple[bool, P2PIntegrity]] = []
         """(staged through the CPU, result)."""
+        self.comparison: str | None = None
+        """The last statement comparing tensors that crossed GPUs, awaiting True/False."""
+        self.comparison_staged = False
+        self.crossed: dict[str, bool] = {}
+        """Variables holding data moved to a GPU -> whether it went through the CPU."""
 
     def line(self, raw: str) -> None:
         stripped = raw.strip().lstrip(">").strip()
@@ -112,8 +122,50 @@ class _Session:
             if output and self.pending:
                 self._judge(output.group(1), output.group(2))
             self.pending = None
+            self._verdict(stripped)
             return
+        if stripped in ("True", "False"):
+            self._verdict(stripped)
+            return
+        self.comparison = None
+        self.comparison_staged = False
+        if _COMPARE_RE.search(stripped):
+            staged = self._crossing(stripped)
+            if staged is not None:
+                self.comparison, self.comparison_staged = stripped[:200], staged
+        assigned = _CROSS_ASSIGN_RE.match(stripped)
+        if assigned and _PEER_RE.search(assigned.group(2)):
+            self.crossed[assigned.group(1)] = bool(_STAGED_RE.search(assigned.group(2)))
         self._statement(stripped)
+
+    def _crossing(self, statement: str) -> bool | None:
+        """Whether ``statement`` involves data moved to a GPU (True when through the CPU);
+        None when it does not."""
+        if _PEER_RE.search(statement):
+            return bool(_STAGED_RE.search(statement))
+        words = set(_WORD_RE.findall(statement))
+        crossed = [staged for name, staged in self.crossed.items() if name in words]
+        return all(crossed) if crossed else None
+
+    def _verdict(self, printed: str) -> None:
+        """``True``/``False`` printed after comparing data that crossed GPUs."""
+        if self.comparison is None:
+            return
+        value = printed.removeprefix("tensor(").split(",")[0].rstrip(")").strip()
+        if value in ("True", "False"):
+            staged = self.comparison_staged
+            self.results.append(
+                (
+                    staged,
+                    P2PIntegrity(
+                        tool="pytorch",
+                        ok=value == "True",
+                        quote=f"{self.comparison} -> {value}",
+                        detail=f"a comparison of data copied between GPUs printed {value}",
+                    ),
+                )
+            )
+        self.comparison = None
 
     def _statement(self, stripped: str) -> None:
         assign = _ASSIGN_RE.match(stripped)
