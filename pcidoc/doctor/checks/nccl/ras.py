@@ -28,6 +28,9 @@ def _named(ctx: Context, ranks: list[Any]) -> list[str]:
 def _lost(ctx: Context, report: Any) -> Finding | None:
     dead = [r for r in report.ranks if r.state == "dead"]
     missing = [r for r in report.ranks if r.state in ("missing", "unresponsive")]
+    # A process RAS names and the rank it manages are one thing: keep the rank line.
+    rank_pids = {r.pid for r in missing if r.rank is not None}
+    missing = [r for r in missing if r.rank is not None or r.pid not in rank_pids]
     errors = [r for r in report.ranks if r.state == "error"]
     if not (dead or missing or errors or report.dead_processes or report.missing_processes):
         return None
