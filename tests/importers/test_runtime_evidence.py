@@ -320,6 +320,17 @@ True
     assert not (capture.evidence and capture.evidence.p2p_integrity)
 
 
+def test_pytorch_outputs_that_are_not_plain_numbers_give_no_verdict() -> None:
+    session = (
+        ">>> import torch\n>>> m = torch.tensor([[1, 2], [3, 4]], device=0)\n>>> m.to(1)\n"
+        "tensor([[1, 2],\n        [3, 4]], device='cuda:1')\n"
+        ">>> b = torch.tensor([True, False], device=0)\n>>> b.to(1)\n"
+        "tensor([ True, False], device='cuda:1')\nNCCL version 2.21.5\n"
+    )
+    capture = import_texts([("s.txt", session)]).capture
+    assert not (capture.evidence and capture.evidence.p2p_integrity)
+
+
 def test_pytorch_session_with_right_values_passes() -> None:
     capture = _import(
         ">>> x = torch.tensor([3, 5], device=0)\n>>> x.to(1)\ntensor([3, 5], device='cuda:1')\n"

@@ -458,7 +458,12 @@ _LAST_RE = lazy(
 )
 _STUCK_RE = lazy(r"watchdog got stuck for (\d+) seconds")
 _DUMP_FROM_RE = lazy(r"collective timeout from\s+rank (\d+)")
-_SIGNALS = ("WorkNCCL(", "detected by watchdog", "Received a dump signal", "watchdog got stuck")
+_SIGNALS = (
+    "before timing out",
+    "detected by watchdog",
+    "Received a dump signal",
+    "watchdog got stuck",
+)
 _RANK_TAG_RE = lazy(r"\[(?:PG (?:ID )?(\S+)(?: PG GUID \S+)? )?Rank (\d+)\]")
 _RANK_PREFIX_RE = lazy(r"\[rank(\d+)\]")
 _HOST_PREFIX_RE = lazy(r"^([A-Za-z0-9][\w.-]*): \[")
