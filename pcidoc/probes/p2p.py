@@ -93,6 +93,8 @@ class _P2PProbe:
         self.phase = 0
         self.copier = cudautil.load_peer_copier(torch)
         self.copies_by_pair: dict[str, int] = {}
+        self.hung: str | None = None
+        """The pair whose verified copy never completed (nothing more is done on the GPUs)."""
 
     def report(self, done: float, message: str) -> None:
         self.emit.progress((self.phase + done) / self.phases, message)
@@ -151,12 +153,13 @@ class _P2PProbe:
                 self.phase = phase
                 step()
         finally:
-            self._set_all_peer_access(True)
-            del self.src, self.dst
-            for device in self.devices:
-                with contextlib.suppress(Exception):
-                    torch.cuda.synchronize(device)
-            torch.cuda.empty_cache()
+            if self.hung is None:  # a hung copy would block these: the parent cleans up
+                self._set_all_peer_access(True)
+                del self.src, self.dst
+                for device in self.devices:
+                    with contextlib.suppress(Exception):
+                        torch.cuda.synchronize(device)
+                torch.cuda.empty_cache()
         self.emit.progress(1.0, "done")
 
     # ----------------------------------------------------------------------- peer access
@@ -518,6 +521,7 @@ class _PairCheck:
             f"{probe.p.verify_timeout_s:g} s (hanging)"
         )
         probe.emit.result("p2p_verification", self._record(False, detail))
+        probe.hung = label
         raise RuntimeError(f"{label}: {detail}")
 
     def _record(self, ok: bool, detail: str) -> dict[str, Any]:
