@@ -57,6 +57,13 @@ class RasComm(Model):
     quote: str | None = None
 
 
+class RasOutlier(Model):
+    """A node RAS calls an outlier (``Node 10.4.109.13 running processes 60004,60035``)."""
+
+    host: str
+    quote: str | None = None
+
+
 class NcclRasReport(Model):
     """One NCCL RAS status report (``ncclras`` text or ``-f json``, or the live socket)."""
 
@@ -67,8 +74,8 @@ class NcclRasReport(Model):
     nodes: int | None = None
     processes: int | None = None
     gpus: int | None = None
-    outlier_nodes: list[str] = Field(default_factory=list)
-    """``The outlier node(s)`` lines as printed (node and its processes)."""
+    outliers: list[RasOutlier] = Field(default_factory=list)
+    """``The outlier node(s)`` lines (a node whose process or GPU count differs)."""
     comms: list[RasComm] = Field(default_factory=list)
     counts: list[RasCountGroup] = Field(default_factory=list)
     ranks: list[RasRank] = Field(default_factory=list)

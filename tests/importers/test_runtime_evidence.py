@@ -423,3 +423,14 @@ def test_every_runtime_expectation_names_a_file() -> None:
     if not files:
         pytest.skip("realdata-evidence not present")
     assert set(EXPECTED) == files
+
+
+def test_redaction_removes_the_node_names_ras_prints() -> None:
+    from pcidoc.collect.capture import redact_capture
+
+    text = RAS_BEHIND.replace(
+        "Warnings\n", "The outlier node:\n  Node nodeB running processes 4242\n\nWarnings\n"
+    ).replace("nodeB", "gpu-node-7")
+    capture = _import(text)
+    assert capture.evidence.nccl_ras[0].outliers[0].host == "gpu-node-7"  # type: ignore[union-attr]
+    assert "gpu-node-7" not in redact_capture(capture).model_dump_json()

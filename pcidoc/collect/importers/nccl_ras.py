@@ -23,6 +23,7 @@ from pcidoc.model.runtime import (
     NcclWatchdog,
     RasComm,
     RasCountGroup,
+    RasOutlier,
     RasRank,
 )
 
@@ -116,7 +117,7 @@ class _Reader:
         if self.section == "outliers":
             match = _OUTLIER_RE.match(raw)
             if match:
-                self.report.outlier_nodes.append(stripped)
+                self.report.outliers.append(RasOutlier(host=match.group(1), quote=stripped))
                 return True
         if self.section == "Job summary":
             if stripped.startswith("(total)"):

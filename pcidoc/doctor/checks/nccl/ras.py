@@ -47,7 +47,7 @@ def _lost(ctx: Context, report: Any) -> Finding | None:
         "NCCL RAS: " + "; ".join(parts) + _implausible_note(report),
         subjects=sorted({f"rank {r.rank}" for r in dead + missing + errors if r.rank is not None}),
         evidence=[quote(r.quote, "RAS") for r in (dead + missing + errors)[:6] if r.quote]
-        + [ev("outlier node", n) for n in report.outlier_nodes[:3]]
+        + [quote(n.quote, "RAS outlier node") for n in report.outliers[:3]]
         + [ev("RAS data discarded", x) for x in report.implausible],
         remediation=[
             "Look at the named processes first: are they alive (`ps -p PID` on that node), "
