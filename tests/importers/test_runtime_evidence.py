@@ -158,6 +158,32 @@ WATCHDOG = """\
 """
 
 
+def test_ras_json_pasted_after_a_prompt() -> None:
+    data = {
+        "nccl_version": "2.29.1",
+        "communicators": [
+            {
+                "hash": "0x1",
+                "size": 2,
+                "ranks": [],
+                "missing_ranks": [
+                    {
+                        "rank": 1,
+                        "host": "h2",
+                        "pid": 5,
+                        "cuda_dev": 2,
+                        "status": {"unresponsive": True, "considered_dead": False},
+                    }
+                ],
+            }
+        ],
+    }
+    text = "$ ncclras -f json\n" + json.dumps(data, indent=2) + "\n$ \n"
+    capture = _import(text)
+    [rank] = capture.evidence.nccl_ras[0].ranks  # type: ignore[union-attr]
+    assert (rank.rank, rank.state, rank.gpu) == (1, "unresponsive", 2)
+
+
 def test_watchdog_names_the_rank_that_never_enqueued_the_collective() -> None:
     capture = _import(WATCHDOG)
     by_rank = {w.rank: w for w in capture.evidence.nccl_watchdogs}  # type: ignore[union-attr]

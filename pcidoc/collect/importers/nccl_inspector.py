@@ -15,6 +15,9 @@ from pcidoc.collect.importers.text import Doc
 from pcidoc.model.runtime import InspectorRecord, ProfilerTrace
 
 FORMAT_INSPECTOR = "nccl-inspector"
+MAX_JSON_FAILURES = 200
+"""Start positions tried without a decodable object before a text is given up on (a damaged
+document would otherwise be re-read from every brace)."""
 FORMAT_TRACE = "nccl-profiler-trace"
 
 _PROM_RE = lazy(
@@ -100,24 +103,32 @@ def parse_json(data: Any) -> list[InspectorRecord]:
     return [r for item in items if _record(item) and (r := parse_record(item)) is not None]
 
 
+def json_objects(text: str, limit: int = 10000) -> list[Any]:
+    """Every top-level JSON object in a text (pretty-printed, one per line, or between other
+    lines), decoded one by one; what does not decode is skipped."""
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    failures = 0
+    index = text.find("{")
+    while 0 <= index < len(text) and len(found) < limit and failures < MAX_JSON_FAILURES:
+        try:
+            value, end = decoder.raw_decode(text, index)
+        except (ValueError, RecursionError):
+            failures += 1
+            index = text.find("{", index + 1)
+            continue
+        found.append(value)
+        index = text.find("{", end)
+    return found
+
+
 def parse_json_lines(doc: Doc) -> list[InspectorRecord]:
     """Records written one per line (the plugin's ``.log`` files) or pretty-printed and
-    concatenated: each top-level object is decoded on its own."""
+    concatenated, possibly between other lines."""
     text = "\n".join(doc.lines[:200000])
     if '"coll_perf"' not in text and '"p2p_perf"' not in text:
         return []
-    decoder = json.JSONDecoder()
-    records: list[InspectorRecord] = []
-    index = text.find("{")
-    while 0 <= index < len(text):
-        try:
-            value, end = decoder.raw_decode(text, index)
-        except ValueError:
-            index = text.find("{", index + 1)
-            continue
-        records.extend(parse_json(value))
-        index = text.find("{", end)
-    return records
+    return [r for value in json_objects(text) for r in parse_json(value)]
 
 
 # ------------------------------------------------------------------------ Prometheus

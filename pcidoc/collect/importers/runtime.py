@@ -21,6 +21,8 @@ def runtime_fragments(doc: Doc, name: str) -> list[Fragment]:
         if report.version:
             frag.tool_versions["nccl"] = report.version
         fragments.append(frag)
+    else:
+        fragments.extend(_embedded_json(doc, name))
     watchdogs = nccl_ras.extract_watchdogs(doc)
     if watchdogs:
         frag = Fragment(nccl_ras.FORMAT_WATCHDOG)
@@ -43,6 +45,21 @@ def runtime_fragments(doc: Doc, name: str) -> list[Fragment]:
         frag.read.append(p2p_integrity.summary(integrity))
         fragments.append(frag)
     return fragments
+
+
+def _embedded_json(doc: Doc, name: str) -> list[Fragment]:
+    """RAS JSON reports and flight-recorder dumps pasted among other lines (a prompt, a
+    command, prose): each top-level object is tried on its own."""
+    head = "\n".join(doc.lines[:200000])
+    if '"communicators"' not in head and '"collective_seq_id"' not in head:
+        return []
+    found = []
+    for value in nccl_inspector.json_objects(head, limit=64):
+        if nccl_ras.looks_like_ras_json(value) or nccl_ras.looks_like_flight_recorder(value):
+            fragment = json_fragment(value, name)
+            if fragment is not None:
+                found.append(fragment)
+    return found
 
 
 def _inspector_fragment(records: list[Any]) -> Fragment:
