@@ -210,6 +210,8 @@ def parse_trace(doc: Doc, source: str) -> ProfilerTrace | None:
     trace = ProfilerTrace(source=source)
     categories: set[str] = set()
     for raw in doc.lines[:200000]:
+        if '"cat"' not in raw:
+            continue
         match = _TRACE_RE.match(raw)
         if not match:
             continue

@@ -56,7 +56,7 @@ _BLOCK_STATES = {"INCOMPLETE": "missing", "DEAD": "dead", "ERROR": "error", "MIS
 
 def looks_like_ras(doc: Doc) -> bool:
     """True when the text holds a RAS report (its section titles)."""
-    head = doc.lines[:5000]
+    head = [line for line in doc.lines[:5000] if "Comm" in line or "Job summary" in line]
     has_comms = any(line.startswith("Communicators...") for line in head)
     has_table = any(line.lstrip().startswith("Group     Comms") for line in head)
     return has_comms or (has_table and any("Job summary" in line for line in head))

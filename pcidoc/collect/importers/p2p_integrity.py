@@ -22,7 +22,6 @@ FORMAT = "p2p-integrity"
 _VERIFY_RE = lazy(r"Verification error @ element (\d+): val = (\S+), ref = (\S+)")
 _PASSED_RE = lazy(r"^\W*Test (passed|PASSED|failed|FAILED|FAIL)\b")
 _BW_RE = lazy(r"cudaMemcpyPeer / cudaMemcpy between GPU(\d+) and GPU(\d+):\s*([\d.]+)\s*GB/s")
-_SIMPLE_RE = lazy(r"simpleP2P|Checking GPU\(s\) for support of peer to peer memory access")
 _LITERAL_RE = lazy(r"^(\w+)\s*=\s*torch\.tensor\(\s*\[([^\]]*)\]")
 _MOVE_RE = lazy(
     r"(\w+)\s*(?:\.\s*(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?(\d+)['\"]?\s*\)"
@@ -31,7 +30,6 @@ _MOVE_RE = lazy(
 _TARGET_RE = lazy(r"\.(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?(\d+)['\"]?\s*\)")
 _OUTPUT_RE = lazy(r"tensor\(\[([^\]]*)\](?:,\s*device='cuda:(\d+)')?")
 _ASSIGN_RE = lazy(r"^(\w+)\s*=\s*(\w+)\s*\.\s*(?:to|cuda)\(")
-_TABLE_HEAD_RE = lazy(r"IOMMU group", 0)
 _COMPARE_RE = lazy(r"torch\.(?:equal|allclose)\(|\.(?:equal|allclose)\(|==")
 _PEER_RE = lazy(r"\.(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?\d")
 _STAGED_RE = lazy(r"\.(?:to\(\s*['\"]cpu['\"]\s*\)|cpu\(\))\s*\.(?:to|cuda)\(")
@@ -66,10 +64,16 @@ def _close(a: list[float | None], b: list[float | None]) -> bool:
 
 def _simple_p2p(doc: Doc) -> P2PIntegrity | None:
     lines = doc.lines[:200000]
-    errors = [(i, m) for i, line in enumerate(lines) if (m := _VERIFY_RE.search(line))]
-    verdict = next((m for line in lines if (m := _PASSED_RE.match(line))), None)
-    named = any(_SIMPLE_RE.search(line) for line in lines[:2000])
-    if not errors and not (verdict and named):
+    errors = [
+        (i, m)
+        for i, line in enumerate(lines)
+        if "Verification error" in line and (m := _VERIFY_RE.search(line))
+    ]
+    named = any("simpleP2P" in line or "peer to peer memory" in line for line in lines[:2000])
+    if not errors and not named:
+        return None
+    verdict = next((m for line in lines if "Test" in line and (m := _PASSED_RE.match(line))), None)
+    if not errors and not verdict:
         return None
     result = P2PIntegrity(tool="simpleP2P")
     for line in lines:
@@ -229,7 +233,7 @@ def _pytorch(doc: Doc) -> list[P2PIntegrity]:
 
 def _table(doc: Doc) -> P2PIntegrity | None:
     lines = doc.lines[:20000]
-    head = next((i for i, line in enumerate(lines) if _TABLE_HEAD_RE.search(line)), None)
+    head = next((i for i, line in enumerate(lines) if "IOMMU group" in line), None)
     if head is None or "|" not in lines[head].translate(_BARS):
         return None
     names = [c.strip().lower() for c in lines[head].translate(_BARS).split("|")]
