@@ -30,6 +30,7 @@ CHECK_IDS: tuple[str, ...] = (
     "p2p.capability",
     "p2p.acs-iommu",
     "p2p.fallback",
+    "p2p.integrity",
     "numa.cross-socket",
     "numa.process-affinity",
     "numa.nic-affinity",
@@ -50,6 +51,9 @@ CHECK_IDS: tuple[str, ...] = (
     "nccl.nic-inventory",
     "nccl.acs-redirect",
     "nccl.lspci-link",
+    "nccl.ras",
+    "nccl.watchdog",
+    "nccl.inspector",
 )
 """Every check id, in catalogue order. Ids are a stable contract: never rename one."""
 

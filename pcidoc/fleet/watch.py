@@ -12,7 +12,9 @@ line:
   (with the delta and the rate per second);
 * ``nvlink_down`` / ``nvlink_up``;
 * ``check_changed``: a check changed severity (with the new summary);
-* ``sample_error``: the sampler could not read some counters (once per distinct message).
+* ``sample_error``: the sampler could not read some counters (once per distinct message);
+* ``nccl_ras``: the ranks NCCL's RAS service on this node names changed (queried read-only on
+  ``localhost:28028`` every 30 s when a job listens; the report also feeds ``nccl.ras``).
 
 The first line is ``started`` with the initial worst verdict. The ``--prom`` file is rewritten
 atomically after every sample (verdict metrics of :mod:`pcidoc.fleet.prom` plus the time of the
@@ -60,8 +62,11 @@ class Watcher:
         sampler: CounterSampler,
         wall_time: Callable[[], str],
         node: str | None = None,
+        ras: Any = None,
     ) -> None:
         self.capture = capture
+        self.ras = ras
+        """A :class:`~pcidoc.collect.nccl_ras_client.RasWatch` (NCCL RAS on this node), or None."""
         self.sampler = sampler
         self.wall_time = wall_time
         self.node = node or capture.host.hostname or ""
@@ -196,6 +201,8 @@ class Watcher:
             for direction, gbps in (("tx", r.pcie_tx_gbps), ("rx", r.pcie_rx_gbps)):
                 if gbps is not None:
                     self.utilisation[(f"GPU{r.index}", direction)] = round(gbps / ceiling, 4)
+        if self.ras is not None:
+            events.extend(self.ras.poll(self.capture, self._event))
         self.report = self._diagnose()
         for check in self.report.checks:
             was_severity = self._severity.get(check.id)
@@ -299,7 +306,9 @@ def watch_command(
             reason = capture.unavailable.get("gpus") or getattr(failure, "reason", "no GPUs")
             raise PcidocError(f"watch needs NVML and at least one GPU ({reason})")
         sampler = CounterSampler.for_capture(backend, capture)
-        watcher = Watcher(capture, sampler, utc_now)
+        from pcidoc.collect.nccl_ras_client import RasWatch
+
+        watcher = Watcher(capture, sampler, utc_now, ras=RasWatch())
         handle = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None  # noqa: SIM115
         try:
 

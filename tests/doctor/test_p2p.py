@@ -688,23 +688,28 @@ def test_fallback_names_the_outlier_gpu() -> None:
     assert "Gen5 x4 of Gen5 x16" in r.summary
 
 
-def test_fallback_byte_verification_failure_fails() -> None:
+def test_integrity_byte_verification_failure_fails_with_the_iommu_cause() -> None:
     cap = codes(machine(2, link="PHB"), "OK")
+    cap.host.iommu.enabled = True
+    cap.host.iommu.default_domain_type = "DMA-FQ"
     cap.measurements.p2p_verification = [
         P2PVerification(src=0, dst=1, ok=False, detail="4096 of 67108864 bytes differ"),
         P2PVerification(src=1, dst=0, ok=True),
     ]
-    r = result(cap, "p2p.fallback")
+    r = result(cap, "p2p.integrity")
     assert r.severity == "fail"
-    assert "wrong data" in r.summary
+    assert "data is wrong" in r.summary
     assert "GPU0→GPU1" in r.summary
+    assert any(e.label == "IOMMU group type" and e.value == "DMA-FQ" for e in r.evidence)
     assert any("NCCL_P2P_DISABLE=1" in step for step in r.remediation)
+    # One rule for one root cause: p2p.fallback does not repeat it.
+    assert result(cap, "p2p.fallback").severity not in ("fail", "warn")
 
 
-def test_fallback_verification_only_passes() -> None:
+def test_integrity_verification_only_passes() -> None:
     cap = machine(2, link="PHB")
     cap.measurements.p2p_verification = [P2PVerification(src=0, dst=1, ok=True)]
-    assert result(cap, "p2p.fallback").severity == "pass"
+    assert result(cap, "p2p.integrity").severity == "pass"
 
 
 def test_fallback_sys_pair_slower_than_staging_is_a_warning() -> None:

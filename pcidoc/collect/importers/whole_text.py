@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pcidoc.collect.importers import collect_env, nccl_log, perf_runs
 from pcidoc.collect.importers.fragment import Fragment
+from pcidoc.collect.importers.runtime import runtime_fragments
 from pcidoc.collect.importers.text import Doc
 
 
@@ -29,6 +30,7 @@ def extract(doc: Doc, name: str) -> tuple[list[Fragment], list[str]]:
         frag.evidence.test_runs.append(run)
         frag.read.append(perf_runs.summary(run))
         fragments.append(frag)
+    fragments.extend(runtime_fragments(doc, name))
     report = collect_env.extract(doc, name)
     if report is not None:
         frag = Fragment(collect_env.FORMAT)
