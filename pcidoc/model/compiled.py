@@ -45,6 +45,7 @@ _MODULES = (
     "pcidoc.model.lite",
     "pcidoc.model.facts",
     "pcidoc.model.measurements",
+    "pcidoc.model.kernel",
     "pcidoc.model.evidence",
     "pcidoc.model.capture",
     "pcidoc.model.report",

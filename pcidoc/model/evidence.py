@@ -12,6 +12,7 @@ stays here.
 from __future__ import annotations
 
 from pcidoc.model.base import Field, Model
+from pcidoc.model.kernel import KernelLog, LinkHistory
 
 
 class Quoted(Model):
@@ -287,6 +288,10 @@ class ImportedEvidence(Model):
     env_reports: list[EnvReport] = Field(default_factory=list)
     test_runs: list[PerfRun] = Field(default_factory=list)
     amd_topologies: list[AmdTopology] = Field(default_factory=list)
+    kernel_logs: list[KernelLog] = Field(default_factory=list)
+    """Kernel logs (``dmesg``, ``journalctl -k``, ``kern.log``; see :mod:`pcidoc.model.kernel`)."""
+    link_histories: list[LinkHistory] = Field(default_factory=list)
+    """Repeated link readings (``pcidoc watch``, pasted snapshots)."""
     topo_file_env: str | None = None
     """``NCCL_TOPO_FILE`` of a live machine, when set (its content is in ``nccl_topologies``)."""
     topo_file_error: str | None = None
@@ -302,5 +307,7 @@ class ImportedEvidence(Model):
             or self.env_reports
             or self.test_runs
             or self.amd_topologies
+            or self.kernel_logs
+            or self.link_histories
             or self.topo_file_env
         )

@@ -47,6 +47,8 @@ SUPPORTED_FORMATS: dict[str, str] = {
     "nccl-tests-launch": "nccl-tests/rccl-tests rank lines across hosts (multi-node launches)",
     "nccl-tests-json": "nccl-tests JSON output (-J / --output_file)",
     "amd-topology": "rocm-smi --showtopo / amd-smi topology (XGMI/PCIe links, NUMA)",
+    "kernel-log": "dmesg / journalctl -k / kern.log (Xid, AER, IOMMU faults, PCIe notices)",
+    "link-history": "repeated link readings (nvidia-smi --query-gpu / -q -d PCIE, lspci, sysfs)",
 }
 """Format id -> what it is; ids appear in ``origin.sources[].formats``."""
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         NcclTopology,
         PerfRun,
     )
+    from pcidoc.model.kernel import KernelLog, LinkHistory
 
 RDMA_PREFIXES = ("mlx", "ib", "bnxt_re", "irdma", "efa", "hfi", "qedr", "rdma", "erdma", "ionic")
 """RDMA device name prefixes (Mellanox/NVIDIA, Broadcom, Intel, AWS EFA, Cornelis, QLogic...)."""
@@ -37,6 +38,8 @@ class NoEvidence:
     env_reports: tuple[EnvReport, ...] = ()
     test_runs: tuple[PerfRun, ...] = ()
     amd_topologies: tuple[AmdTopology, ...] = ()
+    kernel_logs: tuple[KernelLog, ...] = ()
+    link_histories: tuple[LinkHistory, ...] = ()
     topo_file_env: str | None = None
     topo_file_error: str | None = None
 
