@@ -24,6 +24,7 @@ CHECK_IDS: tuple[str, ...] = (
     "pcie.link-speed",
     "pcie.errors",
     "pcie.shared-uplink",
+    "pcie.link-flap",
     "nvlink.state",
     "nvlink.errors",
     "nvlink.fabric",
@@ -50,6 +51,9 @@ CHECK_IDS: tuple[str, ...] = (
     "nccl.nic-inventory",
     "nccl.acs-redirect",
     "nccl.lspci-link",
+    "kernel.xid",
+    "kernel.aer",
+    "kernel.iommu-fault",
 )
 """Every check id, in catalogue order. Ids are a stable contract: never rename one."""
 

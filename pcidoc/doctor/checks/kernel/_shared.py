@@ -1,0 +1,90 @@
+"""Lookups over the kernel logs shared by the ``kernel.*`` and ``pcie.link-flap`` checks: which
+logs there are, and the join of a bus id to a GPU, its upstream ports or a NIC of the capture.
+"""
+
+from __future__ import annotations
+
+from pcidoc.collect.importers.text import normalize_bus_id
+from pcidoc.doctor.context import Context
+from pcidoc.doctor.finding import Finding
+from pcidoc.model.kernel import KernelLog
+from pcidoc.model.report import Evidence
+
+
+def kernel_logs(ctx: Context) -> list[KernelLog]:
+    """The capture's kernel logs (pasted or live)."""
+    ev = ctx.capture.evidence
+    return list(ev.kernel_logs) if ev is not None else []
+
+
+def readable_logs(ctx: Context) -> list[KernelLog]:
+    """The logs that were read (a live log may have been refused)."""
+    return [log for log in kernel_logs(ctx) if log.read]
+
+
+def no_log(ctx: Context, what: str) -> Finding | None:
+    """The skip (or low-confidence info) for a capture without a readable kernel log."""
+    logs = kernel_logs(ctx)
+    if readable_logs(ctx):
+        return None
+    refused = next((log.unreadable for log in logs if not log.read and log.unreadable), None)
+    if refused:
+        return Finding(
+            "skip",
+            f"the kernel log could not be read ({refused}): {what} unknown",
+            needs="run `sudo pcidoc capture`, or import `sudo dmesg` / `journalctl -k -b`",
+            confidence="low",
+        )
+    return Finding(
+        "skip",
+        f"no kernel log in the capture: {what} unknown",
+        needs="import `sudo dmesg -T` or `journalctl -k -b` (pcidoc import dmesg.txt)",
+    )
+
+
+def device_label(ctx: Context, bus_id: str | None, log_gpus: list[str] | None = None) -> str:
+    """``GPU3 (0000:3b:00.0)``, ``upstream port of GPU3 (0000:3a:00.0)``, ``NIC mlx5_0
+    (...)``, ``GPU at 0000:3b:00.0`` (a device the nvidia driver named in the log) or the bus
+    id; ``unknown device`` when the log printed none (or redacted it)."""
+    bus = normalize_bus_id(bus_id)
+    if bus is None:
+        return "unknown device (address not in the log)"
+    for gpu in ctx.gpus:
+        if normalize_bus_id(gpu.bus_id) == bus:
+            return f"{gpu.label} ({bus})"
+    for gpu in ctx.gpus:
+        for hop in gpu.path:
+            if normalize_bus_id(hop.bus_id) == bus:
+                return f"upstream port of {gpu.label} ({bus})"
+    for nic in ctx.nics:
+        if normalize_bus_id(nic.bus_id) == bus:
+            return f"{nic.label} {nic.name} ({bus})" if nic.name else f"{nic.label} ({bus})"
+    if log_gpus and bus in log_gpus:
+        return f"GPU at {bus}"
+    return bus
+
+
+def subject(ctx: Context, bus_id: str | None) -> str | None:
+    """The finding subject of a bus id: ``GPU3``/``NIC0`` when it joins, else the bus id."""
+    bus = normalize_bus_id(bus_id)
+    if bus is None:
+        return None
+    for gpu in ctx.gpus:
+        if normalize_bus_id(gpu.bus_id) == bus or any(
+            normalize_bus_id(h.bus_id) == bus for h in gpu.path
+        ):
+            return gpu.label
+    for nic in ctx.nics:
+        if normalize_bus_id(nic.bus_id) == bus:
+            return nic.label
+    return bus
+
+
+def line(text: str | None, subject_: str | None = None) -> Evidence:
+    """Evidence quoting a kernel log line."""
+    return Evidence(label="kernel log", value=text, subject=subject_)
+
+
+def log_gpus(logs: list[KernelLog]) -> list[str]:
+    """Bus ids the nvidia driver named in the logs."""
+    return list(dict.fromkeys(b for log in logs for b in log.nvidia_devices))
