@@ -70,7 +70,7 @@ _WALL_RE = lazy(
     r"(?P<hms>\d\d:\d\d:\d\d)\s+(?P<year>\d{4}))\]\s?"
 )
 _HUMAN_RE = lazy(
-    r"^\s*\[(?P<clock>(?P<mon>[A-Z][a-z]{2})(?P<day>\d{1,2})\s+(?P<hm>\d\d:\d\d))\]\s?"
+    r"^\s*\[(?P<clock>(?P<mon>[A-Z][a-z]{2})\s?(?P<day>\d{1,2})\s+(?P<hm>\d\d:\d\d))\]\s?"
 )
 
 
