@@ -14,6 +14,8 @@ Every event keeps the line it came from (``quote``); bus ids are the normalised 
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from pcidoc.model.base import Field, Model
 
 
@@ -172,6 +174,13 @@ class LinkTrace(Model):
     """``gpu``, ``port`` (a GPU's upstream port) or ``device`` (a pasted reading that does not
     say which)."""
     samples: list[LinkSample] = Field(default_factory=list)
+
+    def transitions(self) -> int:
+        """Changes of (generation, width) between consecutive readings."""
+        states = [
+            (s.gen, s.width) for s in self.samples if s.gen is not None or s.width is not None
+        ]
+        return sum(1 for a, b in pairwise(states) if a != b)
 
 
 class LinkHistory(Model):
