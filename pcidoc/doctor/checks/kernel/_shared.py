@@ -4,11 +4,22 @@ logs there are, and the join of a bus id to a GPU, its upstream ports or a NIC o
 
 from __future__ import annotations
 
-from pcidoc.collect.importers.text import normalize_bus_id
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.finding import Finding
 from pcidoc.model.kernel import KernelLog
 from pcidoc.model.report import Evidence
+
+
+def normalize_bus_id(bus_id: str | None) -> str | None:
+    """``0000:3b:00.0`` from the forms a capture or an importer stores (lower case, NVML's
+    8-digit domain); the importers normalise fully, this only makes stored forms comparable
+    (and keeps the checks free of the importers' imports)."""
+    if not bus_id:
+        return None
+    bus = bus_id.strip().lower()
+    if len(bus) > 12 and bus[8:9] == ":" and bus.startswith("0000"):
+        bus = bus[4:]
+    return bus
 
 
 def kernel_logs(ctx: Context) -> list[KernelLog]:
