@@ -29,6 +29,8 @@ class KernelEvent(Model):
     """The log's own time text (``Sep 19 16:18:02``, ``2026-01-02T03:04:05``) when it had one."""
     bus_id: str | None = None
     """The device the line is about (normalised), None when not printed or redacted."""
+    driver: str | None = None
+    """The driver that printed the line (``nvidia``, ``pcieport``, ``mlx5_core``), when shown."""
     quote: str | None = None
     """The source line, trimmed (at most 300 characters)."""
 
@@ -144,7 +146,9 @@ class KernelLog(Model):
     """The line showing the IOMMU is off or in passthrough (``iommu=off``, ``iommu=pt``,
     ``Default domain type: Passthrough``)."""
     nvidia_devices: list[str] = Field(default_factory=list)
-    """Bus ids the nvidia driver named (``nvidia 0000:75:00.0: ...``): the GPUs of the log."""
+    """The GPUs of the log: bus ids the nvidia/amdgpu driver named (``nvidia 0000:75:00.0:
+    ...``) or that enumerated as an NVIDIA/AMD display controller (``pci 0000:75:00.0:
+    [10de:2bb5] type 00 class 0x030200``)."""
     dropped: int = 0
     """Events beyond the per-kind cap that were counted but not kept."""
 

@@ -225,3 +225,89 @@ def test_repeated_nvidia_smi_q_pcie_readings() -> None:
     text = "\n".join(block.format(s=s, gen=g, width=w) for s, g, w in ((0, 5, 16), (10, 5, 4)))
     trace = _import(text).evidence.link_histories[0].traces[0]  # type: ignore[union-attr]
     assert [(s.gen, s.width, s.max_width) for s in trace.samples] == [(5, 16, 16), (5, 4, 16)]
+
+
+GPU_ENUM = "[ 1.0] pci 0000:3b:00.0: [10de:2330] type 00 class 0x030200 PCIe Endpoint\n"
+
+
+def test_gpus_enumerated_in_the_log_are_known_without_a_capture() -> None:
+    assert _klog(_import(GPU_ENUM + f"[ 6.0] {XID}\n")).nvidia_devices == ["0000:3b:00.0"]
+
+
+def test_storm_on_a_port_that_is_not_a_gpus_link_is_only_info() -> None:
+    # An Intel PCH root port reporting for a 1 GbE NIC: a well-known nuisance, not a GPU link.
+    storm = "".join(
+        f"[ 50.{i}00000] pcieport 0000:00:1c.5: AER: Corrected error received: 0000:03:00.0\n"
+        f"[ 50.{i}00001] r8169 0000:03:00.0: PCIe Bus Error: severity=Corrected, "
+        "type=Physical Layer, (Receiver ID)\n"
+        for i in range(5)
+    )
+    alone = _report(storm).check("kernel.aer")
+    assert alone is not None and alone.severity == "info"
+    assert "not on a GPU" in alone.summary
+    on_gpu = storm.replace("0000:03:00.0", "0000:3b:00.0").replace("r8169", "nvidia")
+    assert _report(GPU_ENUM + on_gpu).check("kernel.aer").severity == "warn"  # type: ignore[union-attr]
+
+
+def test_iommu_fault_on_another_device_is_info_when_the_gpus_are_known() -> None:
+    igpu = (
+        "[ 9.0] DMAR: [DMA Read NO_PASID] Request device [00:02.0] fault addr 0x1000 "
+        "[fault reason 0x06] PTE Read access is not set\n"
+    )
+    assert _report(GPU_ENUM + igpu).check("kernel.iommu-fault").severity == "info"  # type: ignore[union-attr]
+    assert _report(igpu).check("kernel.iommu-fault").severity == "warn"  # type: ignore[union-attr]
+    on_gpu = igpu.replace("[00:02.0]", "[3b:00.0]")
+    assert _report(GPU_ENUM + on_gpu).check("kernel.iommu-fault").severity == "fail"  # type: ignore[union-attr]
+
+
+def test_firmware_reported_aer_and_dpc_containment() -> None:
+    text = (
+        "[ 5.0] GHES: APEI firmware first mode is enabled by APEI bit and WHEA _OSC.\n"
+        "[100.0] {1}[Hardware Error]: event severity: recoverable\n"
+        "[100.0] {1}[Hardware Error]:   section_type: PCIe error\n"
+        "[100.1] nvidia 0000:3b:00.0: AER: aer_status: 0x00004000, aer_mask: 0x00000000\n"
+        "[100.1] nvidia 0000:3b:00.0: AER:    [14] CmpltTO                (First)\n"
+        "[100.1] nvidia 0000:3b:00.0: AER: aer_layer=Transaction Layer, aer_agent=Requester ID\n"
+    )
+    log = _klog(_import(text))
+    (event,) = log.aer
+    assert (event.severity, event.bus_id, event.layer, event.bits) == (
+        "non-fatal",
+        "0000:3b:00.0",
+        "Transaction Layer",
+        ["CmpltTO"],
+    )
+    assert log.firmware_first is not None
+    assert _report(text).check("kernel.aer").severity == "fail"  # type: ignore[union-attr]
+    dpc = "[200.0] pcieport 0000:00:03.0: DPC: containment event, status:0x1f01 source:0x0000\n"
+    assert _report(dpc).check("kernel.aer").severity == "fail"  # type: ignore[union-attr]
+
+
+def test_nvswitch_sxid_lines_warn_and_fatal_ones_fail() -> None:
+    nonfatal = (
+        "[ 9.0] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress "
+        "non-posted PRIV error\n"
+    )
+    result = _report(nonfatal).check("kernel.xid")
+    assert result is not None and result.severity == "warn" and "link 32" in result.summary
+    fatal = "[ 9.0] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 30 LTSSM Fault\n"
+    assert _report(fatal).check("kernel.xid").severity == "fail"  # type: ignore[union-attr]
+
+
+def test_healthy_boot_log_has_no_warn_or_fail() -> None:
+    lines = [
+        GPU_ENUM.strip(),
+        "[ 1.1] pci 0000:3b:00.0: 252.048 Gb/s available PCIe bandwidth, limited by 16.0 GT/s "
+        "PCIe x16 link at 0000:3a:00.0 (capable of 504.112 Gb/s with 32.0 GT/s PCIe x16 link)",
+        "[ 2.0] acpi PNP0A08:00: _OSC: OS now controls [PCIeHotplug PME AER PCIeCapability]",
+        "[ 2.1] pcieport 0000:3a:00.0: AER: enabled with IRQ 30",
+        "[ 8.0] nvidia-nvlink: Nvlink Core is being initialized, major device number 510",
+        "[ 8.1] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01",
+        "[ 9.0] nvidia 0000:3b:00.0: enabling device (0000 -> 0002)",
+        "[ 9.5] DMAR: IOMMU enabled",
+        "[12.0] NVRM: Xid (PCI:0000:3b:00): 13, pid=77, name=python, Graphics Exception",
+    ]
+    report = _report("\n".join(lines) + "\n")
+    for check_id in ("kernel.xid", "kernel.aer", "kernel.iommu-fault", "pcie.link-flap"):
+        result = report.check(check_id)
+        assert result is not None and result.severity in ("pass", "info", "skip"), check_id

@@ -186,6 +186,10 @@ _AER_STATUS_RE = lazy(
     r"device\s*\[(?P<vd>[0-9a-fA-F]{4}:[0-9a-fA-F]{4})\]\s*error status/mask=(?P<st>[0-9a-fA-F]+)"
 )
 _AER_OLD_STATUS_RE = lazy(r"aer_status:\s*0x(?P<st>[0-9a-fA-F]+)")
+_AER_LAYER_RE = lazy(r"aer_layer=(?P<layer>[^,]+),\s*aer_agent=(?P<agent>.+)$")
+_GHES_SEV_RE = lazy(r"\[Hardware Error\]:\s*event severity:\s*(?P<sev>\w+)", re.IGNORECASE)
+_DPC_RE = lazy(r"DPC:\s*containment event|DPC:\s*.*(?:uncorrectable|fatal) error detected")
+_GPU_ENUM_RE = lazy(r"\[(?:10de|1002):[0-9a-f]{4}\]\s+type\s+00\s+class\s+0x03", re.IGNORECASE)
 _AER_BIT_RE = lazy(r"^(?:AER:\s*)?\[\s*(?P<n>\d+)\]\s+(?P<name>[A-Za-z][\w ]*?)\s*(?:\(First\))?$")
 _AER_RECOVERY = (
     (lazy(r"can't recover|device recovery failed|recovery failed", re.IGNORECASE), "failed"),
@@ -213,7 +217,8 @@ _NVLINK_RE = lazy(
 )
 _FW_FIRST_RE = lazy(
     r"_OSC: platform does not support \[[^\]]*\bAER\b|OS does not control AER|"
-    r"AER: Firmware first mode|HEST: Enabling Firmware First|\bpci=noaer\b",
+    r"AER: Firmware first mode|HEST: Enabling Firmware First|\bpci=noaer\b|"
+    r"firmware first mode is enabled",
     re.IGNORECASE,
 )
 _AER_NATIVE_RE = lazy(r"_OSC: OS now controls \[[^\]]*\bAER\b")
@@ -242,6 +247,8 @@ class _Reader:
         self.pending_port: tuple[str | None, str | None] | None = None
         self.packaged = False
         """Whether the current line carried a kernel stamp or prefix."""
+        self.ghes_severity: str | None = None
+        """``event severity`` of the last firmware (GHES/APEI) hardware error record."""
 
     def keep(self, items: list[Any], item: Any) -> None:
         if len(items) < MAX_EVENTS:
@@ -328,10 +335,36 @@ class _Reader:
             self.port_of[source] = port
         return True
 
+    def aer_firmware(self, msg: str, base: dict[str, Any]) -> bool:
+        """GHES/APEI records (firmware-first AER) and DPC containment events."""
+        ghes = _GHES_SEV_RE.search(msg)
+        if ghes:
+            self.ghes_severity = {"recoverable": "non-fatal", "fatal": "fatal"}.get(
+                ghes["sev"].lower(), "corrected"
+            )
+            self.log.firmware_first = self.log.firmware_first or base["quote"]
+            return True
+        if _DPC_RE.search(msg):
+            event = AerEvent(severity="fatal", layer="DPC containment (link disabled)", **base)
+            self.keep(self.log.aer, event)
+            return True
+        return False
+
     def aer_detail(self, msg: str, base: dict[str, Any]) -> bool:
         event = self.last_aer.get(base.get("bus_id"))
+        if event is None and self.ghes_severity and _AER_OLD_STATUS_RE.search(msg):
+            # A firmware-reported error: the kernel prints its status and bits without a
+            # ``PCIe Bus Error`` line; the severity is the GHES record's.
+            event = AerEvent(severity=self.ghes_severity, **base)
+            self.ghes_severity = None
+            self.keep(self.log.aer, event)
+            self.last_aer[base.get("bus_id")] = event
         if event is None:
             return False
+        layer = _AER_LAYER_RE.search(msg)
+        if layer:
+            event.layer, event.agent = layer["layer"].strip(), layer["agent"].strip()
+            return True
         status = _AER_STATUS_RE.search(msg)
         if status:
             event.vendor_device = status["vd"].lower()
@@ -443,6 +476,7 @@ _READERS: tuple[Callable[[_Reader, str, dict[str, Any]], bool], ...] = (
     _Reader.fallen,
     _Reader.aer_error,
     _Reader.aer_received,
+    _Reader.aer_firmware,
     _Reader.aer_detail,
     _Reader.aer_recovery,
     _Reader.iommu,
@@ -458,13 +492,17 @@ def _base(msg: str, when: float | None, clock: str | None, raw: str) -> dict[str
         "time_s": round(when, 6) if when is not None else None,
         "clock": clock,
         "bus_id": normalize_bus_id(device["bus"]) if device else None,
+        "driver": device["drv"] if device else None,
         "quote": _quote(raw),
     }
 
 
 def _nvidia_device(msg: str, log: KernelLog) -> None:
     device = _DEVICE_RE.match(msg)
-    if device and device["drv"] == "nvidia":
+    gpu = device is not None and (
+        device["drv"] in ("nvidia", "amdgpu") or bool(_GPU_ENUM_RE.search(msg))
+    )
+    if device and gpu:
         bus = normalize_bus_id(device["bus"])
         if bus and bus not in log.nvidia_devices and len(log.nvidia_devices) < 4096:
             log.nvidia_devices.append(bus)

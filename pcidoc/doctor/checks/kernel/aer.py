@@ -20,6 +20,7 @@ from pcidoc.doctor.checks.kernel._shared import (
     log_gpus,
     no_log,
     readable_logs,
+    relation,
     subject,
 )
 from pcidoc.doctor.context import Context
@@ -123,6 +124,12 @@ def _corrected(ctx: Context, logs: list[KernelLog], gpus: list[str]) -> list[Fin
         bits = ", ".join(dict.fromkeys(b for e in events for b in e.bits))
         storm = _storm(ctx, bus, events)
         peers = len(by_device) - 1
+        related = relation(
+            ctx,
+            [bus, *(e.port for e in events), *(e.source for e in events)],
+            events[0].driver,
+            gpus,
+        )
         where = device_label(ctx, bus, gpus)
         source = next((e.source for e in events if e.source and e.source != bus), None)
         text = (
@@ -133,9 +140,12 @@ def _corrected(ctx: Context, logs: list[KernelLog], gpus: list[str]) -> list[Fin
         )
         if storm:
             text += f": a storm ({storm})" + ("" if peers else ", on this port only")
+        if storm and related == "other":
+            text += "; not on a GPU's or NIC's link"
+        judged = storm and related != "other"
         findings.append(
             Finding(
-                "warn" if storm else "info",
+                "warn" if judged else "info",
                 text,
                 subjects=[s for s in [subject(ctx, bus)] if s],
                 evidence=[line(e.quote, subject(ctx, bus)) for e in events[:3]],
@@ -144,9 +154,9 @@ def _corrected(ctx: Context, logs: list[KernelLog], gpus: list[str]) -> list[Fin
                     "Watch the counters: `pcidoc watch` and "
                     "`cat /sys/bus/pci/devices/<port>/aer_dev_correctable`.",
                 ]
-                if storm
+                if judged
                 else ["Isolated corrected errors are normal; watch for a rising rate."],
-                confidence="high" if storm else "medium",
+                confidence="high" if judged and related == "gpu" else "medium",
             )
         )
     return findings

@@ -16,6 +16,7 @@ from pcidoc.doctor.checks.kernel._shared import (
     log_gpus,
     no_log,
     readable_logs,
+    relation,
     subject,
 )
 from pcidoc.doctor.context import Context
@@ -33,9 +34,7 @@ _FIX = [
 ]
 
 
-def _is_gpu_or_nic(ctx: Context, bus: str | None, gpus: list[str]) -> bool:
-    label = device_label(ctx, bus, gpus)
-    return label.startswith(("GPU", "NIC", "upstream port of GPU"))
+_SEVERITY = {"gpu": "fail", "nic": "fail", "unknown": "warn", "other": "info"}
 
 
 @check("kernel.iommu-fault", "IOMMU faults in the kernel log")
@@ -55,17 +54,21 @@ def iommu_fault(ctx: Context) -> list[Finding]:
         kinds = ", ".join(dict.fromkeys(f.kind for f in faults if f.kind)) or "fault"
         iommu = faults[0].iommu
         addresses = list(dict.fromkeys(f.address for f in faults if f.address))
-        important = _is_gpu_or_nic(ctx, bus, gpus)
+        related = relation(ctx, [bus], faults[0].driver, gpus)
         findings.append(
             Finding(
-                "fail" if important else "warn",
+                _SEVERITY[related],  # type: ignore[arg-type]
                 f"{len(faults)} {iommu} IOMMU fault(s) ({kinds}) on {device_label(ctx, bus, gpus)}"
-                f" at {len(addresses)} address(es): its DMA (peer-to-peer or RDMA) goes through "
-                "the IOMMU and is refused",
+                f" at {len(addresses)} address(es): "
+                + (
+                    "not a GPU or NIC, so not peer traffic"
+                    if related == "other"
+                    else "its DMA (peer-to-peer or RDMA) goes through the IOMMU and is refused"
+                ),
                 subjects=[s for s in [subject(ctx, bus)] if s],
                 evidence=[line(f.quote, subject(ctx, bus)) for f in faults[:3]],
                 remediation=_FIX,
-                confidence="high" if important else "medium",
+                confidence="high" if related in ("gpu", "nic") else "medium",
             )
         )
     if findings:

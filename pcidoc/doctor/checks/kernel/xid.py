@@ -152,9 +152,15 @@ def _nvlink_lines(ctx: Context, logs: list) -> list[Finding]:
         return []
     links = sorted({e.link for e in events if e.link is not None})
     on = f" (link {', '.join(map(str, links))})" if links else ""
+    fatal = any(
+        "fatal" in e.text.lower()
+        and "non-fatal" not in e.text.lower()
+        and "nonfatal" not in e.text.lower()
+        for e in events
+    )
     return [
         Finding(
-            "warn",
+            "fail" if fatal else "warn",
             f"{len(events)} NVLink/NVSwitch/fabric manager error line(s) in the kernel log{on}",
             subjects=list(dict.fromkeys(s for e in events if (s := subject(ctx, e.bus_id))))[:8],
             evidence=[line(e.quote, subject(ctx, e.bus_id)) for e in events[:3]],

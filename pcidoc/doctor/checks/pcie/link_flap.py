@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from pcidoc.doctor.checks.kernel._shared import device_label, kernel_logs, line, log_gpus, subject
+from pcidoc.doctor.checks.kernel._shared import (
+    device_label,
+    kernel_logs,
+    line,
+    log_gpus,
+    relation,
+    subject,
+)
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.kernel import LinkHistory, LinkSample, LinkTrace
@@ -103,7 +110,7 @@ def _notices(ctx: Context, gpus: list[str]) -> list[Finding]:
     for log in kernel_logs(ctx):
         for notice in log.link_notices:
             device = device_label(ctx, notice.bus_id, gpus)
-            gpu = device.startswith(("GPU", "upstream port of GPU"))
+            gpu = relation(ctx, [notice.bus_id], notice.driver, gpus) == "gpu"
             narrow = notice.width and notice.capable_width and notice.width < notice.capable_width
             severity = "warn" if gpu and narrow else "info"
             out.append(
