@@ -311,3 +311,20 @@ def test_healthy_boot_log_has_no_warn_or_fail() -> None:
     for check_id in ("kernel.xid", "kernel.aer", "kernel.iommu-fault", "pcie.link-flap"):
         result = report.check(check_id)
         assert result is not None and result.severity in ("pass", "info", "skip"), check_id
+
+
+def test_idle_link_below_its_generation_is_info_and_kernel_findings_reach_prom() -> None:
+    from pcidoc.fleet.prom import report_registry
+
+    header = "pci.bus_id, pcie.link.gen.current, pcie.link.gen.max, pcie.link.width.current\n"
+    idle = header + "00000000:3B:00.0, 1, 4, 16\n00000000:3B:00.0, 1, 4, 16\n"
+    result = _report(idle).check("pcie.link-flap")
+    assert result is not None and result.severity == "info" and "Gen1 of Gen4" in result.summary
+    report = _report(f"[ 6.0] {XID}\n")
+    samples = {
+        (s.labels["check"], s.labels["subject"]): s.value
+        for metric in report_registry(report, node="n1").collect()
+        for s in metric.samples
+        if s.name == "pcidoc_check_severity"
+    }
+    assert samples[("kernel.xid", "0000:3b:00.0")] == 5.0  # fail

@@ -92,6 +92,12 @@ def _judge(ctx: Context, trace: LinkTrace, gpus: list[str]) -> tuple[str, str] |
             f"{name}: at Gen{max(s.gen for s in loaded)} of Gen{max_gen} in all "  # type: ignore[type-var]
             f"{len(loaded)} reading(s) under load: stuck low"
         )
+    gens = [s.gen for s in samples if s.gen]
+    if max_gen and gens and max(gens) < max_gen and not changes:
+        return "info", (
+            f"{name}: at Gen{max(gens)} of Gen{max_gen} in every reading, none under load: "
+            "idle power saving unless a job was running (read it under load)"
+        )
     if changes:
         return "info", (
             f"{name}: {len(changes)} generation change(s) without a width change{rate}, "
