@@ -809,8 +809,8 @@ def kernel_events(capture: Capture) -> Text:
         )
         for bus, kind in kinds:
             per.setdefault(_kernel_device(capture, bus), []).append(kind)
-    for device, kinds in per.items():
-        counted = ", ".join(f"{k} ×{kinds.count(k)}" for k in dict.fromkeys(kinds))
+    for device, names in per.items():
+        counted = ", ".join(f"{k} ×{names.count(k)}" for k in dict.fromkeys(names))
         _kv(out, "", Text(f"{device}: {counted}", style="red" if "Xid" in counted else ""))
     if not per and any(log.read for log in logs):
         _kv(out, "events", "no Xid, AER or IOMMU fault")

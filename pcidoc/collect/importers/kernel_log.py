@@ -59,7 +59,7 @@ _SYSLOG_RE = lazy(
 )
 _ISO_RE = lazy(
     r"^(?P<clock>(?P<date>\d{4}-\d\d-\d\d)[T ](?P<hms>\d\d:\d\d:\d\d)(?P<frac>[.,]\d+)?"
-    r"(?:Z|[+-]\d\d:?\d\d)?)\s+(?:\S+\s+kernel(?:\[\d+\])?:\s?)?"
+    r"(?:Z|[+-]\d\d:?\d\d)?)\s+(?P<kernel>\S+\s+kernel(?:\[\d+\])?:\s?)?"
 )
 _KERNEL_TAG_RE = lazy(r"^\s*kernel(?:\[\d+\])?:\s?")
 _FACILITY_RE = lazy(r"^\s*(?:kern|user|daemon|syslog)\s*:\s*[a-z]+\s*:\s?")
@@ -104,11 +104,13 @@ class _Clock:
             self.wall0 = value
         return value - self.wall0
 
-    def _prefix(self, line: str) -> tuple[str, float | None, str | None]:
+    def _prefix(self, line: str) -> tuple[str, float | None, str | None, bool]:
+        """Without the syslog/journal/ISO prefix; the last item says whether it named the
+        kernel (an ISO time alone, as CI logs print, does not make a kernel line)."""
         match = _SYSLOG_RE.match(line)
         if match:
             when = _wall_seconds(match["mon"], match["day"], match["hms"])
-            return line[match.end() :], self._wall(when), match["clock"]
+            return line[match.end() :], self._wall(when), match["clock"], True
         match = _ISO_RE.match(line)
         if match:
             y, m, d = (int(x) for x in match["date"].split("-"))
@@ -117,11 +119,11 @@ class _Clock:
                 when = float(calendar.timegm((y, m, d, 0, 0, 0)) + _hms(match["hms"])) + frac
             except (ValueError, OverflowError):
                 when = None
-            return line[match.end() :], self._wall(when), match["clock"]
+            return line[match.end() :], self._wall(when), match["clock"], bool(match["kernel"])
         match = _KERNEL_TAG_RE.match(line)
         if match:
-            return line[match.end() :], None, None
-        return line, None, None
+            return line[match.end() :], None, None, True
+        return line, None, None, False
 
     def _stamp(self, line: str) -> tuple[str, float | None, str | None, bool]:
         match = _MONO_RE.match(line)
@@ -143,8 +145,7 @@ class _Clock:
 
     def strip(self, raw: str) -> tuple[str, float | None, str | None, bool]:
         """(message, seconds, clock text, whether the line carried kernel packaging)."""
-        line, when, clock = self._prefix(raw)
-        packaged = line is not raw
+        line, when, clock, packaged = self._prefix(raw)
         facility = _FACILITY_RE.match(line)
         if facility:
             line, packaged = line[facility.end() :], True

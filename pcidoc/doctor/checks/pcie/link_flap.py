@@ -25,7 +25,7 @@ from pcidoc.doctor.checks.kernel._shared import (
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.kernel import LinkHistory, LinkSample, LinkTrace
-from pcidoc.model.report import Evidence
+from pcidoc.model.report import Evidence, Severity
 
 LOADED_PCT = 50.0
 """GPU utilisation at or above which a reading counts as under load."""
@@ -118,7 +118,7 @@ def _notices(ctx: Context, gpus: list[str]) -> list[Finding]:
             device = device_label(ctx, notice.bus_id, gpus)
             gpu = relation(ctx, [notice.bus_id], notice.driver, gpus) == "gpu"
             narrow = notice.width and notice.capable_width and notice.width < notice.capable_width
-            severity = "warn" if gpu and narrow else "info"
+            severity: Severity = "warn" if gpu and narrow else "info"
             out.append(
                 Finding(
                     severity,
