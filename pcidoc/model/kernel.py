@@ -128,6 +128,8 @@ class KernelLog(Model):
     """``dmesg_restrict=1 and not root``, ``journalctl: permission denied``..."""
     lines: int = 0
     """Kernel lines read."""
+    hosts: list[str] = Field(default_factory=list)
+    """Host names in syslog/journal prefixes (``--redact`` removes them from the quotes)."""
     span_s: float | None = None
     """Seconds between the first and the last timestamped line (None when unknown)."""
     xids: list[XidEvent] = Field(default_factory=list)

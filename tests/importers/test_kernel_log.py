@@ -328,3 +328,16 @@ def test_idle_link_below_its_generation_is_info_and_kernel_findings_reach_prom()
         if s.name == "pcidoc_check_severity"
     }
     assert samples[("kernel.xid", "0000:3b:00.0")] == 5.0  # fail
+
+
+def test_redaction_removes_syslog_host_names_from_kernel_quotes() -> None:
+    import json
+
+    from pcidoc.collect.capture import redact_capture
+
+    text = f"Sep 19 16:18:02 gpu-node-secret kernel: [ 5.0] {XID}\n"
+    capture = _import(text)
+    assert _klog(capture).hosts == ["gpu-node-secret"]
+    red = redact_capture(capture)
+    assert "gpu-node-secret" not in json.dumps(red.model_dump(mode="json"))
+    assert [x.code for x in _klog(red).xids] == [79]

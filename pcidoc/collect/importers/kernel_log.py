@@ -55,11 +55,11 @@ MIN_STAMPED_LINES = 5
 _MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 _SYSLOG_RE = lazy(
     r"^(?P<clock>(?P<mon>[A-Z][a-z]{2})\s+(?P<day>\d{1,2})\s+(?P<hms>\d\d:\d\d:\d\d)(?:\.\d+)?)"
-    r"\s+\S+\s+kernel(?:\[\d+\])?:\s?"
+    r"\s+(?P<host>\S+)\s+kernel(?:\[\d+\])?:\s?"
 )
 _ISO_RE = lazy(
     r"^(?P<clock>(?P<date>\d{4}-\d\d-\d\d)[T ](?P<hms>\d\d:\d\d:\d\d)(?P<frac>[.,]\d+)?"
-    r"(?:Z|[+-]\d\d:?\d\d)?)\s+(?P<kernel>\S+\s+kernel(?:\[\d+\])?:\s?)?"
+    r"(?:Z|[+-]\d\d:?\d\d)?)\s+(?P<kernel>(?P<host>\S+)\s+kernel(?:\[\d+\])?:\s?)?"
 )
 _KERNEL_TAG_RE = lazy(r"^\s*kernel(?:\[\d+\])?:\s?")
 _FACILITY_RE = lazy(r"^\s*(?:kern|user|daemon|syslog)\s*:\s*[a-z]+\s*:\s?")
@@ -96,6 +96,7 @@ class _Clock:
         self.wall0: float | None = None
         self.rel = 0.0
         self.stamped = 0
+        self.hosts: list[str] = []
 
     def _wall(self, value: float | None) -> float | None:
         if value is None:
@@ -104,11 +105,16 @@ class _Clock:
             self.wall0 = value
         return value - self.wall0
 
+    def _host(self, name: str) -> None:
+        if name not in self.hosts and len(self.hosts) < 64:
+            self.hosts.append(name)
+
     def _prefix(self, line: str) -> tuple[str, float | None, str | None, bool]:
         """Without the syslog/journal/ISO prefix; the last item says whether it named the
         kernel (an ISO time alone, as CI logs print, does not make a kernel line)."""
         match = _SYSLOG_RE.match(line)
         if match:
+            self._host(match["host"])
             when = _wall_seconds(match["mon"], match["day"], match["hms"])
             return line[match.end() :], self._wall(when), match["clock"], True
         match = _ISO_RE.match(line)
@@ -119,6 +125,8 @@ class _Clock:
                 when = float(calendar.timegm((y, m, d, 0, 0, 0)) + _hms(match["hms"])) + frac
             except (ValueError, OverflowError):
                 when = None
+            if match["host"]:
+                self._host(match["host"])
             return line[match.end() :], self._wall(when), match["clock"], bool(match["kernel"])
         match = _KERNEL_TAG_RE.match(line)
         if match:
@@ -550,6 +558,7 @@ def extract(doc: Doc, source: str) -> KernelLog | None:
         return None
     if not _events(log) and not platform_lines and not log.nvidia_devices and log.lines < 20:
         return None
+    log.hosts = clock.hosts
     if times:
         log.span_s = round(max(times) - min(times), 6)
     return log
