@@ -341,3 +341,25 @@ def test_redaction_removes_syslog_host_names_from_kernel_quotes() -> None:
     red = redact_capture(capture)
     assert "gpu-node-secret" not in json.dumps(red.model_dump(mode="json"))
     assert [x.code for x in _klog(red).xids] == [79]
+
+
+def test_transitions_too_fast_for_power_management_warn_without_load_data() -> None:
+    rows = ["timestamp, pci.bus_id, pcie.link.gen.current, pcie.link.width.current"]
+    for i in range(40):  # a change every second for 40 s, utilisation not recorded
+        rows.append(f"2026/08/01 10:00:{i:02d}.000, 00000000:01:00.0, {1 if i % 2 else 5}, 16")
+    result = _report("\n".join(rows) + "\n").check("pcie.link-flap")
+    assert result is not None and result.severity == "warn" and "retraining" in result.summary
+    slow = rows[:1] + [
+        f"2026/08/01 10:0{i}:00.000, 00000000:01:00.0, {1 if i % 2 else 5}, 16" for i in range(5)
+    ]  # a change a minute: idle power saving
+    assert _report("\n".join(slow) + "\n").check("pcie.link-flap").severity == "info"  # type: ignore[union-attr]
+
+
+def test_narrow_link_notice_of_an_unknown_device_warns_of_another_driver_is_info() -> None:
+    notice = (
+        "[ 3.0] pci 0000:01:00.0: 31.504 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe "
+        "x4 link at 0000:00:1c.0 (capable of 126.016 Gb/s with 8.0 GT/s PCIe x16 link)\n"
+    )
+    assert _report(notice).check("pcie.link-flap").severity == "warn"  # type: ignore[union-attr]
+    nvme = notice.replace("pci 0000:01:00.0", "nvme 0000:01:00.0")
+    assert _report(nvme).check("pcie.link-flap").severity == "info"  # type: ignore[union-attr]

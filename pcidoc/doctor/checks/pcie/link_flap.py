@@ -4,9 +4,9 @@ monitoring logs) and the kernel's "available PCIe bandwidth ... limited by" noti
 
 Idle power saving is normal: a GPU drops its link to Gen1 when idle and returns to full speed
 under load, changing the generation but never the width. Instability is a width that changes
-(:data:`WIDTH_CHANGES_WARN`), generation changes under load, or many transitions per minute
-under load (:data:`TRANSITIONS_PER_MINUTE_WARN`); a link that stays below its width, or below
-its generation while loaded, is stuck low (research/anchors_2026.md: 1,415 transitions in
+(:data:`WIDTH_CHANGES_WARN`), generation changes under load, or transitions faster than power
+management makes them (:data:`FAST_TRANSITIONS_PER_MINUTE`); a link that stays below its width,
+or below its generation while loaded, is stuck low (research/anchors_2026.md: 1,415 transitions in
 2 minutes; a GPU at Gen2 for hours of training).
 """
 
@@ -31,8 +31,9 @@ LOADED_PCT = 50.0
 """GPU utilisation at or above which a reading counts as under load."""
 WIDTH_CHANGES_WARN = 1
 """Width changes that make a link unstable (a healthy link never retrains its width)."""
-TRANSITIONS_PER_MINUTE_WARN = 10.0
-"""Transitions per minute under load that make a flapping link."""
+FAST_TRANSITIONS_PER_MINUTE = 30.0
+"""Transitions per minute that are too fast for power management even when the load is not
+known (one change every two seconds; rtx6kpro#88 counted 1,415 in two minutes) [D]."""
 
 
 def _state(s: LinkSample) -> tuple[int | None, int | None]:
@@ -77,6 +78,17 @@ def _judge(ctx: Context, trace: LinkTrace, gpus: list[str]) -> tuple[str, str] |
             f"{name}: {len(loaded_changes)} generation change(s) under load{rate}: "
             "the link is not holding its speed while busy"
         )
+    unknown_load = all(s.utilization_pct is None for s in samples)
+    if (
+        changes
+        and minutes
+        and unknown_load
+        and len(changes) / minutes >= FAST_TRANSITIONS_PER_MINUTE
+    ):
+        return "warn", (
+            f"{name}: {len(changes)} generation change(s){rate}: faster than link power "
+            "management changes speed; the link is retraining"
+        )
     widths = [s.width for s in samples if s.width]
     if max_width and widths and max(widths) < max_width:
         gens = [s.gen for s in samples if s.gen]
@@ -116,9 +128,9 @@ def _notices(ctx: Context, gpus: list[str]) -> list[Finding]:
     for log in kernel_logs(ctx):
         for notice in log.link_notices:
             device = device_label(ctx, notice.bus_id, gpus)
-            gpu = relation(ctx, [notice.bus_id], notice.driver, gpus) == "gpu"
             narrow = notice.width and notice.capable_width and notice.width < notice.capable_width
-            severity: Severity = "warn" if gpu and narrow else "info"
+            related = relation(ctx, [notice.bus_id], notice.driver, gpus)
+            severity: Severity = "warn" if related in ("gpu", "unknown") and narrow else "info"
             out.append(
                 Finding(
                     severity,
@@ -134,7 +146,7 @@ def _notices(ctx: Context, gpus: list[str]) -> list[Finding]:
                     ]
                     if severity == "warn"
                     else [],
-                    confidence="medium",
+                    confidence="high" if related == "gpu" else "medium",
                 )
             )
     return out
