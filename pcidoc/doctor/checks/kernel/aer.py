@@ -14,6 +14,7 @@ and never reach this log, so the pass says so with low confidence.
 
 from __future__ import annotations
 
+from pcidoc.doctor import config
 from pcidoc.doctor.checks.kernel._shared import (
     device_label,
     line,
@@ -27,14 +28,10 @@ from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.kernel import AerEvent, KernelLog
 
-CORRECTED_PER_MINUTE = 16
-"""DCGM's PCIe test: over 16 correctable AER errors a minute fails (research/checks.md §4)."""
-CORRECTED_PER_MINUTE_GEN5_X16 = 32
-"""The same rule on a Gen5 x16 link."""
-BURST_COUNT = 3
-BURST_SECONDS = 1.0
-"""``BURST_COUNT`` corrected errors on one device within ``BURST_SECONDS``: a storm however long
-the log is (a healthy link does not retrain its way through several errors a second)."""
+CORRECTED_PER_MINUTE = config.AER_CORRECTED_PER_MINUTE
+CORRECTED_PER_MINUTE_GEN5_X16 = config.AER_CORRECTED_PER_MINUTE_GEN5_X16
+BURST_COUNT = config.AER_BURST_COUNT
+BURST_SECONDS = config.AER_BURST_SECONDS
 
 _LINK_ACTION = (
     "Reseat the GPU (and its riser/cable), check its power connectors, try another slot; "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
+from pcidoc.doctor import config
 from pcidoc.doctor.checks.kernel._shared import (
     device_label,
     kernel_logs,
@@ -27,13 +28,10 @@ from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.kernel import LinkHistory, LinkSample, LinkTrace
 from pcidoc.model.report import Evidence, Severity
 
-LOADED_PCT = 50.0
-"""GPU utilisation at or above which a reading counts as under load."""
-WIDTH_CHANGES_WARN = 1
-"""Width changes that make a link unstable (a healthy link never retrains its width)."""
-FAST_TRANSITIONS_PER_MINUTE = 30.0
-"""Transitions per minute that are too fast for power management even when the load is not
-known (one change every two seconds; rtx6kpro#88 counted 1,415 in two minutes) [D]."""
+LOADED_PCT = config.LINK_LOADED_PCT
+WIDTH_CHANGES_WARN = config.LINK_WIDTH_CHANGES_WARN
+FAST_TRANSITIONS_PER_MINUTE = config.LINK_FAST_TRANSITIONS_PER_MINUTE
+"""Thresholds (with their sources) live in :mod:`pcidoc.doctor.config`."""
 
 
 def _state(s: LinkSample) -> tuple[int | None, int | None]:
