@@ -40,3 +40,5 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith(("NCCL_", "PCIDOC_")) or key in ("CUDA_VISIBLE_DEVICES",):
             monkeypatch.delenv(key, raising=False)
+    # Tests never read the host's kernel log (pcidoc.collect.kernel_live takes fakes instead).
+    monkeypatch.setenv("PCIDOC_KERNEL_LOG", "off")

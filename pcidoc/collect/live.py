@@ -734,6 +734,10 @@ def collect_live(
         lambda: attach_topo_file(capture, dict(environ) if environ is not None else None),
         None,
     )
+    if proc_root == "/proc":  # the real machine only: fake trees never read the host's log
+        from pcidoc.collect.kernel_live import attach_kernel_log
+
+        _guard(capture, "evidence", lambda: attach_kernel_log(capture), None)
     return _without_control_sequences(capture)
 
 

@@ -24,6 +24,7 @@ CHECK_IDS: tuple[str, ...] = (
     "pcie.link-speed",
     "pcie.errors",
     "pcie.shared-uplink",
+    "pcie.link-flap",
     "nvlink.state",
     "nvlink.errors",
     "nvlink.fabric",
@@ -54,6 +55,9 @@ CHECK_IDS: tuple[str, ...] = (
     "nccl.ras",
     "nccl.watchdog",
     "nccl.inspector",
+    "kernel.xid",
+    "kernel.aer",
+    "kernel.iommu-fault",
 )
 """Every check id, in catalogue order. Ids are a stable contract: never rename one."""
 

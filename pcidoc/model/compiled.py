@@ -46,6 +46,7 @@ _MODULES = (
     "pcidoc.model.facts",
     "pcidoc.model.measurements",
     "pcidoc.model.runtime",
+    "pcidoc.model.kernel",
     "pcidoc.model.evidence",
     "pcidoc.model.capture",
     "pcidoc.model.report",

@@ -12,6 +12,7 @@ stays here.
 from __future__ import annotations
 
 from pcidoc.model.base import Field, Model
+from pcidoc.model.kernel import KernelLog, LinkHistory
 from pcidoc.model.runtime import (
     FlightRecorderDump,
     InspectorRecord,
@@ -302,6 +303,10 @@ class ImportedEvidence(Model):
     profiler_traces: list[ProfilerTrace] = Field(default_factory=list)
     p2p_integrity: list[P2PIntegrity] = Field(default_factory=list)
     """Run-time evidence (:mod:`pcidoc.model.runtime`)."""
+    kernel_logs: list[KernelLog] = Field(default_factory=list)
+    """Kernel logs (``dmesg``, ``journalctl -k``, ``kern.log``; see :mod:`pcidoc.model.kernel`)."""
+    link_histories: list[LinkHistory] = Field(default_factory=list)
+    """Repeated link readings (``pcidoc watch``, pasted snapshots)."""
     topo_file_env: str | None = None
     """``NCCL_TOPO_FILE`` of a live machine, when set (its content is in ``nccl_topologies``)."""
     topo_file_error: str | None = None
@@ -323,5 +328,7 @@ class ImportedEvidence(Model):
             or self.inspector
             or self.profiler_traces
             or self.p2p_integrity
+            or self.kernel_logs
+            or self.link_histories
             or self.topo_file_env
         )

@@ -762,6 +762,61 @@ def describe_cell(capture: Capture, row: str, col: str) -> Text:
 # ---------------------------------------------------------------------------------- host
 
 
+def link_changes(capture: Capture | None) -> str:
+    """``GPU1 4×, GPU0 upstream 1×`` from the capture's link histories ('' when none)."""
+    if capture is None or capture.evidence is None:
+        return ""
+    counts: dict[str, int] = {}
+    for history in capture.evidence.link_histories:
+        for trace in history.traces:
+            counts[trace.device] = counts.get(trace.device, 0) + trace.transitions()
+    if not counts:
+        return ""
+    changed = [f"{device} {n}×" for device, n in counts.items() if n]
+    return ", ".join(changed[:8]) if changed else f"none in {len(counts)} link(s)"
+
+
+def _kernel_device(capture: Capture, bus: str | None) -> str:
+    if bus is None:
+        return "address not printed"
+    for gpu in capture.gpus:
+        if gpu.bus_id and gpu.bus_id.lower() == bus:
+            return f"{gpu.label} ({bus})"
+    return bus
+
+
+def kernel_events(capture: Capture) -> Text:
+    """The kernel log's events per device (Host pane): Xid codes, AER, IOMMU faults."""
+    out = Text()
+    logs = capture.evidence.kernel_logs if capture.evidence is not None else []
+    if not logs:
+        return out
+    out.append("\nKernel log\n", style="bold")
+    per: dict[str, list[str]] = {}
+    for log in logs:
+        if not log.read:
+            _kv(out, "not read", Text(log.unreadable or "unknown reason", style="yellow"))
+            continue
+        _kv(out, "read", f"{log.lines} line(s) from {log.source or 'the log'}")
+        if log.firmware_first:
+            _kv(out, "AER", Text("handled by firmware: a clean log proves little", "yellow"))
+        kinds = (
+            [(e.bus_id, f"Xid {e.code}") for e in log.xids]
+            + [(e.bus_id, "fallen off the bus") for e in log.fallen_off_bus]
+            + [(e.bus_id, f"AER {e.severity}") for e in log.aer]
+            + [(e.bus_id, f"{e.iommu} fault") for e in log.iommu_faults]
+            + [(e.bus_id, "bandwidth notice") for e in log.link_notices]
+        )
+        for bus, kind in kinds:
+            per.setdefault(_kernel_device(capture, bus), []).append(kind)
+    for device, names in per.items():
+        counted = ", ".join(f"{k} ×{names.count(k)}" for k in dict.fromkeys(names))
+        _kv(out, "", Text(f"{device}: {counted}", style="red" if "Xid" in counted else ""))
+    if not per and any(log.read for log in logs):
+        _kv(out, "events", "no Xid, AER or IOMMU fault")
+    return out
+
+
 def host_detail(capture: Capture, title: str, why_no_gpus: str | None = None) -> Text:
     """Host facts: name, kernel, CPU, sockets, NUMA, IOMMU, virtualization, NCCL environment."""
     host = capture.host
@@ -852,6 +907,7 @@ def host_detail(capture: Capture, title: str, why_no_gpus: str | None = None) ->
                 line += f" — {source.citation}"
             _kv(out, "", line)
     out.append_text(process_lines(capture))
+    out.append_text(kernel_events(capture))
     gaps = [f"{key}: {why}" for key, why in capture.unavailable.items() if key != "gpus"]
     if gaps or capture.origin.warnings:
         out.append("\nNot known\n", style="bold")

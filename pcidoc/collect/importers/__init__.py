@@ -53,6 +53,8 @@ SUPPORTED_FORMATS: dict[str, str] = {
     "nccl-inspector": "NCCL Inspector records (JSON and Prometheus textfile)",
     "nccl-profiler-trace": "NCCL example profiler plugin trace (timings, no bandwidth)",
     "p2p-integrity": "simpleP2P verification, PyTorch peer-copy sessions, IOMMU-group tables",
+    "kernel-log": "dmesg / journalctl -k / kern.log (Xid, AER, IOMMU faults, PCIe notices)",
+    "link-history": "repeated link readings (nvidia-smi --query-gpu / -q -d PCIE, lspci, sysfs)",
 }
 """Format id -> what it is; ids appear in ``origin.sources[].formats``."""
 

@@ -23,7 +23,7 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuCounters, GpuRates
 from pcidoc.model.facts import Gpu
 from pcidoc.model.units import link_label
-from pcidoc.tui.describe import gpu_pcie_ceiling
+from pcidoc.tui.describe import gpu_pcie_ceiling, link_changes
 from pcidoc.tui.hanging import Phrases
 
 HISTORY = 120
@@ -265,6 +265,9 @@ class LinksPane(Container):
             )
         if not self.live:
             phrases.append(Text("Errors: totals since boot.", style="dim"))
+        flaps = link_changes(self.capture)
+        if flaps:
+            phrases.append(Text(f"Link changes (pcie.link-flap): {flaps}.", style="bold"))
         if self.sort != "gpu":
             words = next(w for name, w, _ in SORTS if name == self.sort)
             phrases.append(Text(f"Sorted by {words} (o).", style="bold"))

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         NcclTopology,
         PerfRun,
     )
+    from pcidoc.model.kernel import KernelLog, LinkHistory
     from pcidoc.model.runtime import (
         FlightRecorderDump,
         InspectorRecord,
@@ -51,6 +52,8 @@ class NoEvidence:
     inspector: tuple[InspectorRecord, ...] = ()
     profiler_traces: tuple[ProfilerTrace, ...] = ()
     p2p_integrity: tuple[P2PIntegrity, ...] = ()
+    kernel_logs: tuple[KernelLog, ...] = ()
+    link_histories: tuple[LinkHistory, ...] = ()
     topo_file_env: str | None = None
     topo_file_error: str | None = None
 
