@@ -237,6 +237,22 @@ def test_ras_ok_while_the_watchdog_timed_out_is_not_healthy() -> None:
     assert "not healthy" in result.summary
 
 
+def test_watchdog_rank_is_named_with_its_gpu_from_the_nccl_log() -> None:
+    log = (
+        "gpu-node-3:4242:4242 [2] NCCL INFO comm 0x1 rank 3 nranks 8 cudaDev 2 busId 3b000 - "
+        "Init COMPLETE\n"
+    )
+    result = _check(_import(WATCHDOG + log), "nccl.watchdog")
+    assert "rank 3 (GPU 2, bus 0000:3b:00.0, on node gpu-node-3) never enqueued" in result.summary
+
+
+def test_ras_collection_timeouts_are_not_a_healthy_report() -> None:
+    text = RAS_BEHIND.split("Warnings")[0].replace("RUNNING  MISMATCH", "RUNNING        OK")
+    text += "Warnings\n========\n\nTIMEOUT\n  Encountered 3 communication timeouts while gathering communicator data\n"
+    result = _check(_import(text), "nccl.ras")
+    assert result.severity == "warn" and "timed out 3" in result.summary
+
+
 def test_flight_recorder_dumps_name_the_rank_behind() -> None:
     def dump(rank: int, last: int) -> dict[str, Any]:
         return {

@@ -43,8 +43,25 @@ def bus_id_of(ctx: Context, rank: int | None, host: str | None, gpu: int | None)
     return None
 
 
+def _identity(ctx: Context, rank: int) -> tuple[str | None, int | None, int | None]:
+    """(host, GPU, pid) of a rank from the job's other evidence: a RAS report, an NCCL log."""
+    for report in ras_reports(ctx):
+        for r in report.ranks:
+            if r.rank == rank and (r.host or r.gpu is not None):
+                return r.host, r.gpu, r.pid
+    for log in evidence(ctx).nccl_logs:
+        for n in log.ranks:
+            if n.rank == rank and (n.host or n.cuda_dev is not None):
+                return n.host, n.cuda_dev, None
+    return None, None, None
+
+
 def who(ctx: Context, rank: int | None, host: str | None, gpu: int | None, pid: int | None) -> str:
-    """``rank 12 (GPU 4, bus 0000:1c:00.0, process 323032, on node 10.137.190.124)``."""
+    """``rank 12 (GPU 4, bus 0000:1c:00.0, process 323032, on node 10.137.190.124)``; what the
+    caller does not know is looked up in the job's other evidence."""
+    if rank is not None and host is None and gpu is None:
+        host, gpu, found_pid = _identity(ctx, rank)
+        pid = pid if pid is not None else found_pid
     head = f"rank {rank}" if rank is not None else f"process {pid}" if pid is not None else "a rank"
     parts = []
     if gpu is not None:

@@ -128,6 +128,20 @@ def ras(ctx: Context) -> list[Finding]:
     findings = [f for report in reports for f in (_lost(ctx, report), _mismatch(ctx, report)) if f]
     if findings:
         return findings
+    slow = [r for r in reports if r.timeouts]
+    if slow:
+        return [
+            Finding(
+                "warn",
+                f"NCCL RAS timed out {slow[0].timeouts} time(s) gathering communicator data: "
+                "some processes answered late or not at all",
+                remediation=[
+                    "Query again with a longer timeout (`ncclras -t 30`); processes that still "
+                    "do not answer are stuck or overloaded: look at them first.",
+                ],
+                confidence="medium",
+            )
+        ]
     timeouts = watchdogs(ctx)
     if timeouts:
         first = timeouts[0]
