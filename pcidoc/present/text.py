@@ -30,6 +30,7 @@ from pcidoc.present._common import (
     docs_link,
     evidence_text,
     exit_code,
+    findings_of,
     gpu_models,
     machine_title,
     severity_counts,
@@ -469,9 +470,17 @@ def _check_detail(check: CheckResult, marks: dict[str, str], ticks: bool) -> Gro
     head.append(f" — {check.title}")
     head.append(f"  (confidence {check.confidence})", style="dim")
     body: list[Text | Table] = [_inline(check.summary, backticks=ticks)]
+    bullet = "  •" if marks is MARKS else "  *"
+    findings = findings_of(check)
+    if findings:
+        body.append(Text(f"Findings ({len(findings)})", style="bold"))
+        body.append(
+            _hanging(
+                [(bullet, _inline(f"{sev}: {text}", backticks=ticks)) for sev, text in findings]
+            )
+        )
     if check.evidence:
         body.append(Text("Evidence", style="bold"))
-        bullet = "  •" if marks is MARKS else "  *"
         body.append(_hanging([(bullet, Text(evidence_text(item))) for item in check.evidence]))
     if check.remediation:
         body.append(Text("What to do", style="bold"))
