@@ -70,7 +70,7 @@ def fleet_text(report: FleetReport, verbose: bool = False, limit: int = 40) -> s
     if report.unreadable:
         lines.append("")
         lines.append("Unreadable (skipped):")
-        lines += [f"  {u.error}" for u in report.unreadable]
+        lines += [f"  {u.text()}" for u in report.unreadable]
     return "\n".join(lines) + "\n"
 
 
@@ -117,7 +117,7 @@ def fleet_markdown(report: FleetReport) -> str:
     ]
     if report.unreadable:
         out += ["", "## Unreadable files (skipped)", ""]
-        out += [f"- {_md(u.error)}" for u in report.unreadable]
+        out += [f"- {_md(u.text())}" for u in report.unreadable]
     return "\n".join(out) + "\n"
 
 
@@ -140,7 +140,7 @@ def fleet_html(report: FleetReport) -> str:
         f"<li>{e(g.id)}: {plurals(f'{len(g.nodes)} node(s)')}: {e(g.signature)}</li>"
         for g in report.groups
     )
-    bad = "".join(f"<li>{e(u.error)}</li>" for u in report.unreadable)
+    bad = "".join(f"<li>{e(u.text())}</li>" for u in report.unreadable)
     style = (
         "body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;text-align:left}"
         ".fail,.error{color:#b00}.warn{color:#a60}"

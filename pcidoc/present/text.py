@@ -367,7 +367,17 @@ def render_topology(
     console.print()
     notes = notes or []
     if not view.labels:
-        console.print(Text("No topology matrix in this capture.", style="yellow"))
+        reason = capture.unavailable.get("topology") or capture.unavailable.get("gpus")
+        if not reason and not capture.gpus:
+            reason = "no GPUs"
+        console.print(
+            Text(f"No topology matrix in this capture{f': {reason}' if reason else ''}.", "yellow")
+        )
+        hint = "To see one: `pcidoc topo --demo`, or `pcidoc topo --from FILE` with a capture "
+        hint += "taken on a GPU machine (`pcidoc capture`)."
+        console.print(_inline(hint, "dim", backticks=not _has_colour(console)))
+        # The doctor's note says the same thing: once is enough.
+        notes = [n for n in notes if not n.startswith("no topology matrix")]
         if notes:
             console.print()
             console.print(Text("Notable", style="bold"))

@@ -93,6 +93,25 @@ def test_bad_files_are_named_and_skipped(tmp_path: Path, capsys: pytest.CaptureF
     assert "broken.json" in err and code == 3
 
 
+def test_a_skipped_file_is_named_once(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from pcidoc.fleet.model import UnreadableInput
+    from pcidoc.fleet.render import fleet_html, fleet_markdown, fleet_text
+
+    folder = tmp_path / "caps"
+    write_fleet(folder, 2)
+    broken = folder / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    main(["fleet", str(folder)])
+    _, err = capsys.readouterr()
+    line = next(x for x in err.splitlines() if "skipped" in x)
+    assert line.count(str(broken)) == 1, line
+    report = analyse([str(folder)])
+    for text in (fleet_text(report), fleet_markdown(report), fleet_html(report)):
+        assert text.count("broken.json") == 1
+    # An error that does not name its file gets the path in front (the TUI shows text() too).
+    assert UnreadableInput(path="x.json", error="damaged").text() == "x.json: damaged"
+
+
 def test_no_readable_input_is_one_line_exit_3(tmp_path: Path, capsys) -> None:
     (tmp_path / "x.json").write_text("[]", encoding="utf-8")
     assert main(["fleet", str(tmp_path / "x.json")]) == 3

@@ -91,7 +91,7 @@ class FleetScreen(Screen[str | None]):
                 skipped = Text()
                 for bad in self.report.unreadable[:3]:
                     skipped.append("skipped ", style="red")
-                    skipped.append(f"{bad.path}: {bad.error}\n")
+                    skipped.append(f"{bad.text()}\n")
                 more = len(self.report.unreadable) - 3
                 if more > 0:
                     skipped.append(

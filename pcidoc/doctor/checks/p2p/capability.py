@@ -172,9 +172,7 @@ def _refusal_finding(
     where = shown if len(pairs) == 1 else f"{len(pairs)} pairs: {shown}"
     meaning = short_meaning(reason)
     code = "CUDA: no peer access" if reason == "CUDA" else f"{reason}: {meaning}"
-    evidence = _capped(
-        [_ev("P2P refused", code, subject=pair_label(a, b)) for a, b, _ in pairs]
-    )
+    evidence = _capped([_ev("P2P refused", code, subject=pair_label(a, b)) for a, b, _ in pairs])
     if klass == "nvlink":
         return Finding(
             "fail",
