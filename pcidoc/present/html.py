@@ -102,6 +102,16 @@ def _css() -> str:
     return _CSS.replace("/*SEV*/", sev).replace("/*MARKS*/", marks).replace("/*LINKS*/", links)
 
 
+def stylesheet() -> str:
+    """The report's stylesheet (the fleet report uses it too, so the two pages look alike)."""
+    return _css()
+
+
+def severity_badge(severity: str) -> str:
+    """A coloured ``✗ fail`` span, as in the findings table."""
+    return _sev(severity)
+
+
 _CSS = """
 :root { color-scheme: light; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1b1f24;
