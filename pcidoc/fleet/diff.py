@@ -187,10 +187,11 @@ def _extra_facts(capture: Capture, labels: set[str]) -> dict[str, str | None]:
             continue
         # The raw negotiated link (the P-state is reported beside it): a diff shows facts as
         # they are; the fleet's peer comparison is what leaves idle generations out.
+        gen, width = gpu.pcie.current_gen, gpu.pcie.current_width
         out[f"{gpu.label}.pcie_link"] = (
             None
-            if gpu.pcie.current_gen is None and gpu.pcie.current_width is None
-            else f"Gen{gpu.pcie.current_gen} x{gpu.pcie.current_width}"
+            if gen is None and width is None
+            else f"Gen{'?' if gen is None else gen} x{'?' if width is None else width}"
         )
         for link in gpu.nvlinks:
             out[f"{gpu.label}.nvlink{link.link}"] = link.state
@@ -239,7 +240,7 @@ def _all_facts(capture: Capture, labels: set[str]) -> tuple[dict[str, str], dict
 
 
 def _link_parts(text: str | None) -> tuple[int | None, int | None]:
-    match = re.fullmatch(r"Gen(\d+|None) x(\d+|None)", text or "")
+    match = re.fullmatch(r"Gen(\d+|\?) x(\d+|\?)", text or "")
     if match is None:
         return None, None
     gen, width = match.groups()

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pcidoc.cli import main
 from pcidoc.collect.capture import save_capture
 from pcidoc.fleet.diff import diff_files
 from pcidoc.model.measurements import TransferMeasurement
+from pcidoc.samples import sample_names
 from tests.fleet.conftest import base_node
 
 
@@ -210,3 +213,28 @@ def test_big_difference_is_bounded(tmp_path: Path, capsys) -> None:
     assert len(lines) <= 1 + len(AREAS) * (LIST_LIMIT + 2) + 3
     assert any("more change" in line for line in lines)
     assert any(line.strip().startswith("GPU: 56 absent in A") for line in lines)
+
+
+def test_an_unknown_link_half_is_a_question_mark_not_none(tmp_path: Path, capsys) -> None:
+    def half(cap) -> None:
+        cap.gpus[2].pcie.current_gen = None
+        cap.gpus[3].pcie.current_width = None
+
+    a, b = _pair(tmp_path, half)
+    main(["diff", a, b])
+    out = capsys.readouterr().out
+    assert "None" not in out
+    assert "GPU2 (0000:44:00.0): PCIe link: Gen4 x16 -> Gen? x16" in out
+
+
+@pytest.mark.parametrize("name", [n for n in sample_names() if n != "a100-sxm4-8gpu-nvswitch"])
+def test_no_raw_none_against_any_other_sample(name: str) -> None:
+    from pcidoc.fleet.diff import diff_files, diff_text
+    from pcidoc.samples import sample_path
+
+    result = diff_files(str(sample_path("a100-sxm4-8gpu-nvswitch")), str(sample_path(name)))
+    assert "None" not in diff_text(result)
+    assert not [c.text for c in result.changes if "None" in c.text]
+    for change in result.changes:
+        if change.area == "verdict" and {change.a, change.b} & {"skip", "error"}:
+            assert change.worse is None, change.text
