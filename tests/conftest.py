@@ -17,7 +17,7 @@ REALDATA = SHARED / "realdata"
 
 CORPUS_MISSING = (
     "the real-output corpus ../shared/realdata is not beside this checkout (it lives outside "
-    "the package; see README, Tests)"
+    "the package; see the README's Quickstart)"
 )
 """The one skip reason of every corpus test (``-ra`` prints it once, with the count)."""
 
