@@ -260,7 +260,11 @@ def _add_import(sub: Any) -> None:
     )
     imp.add_argument("files", nargs="+", metavar="FILE", help="text files ('-' for stdin)")
     imp.add_argument(
-        "-o", "--output", metavar="FILE", help="write the capture to FILE (default: stdout)"
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the capture to FILE; '-' prints it (default: stdout when piped; on a "
+        "terminal a one-line summary instead)",
     )
     imp.add_argument(
         "--redact",
@@ -756,9 +760,23 @@ def cmd_import(args: argparse.Namespace) -> int:
 
         capture = redact_capture(capture)
     text = capture_text(capture)
+    what = f"{len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)"
     if args.output and args.output != "-":
         written = write_output(args.output, text)
-        _wrote("capture", written, f"{len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)")
+        _wrote("capture", written, what)
+    elif args.output is None and _isatty(sys.stdout):
+        # Hundreds of lines of JSON on a terminal help nobody: say what was built and how to
+        # keep it. A pipe or `-o -` gets the JSON.
+        from pcidoc.model.units import plurals
+
+        lines = text.count("\n")
+        sys.stdout.write(
+            plurals(
+                f"pcidoc: imported a capture of {what} ({lines} line(s) of JSON, not printed to "
+                "a terminal); save it with `-o capture.json`, print it with `-o -`, or pipe it: "
+                "`pcidoc import FILE... | pcidoc check --from -`\n"
+            )
+        )
     else:
         _emit(text)
     return ExitCode.OK

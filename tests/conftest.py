@@ -15,12 +15,19 @@ SHARED = ROOT.parent / "shared"
 REALDATA = SHARED / "realdata"
 
 
+CORPUS_MISSING = (
+    "the real-output corpus ../shared/realdata is not beside this checkout (it lives outside "
+    "the package; see the README's Quickstart)"
+)
+"""The one skip reason of every corpus test (``-ra`` prints it once, with the count)."""
+
+
 def realdata_dir() -> Path:
     """The real-output corpus of ../shared/realdata; in CI its absence is a failure."""
     if not REALDATA.is_dir():
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             raise RuntimeError(f"CI=true but the corpus {REALDATA} is missing")
-        pytest.skip(f"corpus {REALDATA} not present")
+        pytest.skip(CORPUS_MISSING)
     return REALDATA
 
 

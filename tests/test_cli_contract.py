@@ -12,6 +12,7 @@ subprocess to prove that no traceback reaches the terminal end to end.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import subprocess
@@ -285,6 +286,28 @@ def test_json_report_alone_on_stdout_while_writing_a_file(
     assert json.loads(out)["schema"] == "pcidoc.report/1"
     assert err.splitlines() == [f"pcidoc: wrote {target}"]
     assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_import_to_a_terminal_prints_one_line_and_suggests_o(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paste = tmp_path / "topo.txt"
+    paste.write_text(TOPO, encoding="utf-8")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert main(["import", str(paste)]) == 0
+    lines = terminal.getvalue().splitlines()
+    assert len(lines) == 1 and "2 GPUs" in lines[0] and "`-o capture.json`" in lines[0]
+    # `-o -` asks for the JSON, terminal or not.
+    terminal.seek(0)
+    terminal.truncate()
+    assert main(["import", str(paste), "-o", "-"]) == 0
+    assert json.loads(terminal.getvalue())["schema"] == "pcidoc.capture/1"
 
 
 def test_import_prints_the_capture_on_stdout_and_progress_on_stderr(

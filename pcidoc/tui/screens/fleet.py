@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from pcidoc.fleet.model import FleetNode, FleetReport
+from pcidoc.fleet.render import peer_status
 from pcidoc.model.units import plurals
 
 if TYPE_CHECKING:
@@ -32,13 +33,6 @@ _STYLE = {
     "pass": "green",
     "skip": "dim",
 }
-
-
-def _what(node: FleetNode) -> str:
-    if node.differs:
-        more = f" (+{len(node.differs) - 1} more)" if len(node.differs) > 1 else ""
-        return node.differs[0].text + more
-    return "matches its peer group"
 
 
 class FleetScreen(Screen[str | None]):
@@ -91,7 +85,7 @@ class FleetScreen(Screen[str | None]):
                 skipped = Text()
                 for bad in self.report.unreadable[:3]:
                     skipped.append("skipped ", style="red")
-                    skipped.append(f"{bad.path}: {bad.error}\n")
+                    skipped.append(f"{bad.text()}\n")
                 more = len(self.report.unreadable) - 3
                 if more > 0:
                     skipped.append(
@@ -122,7 +116,7 @@ class FleetScreen(Screen[str | None]):
                 Text(node.name, style="bold" if node.outlier else ""),
                 Text(node.worst.upper(), style=_STYLE[node.worst]),
                 node.group,
-                _what(node),
+                peer_status(self.report, node),
                 key=node.path,
             )
         if self.current in self.paths:
@@ -146,7 +140,7 @@ class FleetScreen(Screen[str | None]):
                 detail.append("differs: ", style="bold" if difference.degrades else "dim")
                 detail.append(difference.text + "\n")
             if not node.differs:
-                detail.append("matches its peer group\n", style="dim")
+                detail.append(peer_status(self.report, node) + "\n", style="dim")
         self.query_one("#fleet-detail", Static).update(detail)
 
     def node_at(self, row: int) -> FleetNode | None:
