@@ -52,6 +52,11 @@ _MONITOR_RE = lazy(
     r"\bx\s*(?P<width>\d{1,2})\b",
     re.IGNORECASE,
 )
+_TIME_STARTS = frozenset("[0123456789")
+_Q_STARTS = (
+    "GPU ", "PCIe Generation", "Link Width", "Utilization", "Max", "Current", "Device", "Host",
+    "Gpu",
+)  # fmt: skip
 _DPM_RE = lazy(r"^\s*\d+:\s*([\d.]+)\s*GT/s,\s*x(\d+)\s+\d+\s*Mhz\s*(\*)?\s*$", re.IGNORECASE)
 _TIME_RE = lazy(r"^\[?(?:\d{4}[-/]\d\d[-/]\d\d[T ])?(\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 
@@ -103,7 +108,10 @@ class _History:
         return current
 
     def stamp(self, line: str) -> None:
-        match = _TIME_RE.match(line.strip())
+        text = line.lstrip()
+        if text[:1] not in _TIME_STARTS:
+            return
+        match = _TIME_RE.match(text)
         if not match:
             return
         seconds = int(match[1]) * 3600 + int(match[2]) * 60 + float(match[3])
@@ -161,6 +169,8 @@ class _Query:
         self.section: str | None = None
 
     def read(self, hist: _History, line: str) -> bool:
+        if not line.lstrip().startswith(_Q_STARTS):
+            return False
         gpu = _Q_GPU_RE.match(line.strip())
         if gpu:
             self.gpu, self.section = gpu.group(1), None
@@ -200,6 +210,8 @@ class _Lspci:
         self.device: str | None = None
 
     def read(self, hist: _History, line: str) -> bool:
+        if "Lnk" not in line and ":" not in line[:12]:
+            return False
         head = _LSPCI_HEAD_RE.match(line)
         if head:
             self.device = head.group(1)
@@ -220,6 +232,8 @@ class _Sysfs:
         self.pending: tuple[str, str, str] | None = None
 
     def read(self, hist: _History, line: str) -> bool:
+        if self.pending is None and "_link_" not in line:
+            return False
         match = _SYSFS_RE.search(line)
         if match:
             bus, which, what = match.group(1), match.group(2), match.group(3)
@@ -248,6 +262,8 @@ class _Sysfs:
 
 
 def _dpm(hist: _History, line: str) -> bool:
+    if "GT/s" not in line:
+        return False
     match = _DPM_RE.match(line)
     if not match:
         return False
@@ -258,6 +274,8 @@ def _dpm(hist: _History, line: str) -> bool:
 
 
 def _monitor(hist: _History, line: str) -> bool:
+    if "Gen" not in line and "gen" not in line and "GEN" not in line:
+        return False
     match = _MONITOR_RE.search(line)
     if not match:
         return False
