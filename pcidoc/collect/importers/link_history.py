@@ -80,32 +80,44 @@ def _width_of(text: str | None) -> int | None:
 
 
 class _History:
-    """Readings per device; a device seen again starts its next reading."""
+    """Readings per device (plain dictionaries while reading; models only for a history that is
+    kept); a device seen again starts its next reading."""
 
     def __init__(self) -> None:
-        self.traces: dict[str, LinkTrace] = {}
+        self.traces: dict[str, list[dict[str, Any]]] = {}
         self.tools: list[str] = []
         self.time: float | None = None
         self.t0: float | None = None
         self.levels: list[str] = []
 
-    def sample(self, device: str, tool: str, new: bool, **values: Any) -> LinkSample | None:
-        trace = self.traces.get(device)
-        if trace is None:
-            bus = normalize_bus_id(device)
-            trace = LinkTrace(device=bus or device, bus_id=bus)
-            self.traces[device] = trace
+    def sample(self, device: str, tool: str, new: bool, **values: Any) -> None:
+        samples = self.traces.setdefault(device, [])
         if tool not in self.tools:
             self.tools.append(tool)
-        if new or not trace.samples:
-            if len(trace.samples) >= MAX_SAMPLES:
-                return None
-            trace.samples.append(LinkSample(sample=len(trace.samples), time_s=self.time))
-        current = trace.samples[-1]
+        if new or not samples:
+            if len(samples) >= MAX_SAMPLES:
+                return
+            samples.append({"sample": len(samples), "time_s": self.time})
+        current = samples[-1]
         for key, value in values.items():
             if value is not None:
-                setattr(current, key, value)
-        return current
+                current[key] = value
+
+    def build(self) -> list[LinkTrace]:
+        """The traces with a generation or width in some reading."""
+        out = []
+        for device, samples in self.traces.items():
+            if not any(s.get("gen") or s.get("width") for s in samples):
+                continue
+            bus = normalize_bus_id(device)
+            out.append(
+                LinkTrace(
+                    device=bus or device,
+                    bus_id=bus,
+                    samples=[LinkSample(**s) for s in samples],
+                )
+            )
+        return out
 
     def stamp(self, line: str) -> None:
         text = line.lstrip()
@@ -250,13 +262,11 @@ class _Sysfs:
 
     @staticmethod
     def _store(hist: _History, bus: str, which: str, what: str, value: str) -> None:
-        trace = hist.traces.get(bus)
+        samples = hist.traces.get(bus)
         name = ("gen" if what == "speed" else "width") if which == "current" else None
         name = name or ("max_gen" if what == "speed" else "max_width")
         # A second current_link_speed of a device is its next reading.
-        new = trace is None or (
-            name == "gen" and trace.samples and trace.samples[-1].gen is not None
-        )
+        new = not samples or (name == "gen" and samples[-1].get("gen") is not None)
         parsed = _gen_of(value) if what == "speed" else _width_of(value)
         hist.sample(bus, "sysfs", bool(new), **{name: parsed})
 
@@ -293,9 +303,14 @@ def extract(doc: Doc, source: str) -> LinkHistory | None:
         for read in readers:
             if read(hist, line):
                 break
-    traces = [t for t in hist.traces.values() if any(s.gen or s.width for s in t.samples)]
-    readings = max((len(t.samples) for t in traces), default=0)
-    if not traces or (readings < 2 and hist.tools != ["sysfs"]):
+    readings = max((len(samples) for samples in hist.traces.values()), default=0)
+    if readings < 2 and hist.tools != ["sysfs"]:
+        return None
+    traces = hist.build()
+    if not traces:
+        return None
+    readings = max(len(t.samples) for t in traces)
+    if readings < 2 and hist.tools != ["sysfs"]:
         return None
     times = [s.time_s for t in traces for s in t.samples if s.time_s is not None]
     return LinkHistory(
