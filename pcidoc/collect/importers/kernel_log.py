@@ -93,6 +93,10 @@ class _Clock:
     stamp) and removes the packaging."""
 
     def __init__(self) -> None:
+        self.syslog, self.iso = _SYSLOG_RE.compiled, _ISO_RE.compiled
+        self.tag, self.facility = _KERNEL_TAG_RE.compiled, _FACILITY_RE.compiled
+        self.mono, self.rel_re = _MONO_RE.compiled, _REL_RE.compiled
+        self.wall_re, self.human = _WALL_RE.compiled, _HUMAN_RE.compiled
         self.wall0: float | None = None
         self.rel = 0.0
         self.stamped = 0
@@ -112,12 +116,12 @@ class _Clock:
     def _prefix(self, line: str) -> tuple[str, float | None, str | None, bool]:
         """Without the syslog/journal/ISO prefix; the last item says whether it named the
         kernel (an ISO time alone, as CI logs print, does not make a kernel line)."""
-        match = _SYSLOG_RE.match(line)
+        match = self.syslog.match(line)
         if match:
             self._host(match["host"])
             when = _wall_seconds(match["mon"], match["day"], match["hms"])
             return line[match.end() :], self._wall(when), match["clock"], True
-        match = _ISO_RE.match(line)
+        match = self.iso.match(line)
         if match:
             y, m, d = (int(x) for x in match["date"].split("-"))
             frac = float("0." + match["frac"][1:]) if match["frac"] else 0.0
@@ -128,24 +132,24 @@ class _Clock:
             if match["host"]:
                 self._host(match["host"])
             return line[match.end() :], self._wall(when), match["clock"], bool(match["kernel"])
-        match = _KERNEL_TAG_RE.match(line)
+        match = self.tag.match(line)
         if match:
             return line[match.end() :], None, None, True
         return line, None, None, False
 
     def _stamp(self, line: str) -> tuple[str, float | None, str | None, bool]:
-        match = _MONO_RE.match(line)
+        match = self.mono.match(line)
         if match:
             return line[match.end() :], float(match["mono"]), None, True
-        match = _REL_RE.match(line)
+        match = self.rel_re.match(line)
         if match:
             self.rel += float(match["rel"])
             return line[match.end() :], self.rel, None, True
-        match = _WALL_RE.match(line)
+        match = self.wall_re.match(line)
         if match:
             when = _wall_seconds(match["mon"], match["day"], match["hms"], int(match["year"]))
             return line[match.end() :], self._wall(when), match["clock"], True
-        match = _HUMAN_RE.match(line)
+        match = self.human.match(line)
         if match:
             when = _wall_seconds(match["mon"], match["day"], match["hm"])
             return line[match.end() :], self._wall(when), match["clock"], True
@@ -154,7 +158,7 @@ class _Clock:
     def strip(self, raw: str) -> tuple[str, float | None, str | None, bool]:
         """(message, seconds, clock text, whether the line carried kernel packaging)."""
         line, when, clock, packaged = self._prefix(raw)
-        facility = _FACILITY_RE.match(line)
+        facility = self.facility.match(line)
         if facility:
             line, packaged = line[facility.end() :], True
         line, stamp_time, stamp_clock, stamped = self._stamp(line)
@@ -235,6 +239,27 @@ _IOMMU_OFF_RE = lazy(
     r"\b(?:amd_)?iommu=(?:off|pt)\b|intel_iommu=off\b|iommu\.passthrough=1|"
     r"Default domain type: Passthrough",
 )
+
+
+_KEYWORDS = (
+    "Xid", "NVRM", "fallen off", "AER", "PCIe Bus Error", "DMAR", "AMD-Vi", "context fault",
+    "GT/s", "NVLink", "NVLINK", "Nvlink", "nvlink", "nvswitch", "NVSwitch", "fabric", "_OSC",
+    "iommu", "IOMMU", "Hardware Error", "DPC", "recover", "irmware first", "noaer",
+)  # fmt: skip
+"""What one of the readers looks for (besides a device-prefixed message); other lines are only
+counted. Searched as one alternation of literals (no character class: that is what made the
+search slow)."""
+_KEYWORDS_RE = lazy("|".join(re.escape(word) for word in _KEYWORDS))
+_STAMP_STARTS = frozenset("[0123456789")
+
+
+def _maybe_packaged(raw: str, start: str) -> bool:
+    """Whether the line may start with a kernel stamp or prefix (``[``, an ISO date,
+    ``kernel:``, ``kern :``, a syslog month name): a cheap test before the patterns."""
+    if start in _STAMP_STARTS:
+        return True
+    text = raw.lstrip()
+    return text[:3] in _MONTHS or text.startswith(("kernel", "kern "))
 
 
 _DRIVER_TAGS = ("NVRM:", "nvidia-nvswitch", "nvidia-nvlink", "nvidia ")
@@ -536,14 +561,22 @@ def extract(doc: Doc, source: str) -> KernelLog | None:
     clock = _Clock()
     times: list[float] = []
     platform_lines = 0
+    lines = 0
+    device = _DEVICE_RE.compiled
+    keywords = _KEYWORDS_RE.compiled
     for raw in doc.lines:
-        if not raw.strip():
+        start = raw.lstrip()[:1]
+        if not start:
             continue
+        interesting = keywords.search(raw) is not None
+        if not interesting and not _maybe_packaged(raw, start):
+            continue  # neither kernel packaging nor anything a reader looks for: skip fast
         msg, when, stamp, packaged = clock.strip(raw)
-        if packaged:
-            log.lines += 1
+        lines += packaged
         if when is not None:
             times.append(when)
+        if not interesting and not device.match(msg):
+            continue
         base = _base(msg, when, stamp, raw)
         reader.packaged = packaged
         _nvidia_device(msg, log)
@@ -554,6 +587,7 @@ def extract(doc: Doc, source: str) -> KernelLog | None:
         reader.recent.append(msg)
         if len(reader.recent) > 8:
             del reader.recent[0]
+    log.lines = lines
     if not _events(log) and clock.stamped < MIN_STAMPED_LINES:
         return None
     if not _events(log) and not platform_lines and not log.nvidia_devices and log.lines < 20:

@@ -52,6 +52,11 @@ _MONITOR_RE = lazy(
     r"\bx\s*(?P<width>\d{1,2})\b",
     re.IGNORECASE,
 )
+_TIME_STARTS = frozenset("[0123456789")
+_Q_STARTS = (
+    "GPU ", "PCIe Generation", "Link Width", "Utilization", "Max", "Current", "Device", "Host",
+    "Gpu",
+)  # fmt: skip
 _DPM_RE = lazy(r"^\s*\d+:\s*([\d.]+)\s*GT/s,\s*x(\d+)\s+\d+\s*Mhz\s*(\*)?\s*$", re.IGNORECASE)
 _TIME_RE = lazy(r"^\[?(?:\d{4}[-/]\d\d[-/]\d\d[T ])?(\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 
@@ -75,35 +80,50 @@ def _width_of(text: str | None) -> int | None:
 
 
 class _History:
-    """Readings per device; a device seen again starts its next reading."""
+    """Readings per device (plain dictionaries while reading; models only for a history that is
+    kept); a device seen again starts its next reading."""
 
     def __init__(self) -> None:
-        self.traces: dict[str, LinkTrace] = {}
+        self.traces: dict[str, list[dict[str, Any]]] = {}
         self.tools: list[str] = []
         self.time: float | None = None
         self.t0: float | None = None
         self.levels: list[str] = []
 
-    def sample(self, device: str, tool: str, new: bool, **values: Any) -> LinkSample | None:
-        trace = self.traces.get(device)
-        if trace is None:
-            bus = normalize_bus_id(device)
-            trace = LinkTrace(device=bus or device, bus_id=bus)
-            self.traces[device] = trace
+    def sample(self, device: str, tool: str, new: bool, **values: Any) -> None:
+        samples = self.traces.setdefault(device, [])
         if tool not in self.tools:
             self.tools.append(tool)
-        if new or not trace.samples:
-            if len(trace.samples) >= MAX_SAMPLES:
-                return None
-            trace.samples.append(LinkSample(sample=len(trace.samples), time_s=self.time))
-        current = trace.samples[-1]
+        if new or not samples:
+            if len(samples) >= MAX_SAMPLES:
+                return
+            samples.append({"sample": len(samples), "time_s": self.time})
+        current = samples[-1]
         for key, value in values.items():
             if value is not None:
-                setattr(current, key, value)
-        return current
+                current[key] = value
+
+    def build(self) -> list[LinkTrace]:
+        """The traces with a generation or width in some reading."""
+        out = []
+        for device, samples in self.traces.items():
+            if not any(s.get("gen") or s.get("width") for s in samples):
+                continue
+            bus = normalize_bus_id(device)
+            out.append(
+                LinkTrace(
+                    device=bus or device,
+                    bus_id=bus,
+                    samples=[LinkSample(**s) for s in samples],
+                )
+            )
+        return out
 
     def stamp(self, line: str) -> None:
-        match = _TIME_RE.match(line.strip())
+        text = line.lstrip()
+        if text[:1] not in _TIME_STARTS:
+            return
+        match = _TIME_RE.match(text)
         if not match:
             return
         seconds = int(match[1]) * 3600 + int(match[2]) * 60 + float(match[3])
@@ -161,6 +181,8 @@ class _Query:
         self.section: str | None = None
 
     def read(self, hist: _History, line: str) -> bool:
+        if not line.lstrip().startswith(_Q_STARTS):
+            return False
         gpu = _Q_GPU_RE.match(line.strip())
         if gpu:
             self.gpu, self.section = gpu.group(1), None
@@ -200,6 +222,8 @@ class _Lspci:
         self.device: str | None = None
 
     def read(self, hist: _History, line: str) -> bool:
+        if "Lnk" not in line and ":" not in line[:12]:
+            return False
         head = _LSPCI_HEAD_RE.match(line)
         if head:
             self.device = head.group(1)
@@ -220,6 +244,8 @@ class _Sysfs:
         self.pending: tuple[str, str, str] | None = None
 
     def read(self, hist: _History, line: str) -> bool:
+        if self.pending is None and "_link_" not in line:
+            return False
         match = _SYSFS_RE.search(line)
         if match:
             bus, which, what = match.group(1), match.group(2), match.group(3)
@@ -236,18 +262,18 @@ class _Sysfs:
 
     @staticmethod
     def _store(hist: _History, bus: str, which: str, what: str, value: str) -> None:
-        trace = hist.traces.get(bus)
+        samples = hist.traces.get(bus)
         name = ("gen" if what == "speed" else "width") if which == "current" else None
         name = name or ("max_gen" if what == "speed" else "max_width")
         # A second current_link_speed of a device is its next reading.
-        new = trace is None or (
-            name == "gen" and trace.samples and trace.samples[-1].gen is not None
-        )
+        new = not samples or (name == "gen" and samples[-1].get("gen") is not None)
         parsed = _gen_of(value) if what == "speed" else _width_of(value)
         hist.sample(bus, "sysfs", bool(new), **{name: parsed})
 
 
 def _dpm(hist: _History, line: str) -> bool:
+    if "GT/s" not in line:
+        return False
     match = _DPM_RE.match(line)
     if not match:
         return False
@@ -258,6 +284,8 @@ def _dpm(hist: _History, line: str) -> bool:
 
 
 def _monitor(hist: _History, line: str) -> bool:
+    if "Gen" not in line and "gen" not in line and "GEN" not in line:
+        return False
     match = _MONITOR_RE.search(line)
     if not match:
         return False
@@ -275,9 +303,14 @@ def extract(doc: Doc, source: str) -> LinkHistory | None:
         for read in readers:
             if read(hist, line):
                 break
-    traces = [t for t in hist.traces.values() if any(s.gen or s.width for s in t.samples)]
-    readings = max((len(t.samples) for t in traces), default=0)
-    if not traces or (readings < 2 and hist.tools != ["sysfs"]):
+    readings = max((len(samples) for samples in hist.traces.values()), default=0)
+    if readings < 2 and hist.tools != ["sysfs"]:
+        return None
+    traces = hist.build()
+    if not traces:
+        return None
+    readings = max(len(t.samples) for t in traces)
+    if readings < 2 and hist.tools != ["sysfs"]:
         return None
     times = [s.time_s for t in traces for s in t.samples if s.time_s is not None]
     return LinkHistory(

@@ -53,7 +53,9 @@ def no_log(ctx: Context, what: str) -> Finding | None:
     )
 
 
-def device_label(ctx: Context, bus_id: str | None, log_gpus: list[str] | None = None) -> str:
+def device_label(
+    ctx: Context, bus_id: str | None, log_gpus: list[str] | None = None, driver: str | None = None
+) -> str:
     """``GPU3 (0000:3b:00.0)``, ``upstream port of GPU3 (0000:3a:00.0)``, ``NIC mlx5_0
     (...)``, ``GPU at 0000:3b:00.0`` (a device the nvidia driver named in the log) or the bus
     id; ``unknown device`` when the log printed none (or redacted it)."""
@@ -72,7 +74,7 @@ def device_label(ctx: Context, bus_id: str | None, log_gpus: list[str] | None = 
             return f"{nic.label} {nic.name} ({bus})" if nic.name else f"{nic.label} ({bus})"
     if log_gpus and bus in log_gpus:
         return f"GPU at {bus}"
-    return bus
+    return f"port {bus}" if driver == "pcieport" else bus
 
 
 def subject(ctx: Context, bus_id: str | None) -> str | None:

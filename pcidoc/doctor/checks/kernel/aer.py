@@ -39,10 +39,6 @@ _LINK_ACTION = (
 )
 
 
-def _names(ctx: Context, ids: list[str | None], gpus: list[str]) -> str:
-    return ", ".join(dict.fromkeys(device_label(ctx, b, gpus) for b in ids if b))
-
-
 def _max_in_window(times: list[float], window: float) -> int:
     times = sorted(times)
     best, start = 0, 0
@@ -60,8 +56,15 @@ def _uncorrectable(ctx: Context, logs: list[KernelLog], gpus: list[str]) -> list
         return []
     fatal = [e for e in events if e.severity == "fatal"]
     bits = list(dict.fromkeys(b for e in events for b in e.bits))
-    where = _names(ctx, [e.bus_id for e in events] + [e.port for e in events], gpus)
-    lost = _names(ctx, [r.bus_id for r in failed], gpus)
+    where = ", ".join(
+        dict.fromkeys(
+            [device_label(ctx, e.bus_id, gpus, e.driver) for e in events if e.bus_id]
+            + [device_label(ctx, e.port, gpus, "pcieport") for e in events if e.port]
+        )
+    )
+    lost = ", ".join(
+        dict.fromkeys(device_label(ctx, r.bus_id, gpus, r.driver) for r in failed if r.bus_id)
+    )
     parts = []
     if events:
         kind = "fatal" if fatal else "non-fatal"
@@ -127,7 +130,7 @@ def _corrected(ctx: Context, logs: list[KernelLog], gpus: list[str]) -> list[Fin
             events[0].driver,
             gpus,
         )
-        where = device_label(ctx, bus, gpus)
+        where = device_label(ctx, bus, gpus, events[0].driver)
         source = next((e.source for e in events if e.source and e.source != bus), None)
         text = (
             f"{len(events)} corrected AER error(s) on {where} ({layers}"
