@@ -254,7 +254,10 @@ class PerfRun(Model):
     """Result rows with a busbw of 0 at a message size above 0."""
     rows: int = 0
     duplicated_rows: int = 0
-    """Rows that repeat an earlier row of another header's table size for size."""
+    """Rows that repeat an earlier row of another header's table size for size, or the row
+    before them at the same size (several 1-rank jobs writing into one output)."""
+    max_algbw_gbps: float | None = None
+    """The largest out-of-place algbw of the rows (a 1-rank job's algbw is a local copy's)."""
     quote: str | None = None
 
     @property

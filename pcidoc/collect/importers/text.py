@@ -11,7 +11,6 @@ packaging once, so each format parser sees plain lines, and marks which lines ar
 from __future__ import annotations
 
 import math
-import re
 from itertools import pairwise
 
 # The importers' patterns are compiled on first use; they take ``lazy`` from here.
@@ -104,12 +103,13 @@ def label_span(labels: list[str]) -> str:
         run.clear()
 
     for label in labels:
-        match = re.match(r"^(.*?)(\d+)$", label)
-        if not match:
+        prefix = label.rstrip("0123456789")
+        digits = label[len(prefix) :]
+        if not digits or not digits.isascii() or len(digits) > 30:
             flush()
             out.append(label)
             continue
-        prefix, number = match.group(1), int(match.group(2))
+        number = int(digits)
         if run and run[-1][0] == prefix and run[-1][1] + 1 == number:
             run.append((prefix, number))
         else:
@@ -117,6 +117,19 @@ def label_span(labels: list[str]) -> str:
             run.append((prefix, number))
     flush()
     return ", ".join(out)
+
+
+def comment_body(line: str) -> str:
+    """``line`` without its leading blanks and one ``#`` with the blanks after it.
+
+    nccl-tests writes its headers as ``#  nThread 1 ...``; pastes keep or lose the ``#`` and the
+    indentation. Stripping them here, in linear time, keeps ``^\\s*#?\\s*`` out of the patterns:
+    that prefix backtracks quadratically on a long run of blanks (issue 23).
+    """
+    body = line.lstrip()
+    if body.startswith("#"):
+        body = body[1:].lstrip()
+    return body
 
 
 def shorten(text: str, limit: int = 60) -> str:
@@ -137,8 +150,11 @@ _INVISIBLE = str.maketrans(
     {"\u00a0": " ", "\u2007": " ", "\u202f": " ", "\u200b": None, "\ufeff": None, "\r": None}
 )
 
+# A tool name starts a path token (``./all_reduce_perf``, ``/usr/bin/nvidia-smi``): the match
+# may only begin where no path character precedes, so a long token is walked once, not once per
+# character (issue 23: quadratic patterns).
 _TOOL_RE = lazy(
-    r"(?<![\w.])(?P<tool>(?:/|[\w.~][\w.~-]*/)*"
+    r"(?<![\w.~/-])(?P<tool>(?:/|[\w.~][\w.~-]*/)*"
     r"(?:nvidia-smi|p2pBandwidthLatencyTest|bandwidthTest|nvbandwidth|"
     r"[a-z0-9]+(?:_[a-z0-9]+)*_perf(?:_mpi)?|numactl|mpirun|mpiexec|srun|taskset|torchrun))"
     r"(?:\.exe)?(?=\s|$)(?!\s+[Vv]ersion\b)(?!\s*:)"
@@ -147,7 +163,7 @@ _PREFIX_OK_RE = lazy(
     r"^(?:.*?[$#>%\]]\s*|\s*-\[[^\]]*\]-\s*|\s*)"
     r"(?:(?:sudo|time|env|nohup|exec|command)\s+(?:-\S+\s+)*|[A-Za-z_]\w*=\S*\s+)*$"
 )
-_GLUED_HEADER_RE = lazy(r"\s{2,}(?=GPU\d)")
+_GLUED_HEADER_RE = lazy(r"(?<!\s)\s{2,}(?=GPU\d)")
 
 
 @record
