@@ -32,7 +32,7 @@ _NCCL_PIP_RE = lazy(r"nvidia-nccl-cu\d+\s*[=]=\s*([\d.]+)|\bnccl\s*[=]=\s*([\d.]
 _NCCL_VERSION_RE = lazy(r"^\s*NCCL version\s*:\s*\(?([\d., ]+)\)?", re.IGNORECASE)
 _GPU_LINE_RE = lazy(r"^\s*GPU\s*(\d+)\s*:\s*(.+?)\s*$")
 _NIC_NOTICE_RE = lazy(
-    r"(\d+)\s+NICs?\b.{0,80}?\b(?:only\s+(?:display|show)(?:ing|ed|s)?|"
+    r"(?<!\d)(\d{1,6})\s+NICs?\b.{0,80}?\b(?:only\s+(?:display|show)(?:ing|ed|s)?|"
     r"(?:display|show)(?:ing|ed|s)?\s+only)\s+(?:the\s+first\s+)?(\d+)",
     re.I,
 )

@@ -31,7 +31,7 @@ _TREE_RE = lazy(r"^\s*[-+\\|`]*\[(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}\]-")
 _DOMAIN_RE = lazy(r"\[[0-9a-fA-F]{4}:[0-9a-fA-F]{2}\]")
 _SPEED_RE = lazy(r"Speed\s+([\d.]+)\s*GT/s(\s*\(downgraded\))?")
 _WIDTH_RE = lazy(r"Width\s+x(\d+)(\s*\(downgraded\))?")
-_BIT_RE = lazy(r"([A-Za-z][A-Za-z0-9]*)([+-])")
+_BIT_RE = lazy(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*)([+-])")  # starts at a word only
 _DEVSTA_ERRORS = ("CorrErr", "NonFatalErr", "FatalErr", "UnsupReq")
 
 

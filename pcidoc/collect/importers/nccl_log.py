@@ -18,6 +18,7 @@ use, shared-memory errors and every ``NCCL WARN``. Unknown NCCL lines are counte
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from pcidoc.collect.importers.text import Doc, lazy
 from pcidoc.model.evidence import NcclConnection, NcclLog, NcclNic, NcclRank, Quoted
@@ -26,7 +27,9 @@ FORMAT = "nccl-log"
 
 _TAG_RE = lazy(r"\bNCCL\s+(INFO|WARN|TRACE|ERROR)\b\s?(.*)$")
 _BANNER_RE = lazy(r"\bNCCL version\s+(\d+\.\d+\.\d+)")
-_PREFIX_RE = lazy(r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[(?P<dev>\d+)\]")
+_TOKEN_RE = lazy(r"\S+")
+_HOST_PID_TID_RE = lazy(r"(?<![^\s:\[\]])([^\s:\[\]]+):\d{1,12}:\d{1,12}$")
+_DEV_RE = lazy(r"\[\d{1,6}\]")
 _VERSION_RE = lazy(r"^NCCL version\s+(\d+\.\d+\.\d+)")
 _DRIVER_RE = lazy(r"^cudaDriverVersion\s+(\d+)")
 _BOOTSTRAP_RE = lazy(r"^Bootstrap\s*:\s*Using\s*(?:\[\d+\])?\s*([\w.:-]+?):")
@@ -35,8 +38,8 @@ _PLUGIN_RE = lazy(
     r"plugin)\s*:?\s*(\S.*?)\s*$",
     re.IGNORECASE,
 )
-_NETWORK_RE = lazy(r"^Using network\s+(.+?)\s*$")
-_IB_USING_RE = lazy(r"^NET/([\w.\- ]+?)\s*:\s*Using\s+(.*)$")
+_NETWORK_RE = lazy(r"^Using network\s+(\S.*)$")
+_NET_NAME_RE = lazy(r"^[\w.\- ]+$")
 _IB_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):(\d+)/(IB|RoCE|\w+)")
 _SOCK_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):([0-9A-Fa-f.:%]+)<")
 _ENV_RE = lazy(r"^(NCCL_\w+|CUDA_\w+)\s+set by environment to\s+(.*?)\.?\s*$")
@@ -109,6 +112,36 @@ def _driver(number: str) -> str | None:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
+def nccl_prefix(before: str) -> tuple[str, int] | None:
+    """NCCL's ``host:pid:tid [dev]`` prefix in the text before the ``NCCL INFO`` tag: the host
+    and where the prefix starts, or None.
+
+    Read token by token (split on blanks, the host the part after the last ``:``, ``[`` or
+    ``]`` of its token), never with one pattern searched over the whole text: that searched a
+    long token once per character (issue 23: a 40 KB token took 10 s).
+    """
+    tokens = [(m.start(), m.group()) for m in _TOKEN_RE.finditer(before)]
+    for (at, token), (_, after) in pairwise(tokens):
+        if not after.startswith("[") or not _DEV_RE.match(after) or token.count(":") < 2:
+            continue
+        head = token[-64:] if len(token) > 64 else token
+        match = _HOST_PID_TID_RE.search(head)
+        if match:
+            return match.group(1), at + len(token) - len(head) + match.start()
+    return None
+
+
+def _net_using(message: str) -> tuple[str, str] | None:
+    """``NET/IB : Using [0]mlx5_0:1/IB ...``: the network name and the list after Using."""
+    if not message.startswith("NET/"):
+        return None
+    name, sep, rest = message[4:].partition(":")
+    rest = rest.lstrip()
+    if not sep or not rest.startswith("Using") or not _NET_NAME_RE.match(name):
+        return None
+    return name.strip(), rest[len("Using") :].strip()
+
+
 def detect_any(doc: Doc) -> bool:
     """True when the text holds at least one NCCL log line."""
     return any(_TAG_RE.search(line) or _BANNER_RE.search(line) for line in doc.lines)
@@ -136,11 +169,11 @@ def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
             continue
         log.lines += 1
         level, message = match.group(1), match.group(2).strip()
-        prefix = _PREFIX_RE.search(raw[: match.start()])
-        host = prefix.group("host") if prefix else None
+        prefix = nccl_prefix(raw[: match.start()])
+        host = prefix[0] if prefix else None
         if host and host not in hosts:
             hosts.append(host)
-        quote = _quote(raw[prefix.start() :] if prefix else raw)
+        quote = _quote(raw[prefix[1] :] if prefix else raw)
         if level in ("WARN", "ERROR") and len(log.warnings) < 50:
             log.warnings.append(Quoted(quote=quote))
         known = _read_message(log, message, host, quote, seen_ranks, seen_conn)
@@ -223,7 +256,7 @@ def _read_message(
         return True
     match = _NETWORK_RE.match(message)
     if match:
-        log.network = clean(match.group(1))
+        log.network = clean(match.group(1)).strip()
         log.networks.append(Quoted(quote=quote))
         return True
     match = _PLUGIN_RE.match(message)
@@ -231,9 +264,9 @@ def _read_message(
         log.net_plugin = clean(match.group(1))
         log.net_plugin_quote = quote
         return True
-    match = _IB_USING_RE.match(message)
-    if match:
-        _nics(log, match.group(1).strip(), match.group(2))
+    using = _net_using(message)
+    if using:
+        _nics(log, *using)
         return True
     match = _BOOTSTRAP_RE.match(message)
     if match:

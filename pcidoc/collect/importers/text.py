@@ -151,10 +151,10 @@ _INVISIBLE = str.maketrans(
 )
 
 # A tool name starts a path token (``./all_reduce_perf``, ``/usr/bin/nvidia-smi``): the match
-# may only begin where no path character precedes, so a long token is walked once, not once per
-# character (issue 23: quadratic patterns).
+# may only begin where no path character precedes (or after a ``-[time]-`` prompt), so a long
+# token is walked once, not once per character (issue 23: quadratic patterns).
 _TOOL_RE = lazy(
-    r"(?<![\w.~/-])(?P<tool>(?:/|[\w.~][\w.~-]*/)*"
+    r"(?:(?<![\w.~/-])|(?<=\]-))(?P<tool>(?:/|[\w.~][\w.~-]*/)*"
     r"(?:nvidia-smi|p2pBandwidthLatencyTest|bandwidthTest|nvbandwidth|"
     r"[a-z0-9]+(?:_[a-z0-9]+)*_perf(?:_mpi)?|numactl|mpirun|mpiexec|srun|taskset|torchrun))"
     r"(?:\.exe)?(?=\s|$)(?!\s+[Vv]ersion\b)(?!\s*:)"
