@@ -91,6 +91,9 @@ class NcclLog(Model):
     net_plugin_quote: str | None = None
     ib_nics: list[NcclNic] = Field(default_factory=list)
     socket_nics: list[NcclNic] = Field(default_factory=list)
+    socket_quote: str | None = None
+    """The first ``NET/Socket : Using <if>`` line (NCCL <= 2.5 names the socket network only
+    there)."""
     bootstrap_if: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     """``NCCL_X set by environment to Y`` lines."""

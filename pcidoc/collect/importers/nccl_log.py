@@ -181,6 +181,7 @@ def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
             unknown += 1
     if log.lines == 0:
         return None, warnings
+    _socket_network(log)
     log.hosts = hosts
     log.ranks = sorted(seen_ranks.values(), key=lambda r: (r.host or "", r.rank))
     if log.nranks is None:
@@ -193,6 +194,15 @@ def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
             "line among them (the paste may be cut short)"
         )
     return log, warnings
+
+
+def _socket_network(log: NcclLog) -> None:
+    """NCCL <= 2.5 prints no ``Using network`` line: a ``NET/Socket : Using <if>`` list with no
+    IB device in use (``NET/IB : No device found``) is the socket (TCP) network."""
+    if log.network is None and log.socket_nics and not log.ib_nics and not log.net_plugin:
+        log.network = "Socket"
+        if log.socket_quote:
+            log.networks.append(Quoted(quote=log.socket_quote))
 
 
 def _read_message(
@@ -266,7 +276,7 @@ def _read_message(
         return True
     using = _net_using(message)
     if using:
-        _nics(log, *using)
+        _nics(log, *using, quote)
         return True
     match = _BOOTSTRAP_RE.match(message)
     if match:
@@ -275,8 +285,9 @@ def _read_message(
     return False
 
 
-def _nics(log: NcclLog, network: str, rest: str) -> None:
+def _nics(log: NcclLog, network: str, rest: str, quote: str) -> None:
     if network.lower().startswith("socket"):
+        log.socket_quote = log.socket_quote or quote
         for m in _SOCK_ENTRY_RE.finditer(rest):
             if not any(n.name == m.group(2) for n in log.socket_nics):
                 log.socket_nics.append(
