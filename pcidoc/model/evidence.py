@@ -184,6 +184,11 @@ class LspciDevice(Model):
     speed_downgraded: bool = False
     width_downgraded: bool = False
     lnksta_quote: str | None = None
+    lnkcap2_gts: float | None = None
+    """The fastest of ``LnkCap2: Supported Link Speeds: 2.5-16GT/s``."""
+    lnkctl2_target_gts: float | None = None
+    """``LnkCtl2: Target Link Speed: 8GT/s``: the speed the port may train to at most."""
+    lnkctl2_quote: str | None = None
     acs_ctl: str | None = None
     """The ACSCtl flags as printed (``SrcValid+ TransBlk- ReqRedir+ ...``)."""
     acs_redirect: bool | None = None

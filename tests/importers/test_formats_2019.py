@@ -148,3 +148,33 @@ def test_a_dip_while_the_curve_still_climbs_is_not_called_a_switch() -> None:
     r = result(load(_curve(60.0, before=130.0)), "scaling.allreduce")
     assert "collapses" in r.summary
     assert "dips" not in r.summary
+
+
+LSPCI_COLUMN_0 = """$ sudo lspci -vvv -s 41:00.0
+41:00.0 3D controller: NVIDIA Corporation GA100 [A100 PCIe 40GB] (rev a1)
+Subsystem: NVIDIA Corporation Device 145f
+Capabilities: [68] Express (v2) Endpoint, MSI 00
+LnkCap: Port #0, Speed 16GT/s, Width x16, ASPM not supported
+LnkSta: Speed 8GT/s (downgraded), Width x16 (ok)
+LnkCap2: Supported Link Speeds: 2.5-16GT/s, Crosslink- Retimer+ 2Retimers+ DRS-
+LnkCtl2: Target Link Speed: 8GT/s, EnterCompliance- SpeedDis-
+Kernel driver in use: nvidia
+"""
+
+
+def test_lspci_fragment_at_column_0_with_lnkcap2_and_lnkctl2() -> None:
+    cap = load(LSPCI_COLUMN_0)
+    (device,) = cap.evidence.lspci  # type: ignore[union-attr]
+    assert device.bus_id == "0000:41:00.0"
+    assert (device.lnkcap_gts, device.lnksta_gts, device.speed_downgraded) == (16.0, 8.0, True)
+    assert (device.lnkcap2_gts, device.lnkctl2_target_gts) == (16.0, 8.0)
+    r = result(cap, "nccl.lspci-link")
+    assert r.severity == "warn"
+    assert "target speed is set to 8 GT/s (LnkCtl2)" in r.summary
+
+
+def test_lnkctl2_at_the_device_maximum_is_an_idle_downclock_only() -> None:
+    cap = load(LSPCI_COLUMN_0.replace("Target Link Speed: 8GT/s", "Target Link Speed: 16GT/s"))
+    r = result(cap, "nccl.lspci-link")
+    assert r.severity == "info"
+    assert "LnkCtl2" not in r.summary
