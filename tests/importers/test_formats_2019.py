@@ -178,3 +178,60 @@ def test_lnkctl2_at_the_device_maximum_is_an_idle_downclock_only() -> None:
     r = result(cap, "nccl.lspci-link")
     assert r.severity == "info"
     assert "LnkCtl2" not in r.summary
+
+
+def _rocm_showtopo(kind: str) -> str:
+    head = "       GPU0         GPU1         GPU2\n"
+    rows = "".join(
+        f"GPU{i}   " + "  ".join("0" if i == j else kind for j in range(3)) + "\n" for i in range(3)
+    )
+    return (
+        "$ rocm-smi --showtopo\n"
+        "=============== Link Type between two GPUs ===============\n"
+        + head
+        + rows
+        + "GPU[0]          : (Topology) Numa Node: 0\n"
+        "============= End of ROCm SMI Log =============\n"
+    )
+
+
+def test_rocm_showtopo_all_pcie_is_an_amd_box_without_infinity_fabric() -> None:
+    r = result(load(_rocm_showtopo("PCIE")), "nvlink.state")
+    assert r.severity == "info"
+    assert "AMD GPUs without Infinity Fabric: every GPU pair is joined by PCIe" in r.summary
+
+
+def test_rocm_showtopo_all_xgmi_passes() -> None:
+    r = result(load(_rocm_showtopo("XGMI")), "nvlink.state")
+    assert r.severity == "pass"
+    assert "Infinity Fabric (XGMI) between all 3 GPU pairs" in r.summary
+
+
+FLATTENED = """GPU Topology:
+\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity
+GPU0\t X \tSYS\tSYS\tSYS\t0-47\t0
+GPU1\tSYS\t X \tSYS\tSYS\t0-47\t0
+GPU2\tSYS\tSYS\t X \tSYS\t0-47\t0
+GPU3\tSYS\tSYS\tSYS\t X \t0-47\t0
+
+# nThread 1 nGpus 4 minBytes 1073741824 maxBytes 4294967296
+# Using devices
+""" + "".join(
+    f"#  Rank  {i} Group  0 Pid   4242 on     vm1 device  {i} [0x0{i}] NVIDIA A100-SXM4-80GB\n"
+    for i in range(4)
+)
+
+
+def test_all_sys_on_one_numa_node_is_not_blamed_on_the_socket_link() -> None:
+    rows = (
+        "  4294967296    1073741824     float     sum      -1   900000    4.77    7.16      0 "
+        "  900000    4.77    7.16      0\n"
+    )
+    cap = load("$ ./build/all_reduce_perf -b 4G -e 4G -g 4\n" + FLATTENED + rows)
+    r = result(cap, "scaling.allreduce")
+    assert r.confidence == "low"
+    basis = next(e.subject for e in r.evidence if e.label == "link model")
+    assert basis is not None and "hidden by a hypervisor" in basis
+    assert "cross-socket" not in r.summary
+    assert not any("CPU interconnect (SYS)" in step for step in r.remediation)
+    assert result(cap, "numa.cross-socket").severity == "info"
