@@ -61,6 +61,10 @@ _TYPES = {
 """Data types nccl-tests/rccl-tests print; a row without a redop column must name one."""
 _INFO_RE = lazy(r"^\s*\S+:\d+:\d+\s+\[\d+\]\s+NCCL\s+(?:INFO|WARN)")
 _MAX_ROW_TOKENS = 13
+MAX_ROWS = 4096
+"""Result rows kept per run (out-of-place and in-place count apart). A sweep from 8 B to 16 GiB
+by factors of 2 has 32 sizes; a paste with thousands more is a generated or concatenated file,
+whose further rows are counted, not stored (issue 23: a 100 MB paste took 895 MB)."""
 
 
 def body_match(pattern: object, line: str) -> re.Match[str] | None:
@@ -145,12 +149,10 @@ def _wrong(token: str) -> int | None:
     return None
 
 
-def _row(tokens: list[str]) -> list[CollectiveRow] | None:
+def _row(tokens: list[str], rest: list[str]) -> list[CollectiveRow] | None:
     size = to_int(tokens[0])
-    layout = row_layout(tokens)
-    if size is None or size < 0 or layout is None:
+    if size is None or size < 0:
         return None
-    rest = layout[2]
     rows: list[CollectiveRow] = []
     for half, in_place in ((rest[0:4], False), (rest[4:8], True)):
         if len(half) < 4:
@@ -185,6 +187,7 @@ class _Run:
     oob: tuple[int, str | None] | None = None
     n_gpus: int | None = None
     bad_rows: int = 0
+    dropped_rows: int = 0
 
 
 # A line handler reads one line into the run: True (consumed), False (not its line) or None
@@ -229,13 +232,24 @@ def _on_rank(run: _Run, line: str, body: str) -> bool | None:
     return True
 
 
+def _looks_like_row(line: str) -> bool:
+    """A cheap test for a result row, for the rows past :data:`MAX_ROWS`."""
+    tokens = line.split(None, _MAX_ROW_TOKENS)
+    return 7 <= len(tokens) <= _MAX_ROW_TOKENS and tokens[0].isdigit() and tokens[1].isdigit()
+
+
 def _on_row(run: _Run, line: str, body: str) -> bool | None:
-    tokens = _row_tokens(line)
-    if not tokens:
-        return False
-    parsed = _row(tokens)
+    if len(run.rows) >= MAX_ROWS:
+        if not _looks_like_row(line):
+            return False
+        run.dropped_rows += 1
+        return True
+    tokens = line.split(None, _MAX_ROW_TOKENS)
     layout = row_layout(tokens)
-    if parsed and layout:
+    if layout is None:
+        return False
+    parsed = _row(tokens, layout[2])
+    if parsed:
         run.rows.extend(parsed)
         if layout[0]:
             run.redops.add(layout[0])
@@ -385,6 +399,11 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     frag = run.frag
     if run.bad_rows:
         frag.warn(f"nccl-tests: {run.bad_rows} table row(s) could not be read")
+    if run.dropped_rows:
+        frag.warn(
+            f"nccl-tests: more than {MAX_ROWS:,} result rows in one run; "
+            f"{run.dropped_rows:,} further row(s) counted, not read"
+        )
     hosts = list(dict.fromkeys(r[1] for r in run.ranks))
     measurement = CollectiveMeasurement(
         op=op,

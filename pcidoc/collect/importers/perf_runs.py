@@ -17,7 +17,13 @@ import re
 from typing import Any
 
 from pcidoc.collect.importers.nccl_log import clean
-from pcidoc.collect.importers.nccl_tests import header_line, rank_line, row_layout, using_line
+from pcidoc.collect.importers.nccl_tests import (
+    MAX_ROWS,
+    header_line,
+    rank_line,
+    row_layout,
+    using_line,
+)
 from pcidoc.collect.importers.text import Doc, comment_body, lazy, to_float, to_int
 from pcidoc.model.evidence import PerfRank, PerfRun
 from pcidoc.model.measurements import CollectiveMeasurement, CollectiveRow
@@ -121,21 +127,25 @@ def _launch_line(run: PerfRun, line: str, tables: list[list[Row]]) -> bool:
 
 def extract(doc: Doc, source: str) -> tuple[PerfRun | None, list[str]]:
     """The launch of the nccl-tests/rccl-tests run(s) in ``doc``; None when no header, rank
-    line or per-size duplicated row is seen."""
+    line or per-size duplicated row is seen. Result rows are counted up to
+    :data:`~pcidoc.collect.importers.nccl_tests.MAX_ROWS` (a paste of a million rows is read in
+    bounded memory)."""
     run = PerfRun(source=source)
     found = False
     tables: list[list[Row]] = []
+    kept = 0
     for line in doc.lines:
         if _launch_line(run, line, tables):
             found = True
             continue
-        if _version(run, line):
+        if _version(run, line) or kept >= MAX_ROWS:
             continue
         row = _row(line)
         if row is not None:
             if not tables:
                 tables.append([])
             tables[-1].append(row)
+            kept += 1
     _count_rows(run, tables)
     if not found and not (run.duplicated_rows and run.zero_busbw_rows):
         return None, []

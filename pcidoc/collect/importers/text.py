@@ -21,18 +21,24 @@ from pcidoc._record import field, record
 # --------------------------------------------------------------------------- value parsers
 
 _NUMBER_RE = lazy(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
-_INT_RE = lazy(r"^[+-]?\d+$")
+
+
+_NUMBER_CHARS = frozenset("0123456789.eE+-")
+_DIGITS = frozenset("0123456789")
 
 
 def to_float(token: str | None) -> float | None:
     """Parse a finite decimal number (``"12.3"``, ``"1e-06"``); ``None`` for anything else.
 
-    Unlike :func:`float` this never accepts ``inf``/``nan`` spellings, so a parsed value always
-    serialises to JSON.
+    Unlike :func:`float` this never accepts ``inf``/``nan`` spellings, underscores or non-ASCII
+    digits, so a parsed value always serialises to JSON. Tables of numbers call this for every
+    cell: plain characters are checked first, the pattern only for what passes.
     """
     if token is None:
         return None
     token = token.strip()
+    if not token or len(token) > 400 or not _NUMBER_CHARS.issuperset(token):
+        return None
     if not _NUMBER_RE.match(token):
         return None
     value = float(token)
@@ -44,7 +50,8 @@ def to_int(token: str | None) -> int | None:
     if token is None:
         return None
     token = token.strip()
-    if not _INT_RE.match(token) or len(token) > 30:
+    digits = token[1:] if token[:1] in ("+", "-") else token
+    if not digits or len(token) > 30 or not _DIGITS.issuperset(digits):
         return None
     return int(token)
 
@@ -159,6 +166,18 @@ _TOOL_RE = lazy(
     r"[a-z0-9]+(?:_[a-z0-9]+)*_perf(?:_mpi)?|numactl|mpirun|mpiexec|srun|taskset|torchrun))"
     r"(?:\.exe)?(?=\s|$)(?!\s+[Vv]ersion\b)(?!\s*:)"
 )
+_TOOL_NAMES = (
+    "nvidia-smi",
+    "andwidth",  # p2pBandwidthLatencyTest, bandwidthTest, nvbandwidth
+    "_perf",
+    "numactl",
+    "mpirun",
+    "mpiexec",
+    "srun",
+    "taskset",
+    "torchrun",
+)
+"""Every tool name of ``_TOOL_RE`` contains one of these: a line without them is no command."""
 _PREFIX_OK_RE = lazy(
     r"^(?:.*?[$#>%\]]\s*|\s*-\[[^\]]*\]-\s*|\s*)"
     r"(?:(?:sudo|time|env|nohup|exec|command)\s+(?:-\S+\s+)*|[A-Za-z_]\w*=\S*\s+)*$"
@@ -185,7 +204,7 @@ def command_in(line: str) -> str | None:
     A command line is a known tool name (``nvidia-smi``, ``./bandwidthTest``, ``all_reduce_perf``,
     ``numactl``, ``mpirun``...) preceded by nothing, a shell prompt or ``sudo``/``VAR=value``.
     """
-    if len(line) > 1000:
+    if len(line) > 1000 or not any(name in line for name in _TOOL_NAMES):
         return None
     for match in _TOOL_RE.finditer(line):
         prefix = line[: match.start()]
