@@ -18,8 +18,10 @@ use, shared-memory errors and every ``NCCL WARN``. Unknown NCCL lines are counte
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from itertools import pairwise
 
+from pcidoc._record import record
 from pcidoc.collect.importers.text import Doc, lazy
 from pcidoc.model.evidence import NcclConnection, NcclLog, NcclNic, NcclRank, Quoted
 
@@ -205,6 +207,128 @@ def _socket_network(log: NcclLog) -> None:
             log.networks.append(Quoted(quote=log.socket_quote))
 
 
+@record
+class _Line:
+    """One NCCL message being read, with what the log has seen so far."""
+
+    log: NcclLog
+    message: str
+    host: str | None
+    quote: str
+    seen_ranks: dict[tuple[str | None, int], NcclRank]
+    seen_conn: set[tuple]
+
+
+_MAX_QUOTES = 50
+"""Quoted lines kept per kind (a log of a thousand ranks repeats each one per rank)."""
+
+
+def _keep(quotes: list[Quoted], quote: str) -> bool:
+    if len(quotes) < _MAX_QUOTES:
+        quotes.append(Quoted(quote=quote))
+    return True
+
+
+def _on_version(line: _Line) -> bool:
+    match = _VERSION_RE.match(line.message) or _BANNER_RE.search(line.message)
+    if match:
+        line.log.version = line.log.version or match.group(1)
+    return match is not None
+
+
+def _on_driver(line: _Line) -> bool:
+    match = _DRIVER_RE.match(line.message)
+    if match:
+        line.log.cuda_driver_version = line.log.cuda_driver_version or _driver(match.group(1))
+    return match is not None
+
+
+def _on_connection(line: _Line) -> bool:
+    match = _CONN_RE.match(line.message)
+    if match:
+        _connection(line.log, match, line.host, line.quote, line.seen_conn)
+    return match is not None
+
+
+def _on_comm(line: _Line) -> bool:
+    match = _COMM_RE.search(line.message)
+    if match is None:
+        return False
+    log = line.log
+    rank, nranks = int(match.group(1)), int(match.group(2))
+    log.nranks = log.nranks or nranks
+    if match.group(5):
+        log.nnodes = log.nnodes or int(match.group(5))
+    entry = line.seen_ranks.get((line.host, rank))
+    if entry is None and len(line.seen_ranks) >= 65536:
+        return True
+    if entry is None:
+        entry = line.seen_ranks[(line.host, rank)] = NcclRank(
+            rank=rank, nranks=nranks, host=line.host, quote=line.quote
+        )
+    if match.group(3) is not None:
+        entry.cuda_dev = int(match.group(3))
+    if match.group(4):
+        entry.bus_id = bus_from_nccl(match.group(4))
+    return True
+
+
+def _on_env(line: _Line) -> bool:
+    match = _ENV_RE.match(line.message)
+    if match:
+        name, value = match.group(1), clean(match.group(2)).strip()
+        line.log.env.setdefault(name, value)
+        line.log.env_quotes.setdefault(name, line.quote)
+    return match is not None
+
+
+def _on_refusal(line: _Line) -> bool:
+    """GPUDirect RDMA and P2P refusals, unusable IB devices, /dev/shm errors."""
+    log, message = line.log, line.message
+    for pattern, quotes in (
+        (_GDR_OFF_RE, log.gdr_disabled),
+        (_P2P_OFF_RE, log.p2p_refused),
+        (_IB_BAD_RE, log.ib_unusable),
+        (_SHM_RE, log.shm_errors),
+    ):
+        if pattern.search(message):
+            return _keep(quotes, line.quote)
+    return False
+
+
+def _on_network(line: _Line) -> bool:
+    log = line.log
+    match = _NETWORK_RE.match(line.message)
+    if match:
+        log.network = clean(match.group(1)).strip()
+        return _keep(log.networks, line.quote)
+    match = _PLUGIN_RE.match(line.message)
+    if match:
+        log.net_plugin = clean(match.group(1))
+        log.net_plugin_quote = line.quote
+        return True
+    using = _net_using(line.message)
+    if using:
+        _nics(log, *using, line.quote)
+        return True
+    match = _BOOTSTRAP_RE.match(line.message)
+    if match:
+        log.bootstrap_if = log.bootstrap_if or match.group(1)
+    return match is not None
+
+
+_READERS: tuple[Callable[[_Line], bool], ...] = (
+    _on_version,
+    _on_driver,
+    _on_connection,
+    _on_comm,
+    _on_env,
+    _on_refusal,
+    _on_network,
+)
+"""What an NCCL message may be, in the order it is tried."""
+
+
 def _read_message(
     log: NcclLog,
     message: str,
@@ -214,75 +338,8 @@ def _read_message(
     seen_conn: set[tuple],
 ) -> bool:
     """Fold one NCCL message into ``log``; False when nothing in it is known."""
-    match = _VERSION_RE.match(message) or _BANNER_RE.search(message)
-    if match:
-        log.version = log.version or match.group(1)
-        return True
-    match = _DRIVER_RE.match(message)
-    if match:
-        log.cuda_driver_version = log.cuda_driver_version or _driver(match.group(1))
-        return True
-    match = _CONN_RE.match(message)
-    if match:
-        _connection(log, match, host, quote, seen_conn)
-        return True
-    match = _COMM_RE.search(message)
-    if match:
-        rank, nranks = int(match.group(1)), int(match.group(2))
-        log.nranks = log.nranks or nranks
-        if match.group(5):
-            log.nnodes = log.nnodes or int(match.group(5))
-        entry = seen_ranks.get((host, rank))
-        if entry is None and len(seen_ranks) >= 65536:
-            return True
-        if entry is None:
-            entry = seen_ranks[(host, rank)] = NcclRank(
-                rank=rank, nranks=nranks, host=host, quote=quote
-            )
-        if match.group(3) is not None:
-            entry.cuda_dev = int(match.group(3))
-        if match.group(4):
-            entry.bus_id = bus_from_nccl(match.group(4))
-        return True
-    match = _ENV_RE.match(message)
-    if match:
-        name, value = match.group(1), clean(match.group(2)).strip()
-        log.env.setdefault(name, value)
-        log.env_quotes.setdefault(name, quote)
-        return True
-    match = _GDR_OFF_RE.search(message)
-    if match:
-        log.gdr_disabled.append(Quoted(quote=quote))
-        return True
-    if _P2P_OFF_RE.search(message):
-        if len(log.p2p_refused) < 50:
-            log.p2p_refused.append(Quoted(quote=quote))
-        return True
-    if _IB_BAD_RE.search(message):
-        log.ib_unusable.append(Quoted(quote=quote))
-        return True
-    if _SHM_RE.search(message):
-        log.shm_errors.append(Quoted(quote=quote))
-        return True
-    match = _NETWORK_RE.match(message)
-    if match:
-        log.network = clean(match.group(1)).strip()
-        log.networks.append(Quoted(quote=quote))
-        return True
-    match = _PLUGIN_RE.match(message)
-    if match:
-        log.net_plugin = clean(match.group(1))
-        log.net_plugin_quote = quote
-        return True
-    using = _net_using(message)
-    if using:
-        _nics(log, *using, quote)
-        return True
-    match = _BOOTSTRAP_RE.match(message)
-    if match:
-        log.bootstrap_if = log.bootstrap_if or match.group(1)
-        return True
-    return False
+    line = _Line(log, message, host, quote, seen_ranks, seen_conn)
+    return any(reader(line) for reader in _READERS)
 
 
 def _nics(log: NcclLog, network: str, rest: str, quote: str) -> None:

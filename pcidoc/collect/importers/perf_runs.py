@@ -177,21 +177,8 @@ def _num(value: Any) -> float | None:
     return float(value) if value == value and abs(value) != float("inf") else None
 
 
-def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMeasurement | None]:
-    """The launch and the results of nccl-tests' JSON output.
-
-    Field names as nccl-tests writes them (``src/util.cu``): ``devices`` (``rank``, ``pid``,
-    ``hostname``, ``device``, ``device_hex``, ``device_info``), ``config`` (``ngpus``...),
-    ``results`` (``size``, ``type``, ``redop``, ``root``, ``out_of_place``/``in_place`` with
-    ``time``, ``alg_bw``, ``bus_bw``, ``nwrong``), ``out_of_bounds`` and
-    ``average_bus_bandwidth``. Unknown or mistyped fields are skipped.
-    """
-    run = PerfRun(source=source, headers=1, rank_lists=1)
-    config = data.get("config") if isinstance(data.get("config"), dict) else {}
-    ngpus = config.get("ngpus")
-    if isinstance(ngpus, int):
-        run.gpus_per_process = ngpus
-    devices = data.get("devices")
+def _json_ranks(run: PerfRun, devices: Any) -> None:
+    """The ``devices`` of nccl-tests' JSON output as rank lines."""
     for pos, device in enumerate(devices[:4096] if isinstance(devices, list) else []):
         if not isinstance(device, dict):
             continue
@@ -212,15 +199,34 @@ def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMe
         )
         if isinstance(name, str) and ("AMD" in name or "Instinct" in name):
             run.tool = "rccl-tests"
+
+
+def _json_op(args: Any) -> str | None:
+    """The collective, from the ``*_perf`` binary among the command-line arguments."""
+    for arg in args if isinstance(args, list) else []:
+        match = _PERF_ARG_RE.search(str(arg)[:4096])
+        if match:
+            return match.group(1)
+    return None
+
+
+def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMeasurement | None]:
+    """The launch and the results of nccl-tests' JSON output.
+
+    Field names as nccl-tests writes them (``src/util.cu``): ``devices`` (``rank``, ``pid``,
+    ``hostname``, ``device``, ``device_hex``, ``device_info``), ``config`` (``ngpus``...),
+    ``results`` (``size``, ``type``, ``redop``, ``root``, ``out_of_place``/``in_place`` with
+    ``time``, ``alg_bw``, ``bus_bw``, ``nwrong``), ``out_of_bounds`` and
+    ``average_bus_bandwidth``. Unknown or mistyped fields are skipped.
+    """
+    run = PerfRun(source=source, headers=1, rank_lists=1)
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    ngpus = config.get("ngpus")
+    if isinstance(ngpus, int):
+        run.gpus_per_process = ngpus
+    _json_ranks(run, data.get("devices"))
     rows: list[CollectiveRow] = []
-    op = None
-    args = data.get("args")
-    if isinstance(args, list):
-        for arg in args:
-            match = _PERF_ARG_RE.search(str(arg)[:4096])
-            if match:
-                op = match.group(1)
-                break
+    op = _json_op(data.get("args"))
     for result in data.get("results") or []:
         if not isinstance(result, dict):
             continue
