@@ -1,7 +1,7 @@
 """Child process of ``test_regex_linear.py``: feed every pattern of one importer module long
 runs of blanks and long tokens, each pattern under its own CPU-time limit.
 
-Run as ``python -m tests.importers.regex_child MODULE LIMIT_S``. Before each pattern it prints
+Run as ``python -m tests.importers.regex_child LIMIT_S MODULE...``. Before each pattern it prints
 the pattern's name and sets the soft ``RLIMIT_CPU`` to the CPU time used so far plus LIMIT_S:
 a pattern that backtracks quadratically on these inputs (100,000 characters: ~10^10 steps)
 is killed by SIGXCPU, deterministically, while a linear one needs milliseconds. No wall clock
@@ -64,9 +64,11 @@ def inputs(word: str) -> Iterator[str]:
         yield f"<a{run}"
 
 
-def main(module_name: str, limit_s: int) -> int:
+def main(limit_s: int, module_names: list[str]) -> int:
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    for name, pattern in patterns(module_name):
+    for module_name, name, pattern in (
+        (module, name, pattern) for module in module_names for name, pattern in patterns(module)
+    ):
         print(f"{module_name}: {name}", flush=True)
         used = resource.getrusage(resource.RUSAGE_SELF)
         spent = int(used.ru_utime + used.ru_stime) + 1
@@ -80,4 +82,4 @@ def main(module_name: str, limit_s: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2])))
+    sys.exit(main(int(sys.argv[1]), sys.argv[2:]))
