@@ -36,8 +36,10 @@ import resource, sys
 from pcidoc.collect.importers import import_paths
 result = import_paths([sys.argv[1]])
 rows = sum(len(m.rows) for m in result.capture.measurements.collectives)
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(f"{rows} rows kept, peak RSS {rss:.0f} MB, {len(result.warnings)} warning(s)")
+usage = resource.getrusage(resource.RUSAGE_SELF)
+cpu = usage.ru_utime + usage.ru_stime
+print(f"{rows} rows kept, {cpu:.1f} s CPU, peak RSS {usage.ru_maxrss / 1024:.0f} MB, "
+      f"{len(result.warnings)} warning(s)")
 for warning in result.warnings[:3]:
     print("  warning:", warning[:150])
 """
