@@ -88,3 +88,5 @@ def test_prefix_found_token_by_token() -> None:
     assert nccl_prefix("[1,0]<stdout>:gpu-node-1:4242:4300 [3] ") == ("gpu-node-1", 14)
     assert nccl_prefix("2024-05-01 12:00:00 ") is None
     assert nccl_prefix("x" * 50_000 + " ") is None
+    pod = "trainer-" + "a" * 70
+    assert nccl_prefix(f"{pod}:12345:12399 [0] ") == (pod, 0)

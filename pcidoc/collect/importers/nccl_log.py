@@ -126,7 +126,7 @@ def nccl_prefix(before: str) -> tuple[str, int] | None:
     for (at, token), (_, after) in pairwise(tokens):
         if not after.startswith("[") or not _DEV_RE.match(after) or token.count(":") < 2:
             continue
-        head = token[-64:] if len(token) > 64 else token
+        head = token[-300:]  # a host name has at most 253 characters
         match = _HOST_PID_TID_RE.search(head)
         if match:
             return match.group(1), at + len(token) - len(head) + match.start()
