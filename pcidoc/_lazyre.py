@@ -13,6 +13,7 @@ GPU model table tries ~45 name patterns in order, and compiling them all cost ~5
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -107,6 +108,28 @@ class LazyPattern:
         return self.compiled.sub(replacement, text)
 
 
+_CREATED: list[tuple[str, LazyPattern]] = []
+"""Every pattern made by :func:`lazy`, with the module that made it (tests walk them)."""
+
+
 def lazy(pattern: str, flags: int = 0) -> LazyPattern:
-    """A :class:`LazyPattern` (drop-in for ``re.compile``)."""
-    return LazyPattern(pattern, flags)
+    """A :class:`LazyPattern` (drop-in for ``re.compile``).
+
+    The pattern is also recorded with the name of the calling module, so tests can check every
+    pattern a package uses (``tests/importers/test_regex_linear.py`` feeds each one long runs
+    of whitespace and long tokens).
+    """
+    made = LazyPattern(pattern, flags)
+    _CREATED.append((sys._getframe(1).f_globals.get("__name__", "?"), made))
+    return made
+
+
+def created(prefix: str = "") -> list[tuple[str, LazyPattern]]:
+    """``(module name, pattern)`` of every :func:`lazy` pattern made by a module whose name
+    starts with ``prefix``, in the order they were made."""
+    return [(module, made) for module, made in _CREATED if module.startswith(prefix)]
+
+
+def source(made: LazyPattern) -> tuple[str, int]:
+    """The pattern text and flags of a :class:`LazyPattern` (without compiling it)."""
+    return made._pattern, made._flags

@@ -250,13 +250,16 @@ def _add_capture(sub: Any) -> None:
 
 
 def _add_import(sub: Any) -> None:
+    from pcidoc.collect.import_formats import SUPPORTED_FORMATS
+
+    formats = "\n".join(f"  {fmt:<24}{what}" for fmt, what in SUPPORTED_FORMATS.items())
     imp = sub.add_parser(
         "import",
         help="build a capture from pasted nvidia-smi / benchmark outputs",
-        description="Build a capture of ONE machine from text outputs people paste into issues: "
-        "nvidia-smi topo -m / -p2p, nvidia-smi -q, nvidia-smi nvlink -s/-R, "
-        "p2pBandwidthLatencyTest, bandwidthTest, nvbandwidth, nccl-tests, and PyTorch "
-        "profiler traces. Several files merge into one capture.",
+        description="Build a capture of ONE machine from text outputs people paste into issues. "
+        "Several files merge into one capture.",
+        epilog=f"formats read (docs/import.md):\n{formats}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     imp.add_argument("files", nargs="+", metavar="FILE", help="text files ('-' for stdin)")
     imp.add_argument(

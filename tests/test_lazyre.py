@@ -104,3 +104,15 @@ def test_lazy_is_a_lazy_pattern() -> None:
     assert isinstance(pattern, LazyPattern)
     assert pattern.fullmatch("abbc") is not None
     assert pattern.fullmatch("xabbc") is None
+
+
+def test_lazy_records_the_module_that_made_each_pattern() -> None:
+    from pcidoc import _lazyre
+
+    made = lazy(r"recorded\s+here")
+    mine = [p for module, p in _lazyre.created(__name__) if module == __name__]
+    assert made in mine
+    assert _lazyre.source(made) == (r"recorded\s+here", 0)
+    assert all(
+        module.startswith("pcidoc.collect") for module, _ in _lazyre.created("pcidoc.collect")
+    )

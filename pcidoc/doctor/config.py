@@ -75,6 +75,10 @@ NVLINK_LINE_RATE_GBPS = linkmodel.NVLINK_LINE_RATE_GBPS
 # Application-level P2P over NVLink reaches ~80 % of the line rate [M] (sjeaugey,
 # NVIDIA/nccl#1054; measured 81-92 %, probes.md §4.2). Below 0.8x the line rate -> warn [D];
 # an NVLink pair measuring at PCIe rates is not using NVLink -> fail.
+# The fastest a GPU sends to all its peers: B200's NVLink 5, 18 links x 50 GB/s = 900 GB/s per
+# direction [A] (the datasheet figure above). An nccl-tests algbw above it was not carried by
+# any link: a 1-rank job timed a local copy [D].
+FASTEST_GPU_LINK_GBPS = 900.0
 NVLINK_P2P_WARN_FRACTION = 0.80
 NVLINK_AT_PCIE_RATE_GBPS = 60.0
 
@@ -144,6 +148,10 @@ BUSBW_FLOOR_MODEL_GBPS = 6.0
 # A drop of busbw by more than half from one size to the next larger size (a cliff, not a
 # plateau) is flagged [D] (NVIDIA/nccl#1453: 29.5 -> 5 GB/s at 64 MiB).
 BUSBW_CLIFF_FRACTION = 0.5
+# A drop at one size whose neighbours are within this fraction of each other and of the peak
+# (a flat curve) is NCCL changing algorithm/protocol at that size: info, not a warning [D]
+# (nccl-tests outputs show single-size dips at the tuner's switch points, e.g. 64 MiB).
+BUSBW_FLAT_FRACTION = 0.8
 
 # Data-parallel scaling efficiency E(N) = throughput(N) / (N x throughput(1)) [D]
 # (research/probes.md §3.3): NVLink/NVSwitch pass >= 0.85, warn 0.70-0.85, fail < 0.70;

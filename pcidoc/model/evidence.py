@@ -100,6 +100,9 @@ class NcclLog(Model):
     net_plugin_quote: str | None = None
     ib_nics: list[NcclNic] = Field(default_factory=list)
     socket_nics: list[NcclNic] = Field(default_factory=list)
+    socket_quote: str | None = None
+    """The first ``NET/Socket : Using <if>`` line (NCCL <= 2.5 names the socket network only
+    there)."""
     bootstrap_if: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     """``NCCL_X set by environment to Y`` lines."""
@@ -190,6 +193,11 @@ class LspciDevice(Model):
     speed_downgraded: bool = False
     width_downgraded: bool = False
     lnksta_quote: str | None = None
+    lnkcap2_gts: float | None = None
+    """The fastest of ``LnkCap2: Supported Link Speeds: 2.5-16GT/s``."""
+    lnkctl2_target_gts: float | None = None
+    """``LnkCtl2: Target Link Speed: 8GT/s``: the speed the port may train to at most."""
+    lnkctl2_quote: str | None = None
     acs_ctl: str | None = None
     """The ACSCtl flags as printed (``SrcValid+ TransBlk- ReqRedir+ ...``)."""
     acs_redirect: bool | None = None
@@ -263,7 +271,10 @@ class PerfRun(Model):
     """Result rows with a busbw of 0 at a message size above 0."""
     rows: int = 0
     duplicated_rows: int = 0
-    """Rows that repeat an earlier row of another header's table size for size."""
+    """Rows that repeat an earlier row of another header's table size for size, or the row
+    before them at the same size (several 1-rank jobs writing into one output)."""
+    max_algbw_gbps: float | None = None
+    """The largest out-of-place algbw of the rows (a 1-rank job's algbw is a local copy's)."""
     quote: str | None = None
 
     @property

@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 from pcidoc._record import field, record
+from pcidoc.collect.import_formats import SUPPORTED_FORMATS
 from pcidoc.collect.importers import scan as _scan
 from pcidoc.collect.importers import whole_text as _whole_text
 from pcidoc.collect.importers.fragment import Fragment
@@ -27,36 +28,6 @@ from pcidoc.errors import PcidocError
 from pcidoc.fileio import MAX_PASTE_BYTES, decode_text, read_input
 from pcidoc.model.capture import Capture
 from pcidoc.sanitize import clean_data, clean_line, clean_text
-
-SUPPORTED_FORMATS: dict[str, str] = {
-    "nvidia-smi-topo": "nvidia-smi topo -m / --matrix (topology, CPU/NUMA affinity, NIC legend)",
-    "nvidia-smi-p2p": "nvidia-smi topo -p2p r|w|n|a|p (P2P status matrix)",
-    "nvidia-smi-query": "nvidia-smi -q [-i N] [-d PCIE] (GPU identity, PCIe link, fabric)",
-    "nvidia-smi-nvlink": "nvidia-smi nvlink -s / -R / -e (NVLink state, rate, remote ends)",
-    "nvidia-smi-list": "nvidia-smi -L (GPU index, name, UUID)",
-    "nvidia-smi": "nvidia-smi summary table (driver/CUDA versions, GPU names, bus ids)",
-    "p2pBandwidthLatencyTest": "cuda-samples p2pBandwidthLatencyTest (P2P bandwidth/latency)",
-    "bandwidthTest": "cuda-samples bandwidthTest (host<->device bandwidth)",
-    "nvbandwidth": "nvbandwidth (CE/SM copy bandwidth and latency)",
-    "nccl-tests": "nccl-tests *_perf tables (collective bus bandwidth)",
-    "pytorch-trace": "PyTorch profiler Chrome trace JSON (torch.profiler)",
-    "nccl-log": "NCCL_DEBUG=INFO logs, NCCL 2.4 to 2.2x (transports, network, NICs, warnings)",
-    "nccl-topo-xml": "NCCL topology XML (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE)",
-    "lspci": "lspci -vv/-vvv blocks, -tv trees, grep excerpts (LnkSta, ACSCtl, AER)",
-    "collect-env": "torch.utils.collect_env / vLLM collect_env.py reports",
-    "nccl-tests-launch": "nccl-tests/rccl-tests rank lines across hosts (multi-node launches)",
-    "nccl-tests-json": "nccl-tests JSON output (-J / --output_file)",
-    "amd-topology": "rocm-smi --showtopo / amd-smi topology (XGMI/PCIe links, NUMA)",
-    "nccl-ras": "NCCL RAS status reports (ncclras text and -f json)",
-    "nccl-watchdog": "PyTorch ProcessGroupNCCL watchdog timeouts (WorkNCCL(SeqNum=...))",
-    "flight-recorder": "PyTorch NCCL flight-recorder dumps (JSON)",
-    "nccl-inspector": "NCCL Inspector records (JSON and Prometheus textfile)",
-    "nccl-profiler-trace": "NCCL example profiler plugin trace (timings, no bandwidth)",
-    "p2p-integrity": "simpleP2P verification, PyTorch peer-copy sessions, IOMMU-group tables",
-    "kernel-log": "dmesg / journalctl -k / kern.log (Xid, AER, IOMMU faults, PCIe notices)",
-    "link-history": "repeated link readings (nvidia-smi --query-gpu / -q -d PCIE, lspci, sysfs)",
-}
-"""Format id -> what it is; ids appear in ``origin.sources[].formats``."""
 
 _MAX_BYTES = MAX_PASTE_BYTES
 

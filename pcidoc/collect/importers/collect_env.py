@@ -32,7 +32,7 @@ _NCCL_PIP_RE = lazy(r"nvidia-nccl-cu\d+\s*[=]=\s*([\d.]+)|\bnccl\s*[=]=\s*([\d.]
 _NCCL_VERSION_RE = lazy(r"^\s*NCCL version\s*:\s*\(?([\d., ]+)\)?", re.IGNORECASE)
 _GPU_LINE_RE = lazy(r"^\s*GPU\s*(\d+)\s*:\s*(.+?)\s*$")
 _NIC_NOTICE_RE = lazy(
-    r"(\d+)\s+NICs?\b.{0,80}?\b(?:only\s+(?:display|show)(?:ing|ed|s)?|"
+    r"(?<!\d)(\d{1,6})\s+NICs?\b.{0,80}?\b(?:only\s+(?:display|show)(?:ing|ed|s)?|"
     r"(?:display|show)(?:ing|ed|s)?\s+only)\s+(?:the\s+first\s+)?(\d+)",
     re.I,
 )
@@ -85,25 +85,36 @@ def extract(doc: Doc, source: str) -> EnvReport | None:
             continue
         if not value or value.lower() in ("could not collect", "n/a", "none"):
             continue
-        if key in ("pytorch version", "torch version"):
-            report.torch_version = value
-        elif key == "cuda used to build pytorch":
-            report.cuda_build = value
-        elif key == "cuda runtime version":
-            report.cuda_runtime = value
-        elif key in ("rocm version", "rocm used to build pytorch") and report.rocm_version is None:
-            report.rocm_version = value
-        elif key == "nvidia driver version":
-            report.driver_version = value
-        elif key == "vllm version":
-            report.vllm_version = value
-        elif key == "os":
-            report.os = value
-        elif key == "python platform":
-            kernel = _KERNEL_RE.search(value)
-            if kernel:
-                report.kernel = kernel.group(1)
+        _set_field(report, key, value)
     return report
+
+
+_FIELDS = {
+    "pytorch version": "torch_version",
+    "torch version": "torch_version",
+    "cuda used to build pytorch": "cuda_build",
+    "cuda runtime version": "cuda_runtime",
+    "rocm version": "rocm_version",
+    "rocm used to build pytorch": "rocm_version",
+    "nvidia driver version": "driver_version",
+    "vllm version": "vllm_version",
+    "os": "os",
+}
+"""``Key: value`` lines of the report -> the EnvReport field they fill."""
+_FIRST_ONLY = {"rocm_version"}
+"""Fields two keys fill: the first one seen wins."""
+
+
+def _set_field(report: EnvReport, key: str, value: str) -> None:
+    if key == "python platform":
+        kernel = _KERNEL_RE.search(value)
+        if kernel:
+            report.kernel = kernel.group(1)
+        return
+    name = _FIELDS.get(key)
+    if name is None or (name in _FIRST_ONLY and getattr(report, name) is not None):
+        return
+    setattr(report, name, value)
 
 
 def summary(report: EnvReport) -> str:

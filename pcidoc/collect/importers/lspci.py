@@ -14,6 +14,7 @@ the capture are joined to it by the doctor (``nccl.lspci-link``, ``nccl.acs-redi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.nccl_log import clean
@@ -26,12 +27,25 @@ _HEADER_RE = lazy(
     r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-1][0-9a-fA-F]\.[0-7])\s+"
     r"(?P<cls>[^:]{3,60}?)\s*(?:\[[0-9a-fA-F]{4}\])?:\s*(?P<name>.*)$"
 )
-_FIELD_RE = lazy(r"^\s+(LnkCap|LnkSta|ACSCtl|ACSCap|UESta|CESta|DevSta)\s*:\s*(.*)$")
+# Fields may start at column 0 (a fragment pasted without its indentation).
+_FIELD_RE = lazy(
+    r"^[ \t]*(LnkCap2|LnkCtl2|LnkCap|LnkSta|ACSCtl|ACSCap|UESta|CESta|DevSta)\s*:\s*(.*)$"
+)
+# The other lines of a device block, recognised when a fragment lost its indentation.
+_KEYLINE_RE = lazy(
+    r"^(?:Capabilities|Subsystem|Control|Status|Latency|Interrupt|Region|Expansion ROM|"
+    r"Kernel (?:driver in use|modules)|Physical Slot|NUMA node|IOMMU group|Flags|Bus|"
+    r"(?:Dev|Lnk|Slt|Root)(?:Cap|Ctl|Sta)[23]?|UEMsk|UESvrt|CEMsk|AERCap|HeaderLog|"
+    r"Secondary status|Prefetchable|BridgeCtl|Vector table|Address|Product Name|"
+    r"Read-only fields|End)\b"
+)
+_SUPPORTED_RE = lazy(r"Supported Link Speeds:\s*(?:[\d.]+-)?([\d.]+)\s*GT/s")
+_TARGET_RE = lazy(r"Target Link Speed:\s*([\d.]+)\s*GT/s")
 _TREE_RE = lazy(r"^\s*[-+\\|`]*\[(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}\]-")
 _DOMAIN_RE = lazy(r"\[[0-9a-fA-F]{4}:[0-9a-fA-F]{2}\]")
 _SPEED_RE = lazy(r"Speed\s+([\d.]+)\s*GT/s(\s*\(downgraded\))?")
 _WIDTH_RE = lazy(r"Width\s+x(\d+)(\s*\(downgraded\))?")
-_BIT_RE = lazy(r"([A-Za-z][A-Za-z0-9]*)([+-])")
+_BIT_RE = lazy(r"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9]*)([+-])")  # starts at a word only
 _DEVSTA_ERRORS = ("CorrErr", "NonFatalErr", "FatalErr", "UnsupReq")
 
 
@@ -46,6 +60,8 @@ def detect(doc: Doc, index: int, ctx: Context) -> bool:
     if _HEADER_RE.match(line):
         for ahead in doc.lines[index + 1 : index + 4]:
             if ahead[:1] in ("\t", " ") and ahead.strip():
+                return True
+            if _FIELD_RE.match(ahead) or _KEYLINE_RE.match(ahead):
                 return True
     return False
 
@@ -67,40 +83,81 @@ def _flags(text: str) -> dict[str, bool]:
     return {m.group(1): m.group(2) == "+" for m in _BIT_RE.finditer(text)}
 
 
+def _lnkcap(device: LspciDevice, value: str, line: str) -> None:
+    speed = _SPEED_RE.search(value)
+    width = _WIDTH_RE.search(value)
+    if speed:
+        device.lnkcap_gts = float(speed.group(1))
+    if width:
+        device.lnkcap_width = int(width.group(1))
+
+
+def _lnksta(device: LspciDevice, value: str, line: str) -> None:
+    speed = _SPEED_RE.search(value)
+    width = _WIDTH_RE.search(value)
+    if speed:
+        device.lnksta_gts = float(speed.group(1))
+        device.speed_downgraded = bool(speed.group(2))
+    if width:
+        device.lnksta_width = int(width.group(1))
+        device.width_downgraded = bool(width.group(2))
+    device.lnksta_quote = " ".join(clean(line).split())
+
+
+def _lnkcap2(device: LspciDevice, value: str, line: str) -> None:
+    supported = _SUPPORTED_RE.search(value)
+    if supported:
+        device.lnkcap2_gts = float(supported.group(1))
+
+
+def _lnkctl2(device: LspciDevice, value: str, line: str) -> None:
+    target = _TARGET_RE.search(value)
+    if target:
+        device.lnkctl2_target_gts = float(target.group(1))
+        device.lnkctl2_quote = " ".join(clean(line).split())[:300]
+
+
+def _acsctl(device: LspciDevice, value: str, line: str) -> None:
+    flags = _flags(value)
+    if "SrcValid" in flags or "ReqRedir" in flags:
+        device.acs_ctl = " ".join(clean(value).split())
+        known = [flags.get(name) for name in ("ReqRedir", "CmpltRedir", "EgressCtrl")]
+        if any(known):
+            device.acs_redirect = True
+        elif all(v is not None for v in known[:2]):
+            device.acs_redirect = False
+
+
+def _uesta(device: LspciDevice, value: str, line: str) -> None:
+    device.uncorrectable = [k for k, v in _flags(value).items() if v]
+
+
+def _cesta(device: LspciDevice, value: str, line: str) -> None:
+    device.correctable = [k for k, v in _flags(value).items() if v]
+
+
+def _devsta(device: LspciDevice, value: str, line: str) -> None:
+    flags = _flags(value)
+    device.devsta_errors = [k for k in _DEVSTA_ERRORS if flags.get(k)]
+
+
+_FIELDS: dict[str, Callable[[LspciDevice, str, str], None]] = {
+    "LnkCap": _lnkcap,
+    "LnkSta": _lnksta,
+    "LnkCap2": _lnkcap2,
+    "LnkCtl2": _lnkctl2,
+    "ACSCtl": _acsctl,
+    "UESta": _uesta,
+    "CESta": _cesta,
+    "DevSta": _devsta,
+}
+"""What each lspci field line fills in (``ACSCap`` is recognised and skipped)."""
+
+
 def _field(device: LspciDevice, key: str, value: str, line: str) -> None:
-    if key == "LnkCap":
-        speed = _SPEED_RE.search(value)
-        width = _WIDTH_RE.search(value)
-        if speed:
-            device.lnkcap_gts = float(speed.group(1))
-        if width:
-            device.lnkcap_width = int(width.group(1))
-    elif key == "LnkSta":
-        speed = _SPEED_RE.search(value)
-        width = _WIDTH_RE.search(value)
-        if speed:
-            device.lnksta_gts = float(speed.group(1))
-            device.speed_downgraded = bool(speed.group(2))
-        if width:
-            device.lnksta_width = int(width.group(1))
-            device.width_downgraded = bool(width.group(2))
-        device.lnksta_quote = " ".join(clean(line).split())
-    elif key == "ACSCtl":
-        flags = _flags(value)
-        if "SrcValid" in flags or "ReqRedir" in flags:
-            device.acs_ctl = " ".join(clean(value).split())
-            known = [flags.get(name) for name in ("ReqRedir", "CmpltRedir", "EgressCtrl")]
-            if any(known):
-                device.acs_redirect = True
-            elif all(v is not None for v in known[:2]):
-                device.acs_redirect = False
-    elif key == "UESta":
-        device.uncorrectable = [k for k, v in _flags(value).items() if v]
-    elif key == "CESta":
-        device.correctable = [k for k, v in _flags(value).items() if v]
-    elif key == "DevSta":
-        flags = _flags(value)
-        device.devsta_errors = [k for k in _DEVSTA_ERRORS if flags.get(k)]
+    handler = _FIELDS.get(key)
+    if handler is not None:
+        handler(device, value, line)
 
 
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
@@ -129,9 +186,10 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
             devices.append(device)
             index += 1
             continue
-        if line[:1] not in ("\t", " "):
-            break
         match = _FIELD_RE.match(line)
+        indented = line[:1] in ("\t", " ")
+        if not indented and match is None and (device is None or not _KEYLINE_RE.match(line)):
+            break
         if match:
             key, value = match.group(1), match.group(2)
             if key == "ACSCtl" and device is not None and device.acs_ctl is not None:
@@ -166,6 +224,8 @@ def _already(device: LspciDevice, key: str) -> bool:
         return device.lnkcap_gts is not None
     if key == "ACSCtl":
         return device.acs_ctl is not None
+    if key == "LnkCtl2":
+        return device.lnkctl2_target_gts is not None
     return False
 
 
@@ -174,6 +234,7 @@ def _has_facts(device: LspciDevice) -> bool:
         device.lnksta_gts
         or device.lnksta_width
         or device.lnkcap_gts
+        or device.lnkctl2_target_gts
         or device.acs_ctl
         or device.uncorrectable
         or device.correctable

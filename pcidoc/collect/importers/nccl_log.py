@@ -18,7 +18,10 @@ use, shared-memory errors and every ``NCCL WARN``. Unknown NCCL lines are counte
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from itertools import pairwise
 
+from pcidoc._record import record
 from pcidoc.collect.importers.text import Doc, lazy
 from pcidoc.model.evidence import NcclConnection, NcclLog, NcclNic, NcclRank, Quoted
 
@@ -26,7 +29,9 @@ FORMAT = "nccl-log"
 
 _TAG_RE = lazy(r"\bNCCL\s+(INFO|WARN|TRACE|ERROR)\b\s?(.*)$")
 _BANNER_RE = lazy(r"\bNCCL version\s+(\d+\.\d+\.\d+)")
-_PREFIX_RE = lazy(r"(?P<host>[^\s:\[\]]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[(?P<dev>\d+)\]")
+_TOKEN_RE = lazy(r"\S+")
+_HOST_PID_TID_RE = lazy(r"(?<![^\s:\[\]])([^\s:\[\]]+):\d{1,12}:\d{1,12}$")
+_DEV_RE = lazy(r"\[\d{1,6}\]")
 _VERSION_RE = lazy(r"^NCCL version\s+(\d+\.\d+\.\d+)")
 _DRIVER_RE = lazy(r"^cudaDriverVersion\s+(\d+)")
 _BOOTSTRAP_RE = lazy(r"^Bootstrap\s*:\s*Using\s*(?:\[\d+\])?\s*([\w.:-]+?):")
@@ -35,8 +40,8 @@ _PLUGIN_RE = lazy(
     r"plugin)\s*:?\s*(\S.*?)\s*$",
     re.IGNORECASE,
 )
-_NETWORK_RE = lazy(r"^Using network\s+(.+?)\s*$")
-_IB_USING_RE = lazy(r"^NET/([\w.\- ]+?)\s*:\s*Using\s+(.*)$")
+_NETWORK_RE = lazy(r"^Using network\s+(\S.*)$")
+_NET_NAME_RE = lazy(r"^[\w.\- ]+$")
 _IB_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):(\d+)/(IB|RoCE|\w+)")
 _SOCK_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):([0-9A-Fa-f.:%]+)<")
 _ENV_RE = lazy(r"^(NCCL_\w+|CUDA_\w+)\s+set by environment to\s+(.*?)\.?\s*$")
@@ -109,6 +114,36 @@ def _driver(number: str) -> str | None:
     return f"{value // 1000}.{(value % 1000) // 10}"
 
 
+def nccl_prefix(before: str) -> tuple[str, int] | None:
+    """NCCL's ``host:pid:tid [dev]`` prefix in the text before the ``NCCL INFO`` tag: the host
+    and where the prefix starts, or None.
+
+    Read token by token (split on blanks, the host the part after the last ``:``, ``[`` or
+    ``]`` of its token), never with one pattern searched over the whole text: that searched a
+    long token once per character (issue 23: a 40 KB token took 10 s).
+    """
+    tokens = [(m.start(), m.group()) for m in _TOKEN_RE.finditer(before)]
+    for (at, token), (_, after) in pairwise(tokens):
+        if not after.startswith("[") or not _DEV_RE.match(after) or token.count(":") < 2:
+            continue
+        head = token[-300:]  # a host name has at most 253 characters
+        match = _HOST_PID_TID_RE.search(head)
+        if match:
+            return match.group(1), at + len(token) - len(head) + match.start()
+    return None
+
+
+def _net_using(message: str) -> tuple[str, str] | None:
+    """``NET/IB : Using [0]mlx5_0:1/IB ...``: the network name and the list after Using."""
+    if not message.startswith("NET/"):
+        return None
+    name, sep, rest = message[4:].partition(":")
+    rest = rest.lstrip()
+    if not sep or not rest.startswith("Using") or not _NET_NAME_RE.match(name):
+        return None
+    return name.strip(), rest[len("Using") :].strip()
+
+
 def detect_any(doc: Doc) -> bool:
     """True when the text holds at least one NCCL log line."""
     return any(_TAG_RE.search(line) or _BANNER_RE.search(line) for line in doc.lines)
@@ -136,11 +171,11 @@ def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
             continue
         log.lines += 1
         level, message = match.group(1), match.group(2).strip()
-        prefix = _PREFIX_RE.search(raw[: match.start()])
-        host = prefix.group("host") if prefix else None
+        prefix = nccl_prefix(raw[: match.start()])
+        host = prefix[0] if prefix else None
         if host and host not in hosts:
             hosts.append(host)
-        quote = _quote(raw[prefix.start() :] if prefix else raw)
+        quote = _quote(raw[prefix[1] :] if prefix else raw)
         if level in ("WARN", "ERROR") and len(log.warnings) < 50:
             log.warnings.append(Quoted(quote=quote))
         known = _read_message(log, message, host, quote, seen_ranks, seen_conn)
@@ -148,6 +183,7 @@ def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
             unknown += 1
     if log.lines == 0:
         return None, warnings
+    _socket_network(log)
     log.hosts = hosts
     log.ranks = sorted(seen_ranks.values(), key=lambda r: (r.host or "", r.rank))
     if log.nranks is None:
@@ -162,6 +198,137 @@ def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
     return log, warnings
 
 
+def _socket_network(log: NcclLog) -> None:
+    """NCCL <= 2.5 prints no ``Using network`` line: a ``NET/Socket : Using <if>`` list with no
+    IB device in use (``NET/IB : No device found``) is the socket (TCP) network."""
+    if log.network is None and log.socket_nics and not log.ib_nics and not log.net_plugin:
+        log.network = "Socket"
+        if log.socket_quote:
+            log.networks.append(Quoted(quote=log.socket_quote))
+
+
+@record
+class _Line:
+    """One NCCL message being read, with what the log has seen so far."""
+
+    log: NcclLog
+    message: str
+    host: str | None
+    quote: str
+    seen_ranks: dict[tuple[str | None, int], NcclRank]
+    seen_conn: set[tuple]
+
+
+_MAX_QUOTES = 50
+"""Quoted lines kept per kind (a log of a thousand ranks repeats each one per rank)."""
+
+
+def _keep(quotes: list[Quoted], quote: str) -> bool:
+    if len(quotes) < _MAX_QUOTES:
+        quotes.append(Quoted(quote=quote))
+    return True
+
+
+def _on_version(line: _Line) -> bool:
+    match = _VERSION_RE.match(line.message) or _BANNER_RE.search(line.message)
+    if match:
+        line.log.version = line.log.version or match.group(1)
+    return match is not None
+
+
+def _on_driver(line: _Line) -> bool:
+    match = _DRIVER_RE.match(line.message)
+    if match:
+        line.log.cuda_driver_version = line.log.cuda_driver_version or _driver(match.group(1))
+    return match is not None
+
+
+def _on_connection(line: _Line) -> bool:
+    match = _CONN_RE.match(line.message)
+    if match:
+        _connection(line.log, match, line.host, line.quote, line.seen_conn)
+    return match is not None
+
+
+def _on_comm(line: _Line) -> bool:
+    match = _COMM_RE.search(line.message)
+    if match is None:
+        return False
+    log = line.log
+    rank, nranks = int(match.group(1)), int(match.group(2))
+    log.nranks = log.nranks or nranks
+    if match.group(5):
+        log.nnodes = log.nnodes or int(match.group(5))
+    entry = line.seen_ranks.get((line.host, rank))
+    if entry is None and len(line.seen_ranks) >= 65536:
+        return True
+    if entry is None:
+        entry = line.seen_ranks[(line.host, rank)] = NcclRank(
+            rank=rank, nranks=nranks, host=line.host, quote=line.quote
+        )
+    if match.group(3) is not None:
+        entry.cuda_dev = int(match.group(3))
+    if match.group(4):
+        entry.bus_id = bus_from_nccl(match.group(4))
+    return True
+
+
+def _on_env(line: _Line) -> bool:
+    match = _ENV_RE.match(line.message)
+    if match:
+        name, value = match.group(1), clean(match.group(2)).strip()
+        line.log.env.setdefault(name, value)
+        line.log.env_quotes.setdefault(name, line.quote)
+    return match is not None
+
+
+def _on_refusal(line: _Line) -> bool:
+    """GPUDirect RDMA and P2P refusals, unusable IB devices, /dev/shm errors."""
+    log, message = line.log, line.message
+    for pattern, quotes in (
+        (_GDR_OFF_RE, log.gdr_disabled),
+        (_P2P_OFF_RE, log.p2p_refused),
+        (_IB_BAD_RE, log.ib_unusable),
+        (_SHM_RE, log.shm_errors),
+    ):
+        if pattern.search(message):
+            return _keep(quotes, line.quote)
+    return False
+
+
+def _on_network(line: _Line) -> bool:
+    log = line.log
+    match = _NETWORK_RE.match(line.message)
+    if match:
+        log.network = clean(match.group(1)).strip()
+        return _keep(log.networks, line.quote)
+    match = _PLUGIN_RE.match(line.message)
+    if match:
+        log.net_plugin = clean(match.group(1))
+        log.net_plugin_quote = line.quote
+        return True
+    using = _net_using(line.message)
+    if using:
+        _nics(log, *using, line.quote)
+        return True
+    match = _BOOTSTRAP_RE.match(line.message)
+    if match:
+        log.bootstrap_if = log.bootstrap_if or match.group(1)
+    return match is not None
+
+
+_READERS: tuple[Callable[[_Line], bool], ...] = (
+    _on_version,
+    _on_driver,
+    _on_connection,
+    _on_comm,
+    _on_env,
+    _on_refusal,
+    _on_network,
+)
+"""What an NCCL message may be, in the order it is tried."""
+
+
 def _read_message(
     log: NcclLog,
     message: str,
@@ -171,79 +338,13 @@ def _read_message(
     seen_conn: set[tuple],
 ) -> bool:
     """Fold one NCCL message into ``log``; False when nothing in it is known."""
-    match = _VERSION_RE.match(message) or _BANNER_RE.search(message)
-    if match:
-        log.version = log.version or match.group(1)
-        return True
-    match = _DRIVER_RE.match(message)
-    if match:
-        log.cuda_driver_version = log.cuda_driver_version or _driver(match.group(1))
-        return True
-    match = _CONN_RE.match(message)
-    if match:
-        _connection(log, match, host, quote, seen_conn)
-        return True
-    match = _COMM_RE.search(message)
-    if match:
-        rank, nranks = int(match.group(1)), int(match.group(2))
-        log.nranks = log.nranks or nranks
-        if match.group(5):
-            log.nnodes = log.nnodes or int(match.group(5))
-        entry = seen_ranks.get((host, rank))
-        if entry is None and len(seen_ranks) >= 65536:
-            return True
-        if entry is None:
-            entry = seen_ranks[(host, rank)] = NcclRank(
-                rank=rank, nranks=nranks, host=host, quote=quote
-            )
-        if match.group(3) is not None:
-            entry.cuda_dev = int(match.group(3))
-        if match.group(4):
-            entry.bus_id = bus_from_nccl(match.group(4))
-        return True
-    match = _ENV_RE.match(message)
-    if match:
-        name, value = match.group(1), clean(match.group(2)).strip()
-        log.env.setdefault(name, value)
-        log.env_quotes.setdefault(name, quote)
-        return True
-    match = _GDR_OFF_RE.search(message)
-    if match:
-        log.gdr_disabled.append(Quoted(quote=quote))
-        return True
-    if _P2P_OFF_RE.search(message):
-        if len(log.p2p_refused) < 50:
-            log.p2p_refused.append(Quoted(quote=quote))
-        return True
-    if _IB_BAD_RE.search(message):
-        log.ib_unusable.append(Quoted(quote=quote))
-        return True
-    if _SHM_RE.search(message):
-        log.shm_errors.append(Quoted(quote=quote))
-        return True
-    match = _NETWORK_RE.match(message)
-    if match:
-        log.network = clean(match.group(1))
-        log.networks.append(Quoted(quote=quote))
-        return True
-    match = _PLUGIN_RE.match(message)
-    if match:
-        log.net_plugin = clean(match.group(1))
-        log.net_plugin_quote = quote
-        return True
-    match = _IB_USING_RE.match(message)
-    if match:
-        _nics(log, match.group(1).strip(), match.group(2))
-        return True
-    match = _BOOTSTRAP_RE.match(message)
-    if match:
-        log.bootstrap_if = log.bootstrap_if or match.group(1)
-        return True
-    return False
+    line = _Line(log, message, host, quote, seen_ranks, seen_conn)
+    return any(reader(line) for reader in _READERS)
 
 
-def _nics(log: NcclLog, network: str, rest: str) -> None:
+def _nics(log: NcclLog, network: str, rest: str, quote: str) -> None:
     if network.lower().startswith("socket"):
+        log.socket_quote = log.socket_quote or quote
         for m in _SOCK_ENTRY_RE.finditer(rest):
             if not any(n.name == m.group(2) for n in log.socket_nics):
                 log.socket_nics.append(

@@ -33,7 +33,9 @@ _START_RE = lazy(r"^\s*<(?:system\b|\?xml\b|!DOCTYPE\b)", re.IGNORECASE)
 _COMMENT_START_RE = lazy(r"^\s*<!--")
 _END_RE = lazy(r"</system\s*>")
 _DECL_RE = lazy(r"<!\s*(?:DOCTYPE|ENTITY)", re.IGNORECASE)
-_TAG_RE = lazy(r"<(/?)([A-Za-z_][\w.-]*)([^<>]*?)(/?)>")
+# The name ends where a non-name character follows, so a long name is not split and retried
+# (issue 23: linear time); a self-closing tag is told by its attributes ending in "/".
+_TAG_RE = lazy(r"<(/?)([A-Za-z_][\w.-]*)(?![\w.-])([^<>]*)>")
 _MAX_CHARS = 4 * 2**20
 _MAX_DEVICES = 1024
 
@@ -122,7 +124,8 @@ def _repair(text: str) -> str:
     last = 0
     for match in _TAG_RE.finditer(body):
         last = match.end()
-        closing, name, _, selfclose = match.groups()
+        closing, name, attributes = match.groups()
+        selfclose = attributes.rstrip().endswith("/")
         if closing:
             if stack and stack[-1] == name:
                 stack.pop()

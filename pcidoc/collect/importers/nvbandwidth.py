@@ -42,7 +42,7 @@ _DEVICE_RE = lazy(
 )
 _RUNNING_RE = lazy(r"^\s*Running\s+([a-z0-9_]+)\.?\s*$")
 _TITLE_RE = lazy(
-    r"^\s*(?P<what>.*?)\b(?P<row>CPU|GPU)\(row\)\s*(?P<arrow><->|->|<-)\s*"
+    r"^(?P<what>.*?)\b(?P<row>CPU|GPU)\(row\)\s*(?P<arrow><->|->|<-)\s*"
     r"(?P<col>CPU|GPU)\(column\).*?\((?P<unit>GB/s|ns|us)\)\s*$",
     re.IGNORECASE,
 )

@@ -17,96 +17,138 @@ import re
 from typing import Any
 
 from pcidoc.collect.importers.nccl_log import clean
-from pcidoc.collect.importers.nccl_tests import _NTHREAD_RE, _RANK_RE, _USING_RE
-from pcidoc.collect.importers.text import Doc, lazy, to_float, to_int
+from pcidoc.collect.importers.nccl_tests import (
+    MAX_ROWS,
+    header_line,
+    rank_line,
+    row_layout,
+    using_line,
+)
+from pcidoc.collect.importers.text import Doc, comment_body, lazy, to_float, to_int
 from pcidoc.model.evidence import PerfRank, PerfRun
 from pcidoc.model.measurements import CollectiveMeasurement, CollectiveRow
 
 FORMAT = "nccl-tests-launch"
 
-_RCCL_RE = lazy(r"^\s*#?\s*rccl-tests\s*:\s*Version\s+(\S+)", re.IGNORECASE)
+_RCCL_RE = lazy(r"rccl-tests\s*:\s*Version\s+(\S+)", re.IGNORECASE)  # on comment_body()
 _NCCL_TESTS_RE = lazy(r"nccl-tests version\s+(\S+)", re.IGNORECASE)
+_PERF_ARG_RE = lazy(r"(?<![a-z_])([a-z]+(?:_[a-z]+)*)_perf")
+
+Row = tuple[int, "float | None", "float | None"]
+"""``(size, busbw, algbw)`` of one out-of-place result."""
 
 
-def _row(line: str) -> tuple[int, float | None] | None:
-    tokens = line.split()
-    if len(tokens) not in (8, 9, 12, 13) or tokens[0].startswith("#"):
+def _row(line: str) -> Row | None:
+    tokens = line.split(None, 13)
+    layout = row_layout(tokens)
+    if layout is None:
         return None
     size = to_int(tokens[0])
-    if size is None or to_int(tokens[1]) is None or not re.match(r"^[a-z][a-z0-9_]*$", tokens[2]):
+    values = layout[2]
+    if size is None:
         return None
-    rest = tokens[4:]
-    if len(rest) in (5, 9):
-        rest = rest[1:]
-    busbw = to_float(rest[2]) if len(rest) >= 3 else None
-    return size, busbw
+    algbws = [
+        v
+        for v in (to_float(values[1]), to_float(values[5:6][0] if values[5:6] else None))
+        if v is not None
+    ]
+    return size, to_float(values[2]), max(algbws) if algbws else None
 
 
-def extract(doc: Doc, source: str) -> tuple[PerfRun | None, list[str]]:
-    """The launch of the nccl-tests/rccl-tests run(s) in ``doc``; None when no header is seen."""
-    run = PerfRun(source=source)
-    found = False
-    tables: list[list[tuple[int, float | None]]] = []
-    current: list[tuple[int, float | None]] | None = None
-    for line in doc.lines:
-        match = _NTHREAD_RE.match(line)
-        if match:
-            found = True
-            run.headers += 1
-            run.gpus_per_process = run.gpus_per_process or int(match.group(2))
-            run.quote = run.quote or " ".join(line.split())
-            current = []
-            tables.append(current)
-            continue
-        if _USING_RE.match(line):
-            found = True
-            run.rank_lists += 1
-            continue
-        match = _RCCL_RE.match(line)
-        if match:
-            run.tool = "rccl-tests"
-            run.version = match.group(1)
-            continue
-        match = _NCCL_TESTS_RE.search(line)
-        if match and line.lstrip().startswith("#"):
-            run.version = run.version or match.group(1)
-            continue
-        match = _RANK_RE.match(line)
-        if match:
-            found = True
-            name = clean(match.group(7)).strip() or None
-            if len(run.ranks) < 4096:
-                run.ranks.append(
-                    PerfRank(
-                        rank=int(match.group(1)),
-                        pid=int(match.group(3)),
-                        host=match.group(4),
-                        device=int(match.group(5)),
-                        bus=match.group(6).strip(),
-                        name=name,
-                    )
-                )
-            if name and ("AMD" in name or "Instinct" in name or "Radeon" in name):
-                run.tool = "rccl-tests"
-            continue
-        row = _row(line)
-        if row is not None:
-            run.rows += 1
-            size, busbw = row
-            if size > 0 and busbw is not None and busbw == 0:
-                run.zero_busbw_rows += 1
-            if current is None:
-                current = []
-                tables.append(current)
-            current.append(row)
-    if not found:
-        return None, []
-    seen: set[tuple[tuple[int, float | None], ...]] = set()
+def _count_rows(run: PerfRun, tables: list[list[Row]]) -> None:
+    """Rows with busbw 0, rows that repeat another header's table, rows repeated size by size
+    (processes of 1-rank jobs writing into one stream), and the largest algbw."""
+    seen: set[tuple[Row, ...]] = set()
     for table in tables:
         key = tuple(table)
         if table and key in seen:
             run.duplicated_rows += len(table)
         seen.add(key)
+        for pos, (size, busbw, algbw) in enumerate(table):
+            run.rows += 1
+            if size > 0 and busbw is not None and busbw == 0:
+                run.zero_busbw_rows += 1
+            if pos and table[pos - 1][0] == size:
+                run.duplicated_rows += 1
+            if algbw is not None and size > 0:
+                run.max_algbw_gbps = max(run.max_algbw_gbps or 0.0, algbw)
+
+
+def _rank(run: PerfRun, match: re.Match[str]) -> None:
+    name = clean(match.group("name")).strip() or None
+    if len(run.ranks) < 4096:
+        run.ranks.append(
+            PerfRank(
+                rank=int(match.group("rank")),
+                pid=int(match.group("pid")),
+                host=match.group("host"),
+                device=int(match.group("device")),
+                bus=match.group("bus").strip(),
+                name=name,
+            )
+        )
+    if name and ("AMD" in name or "Instinct" in name or "Radeon" in name):
+        run.tool = "rccl-tests"
+
+
+def _version(run: PerfRun, line: str) -> bool:
+    if "rccl-tests" in line:
+        match = _RCCL_RE.match(comment_body(line))
+        if match:
+            run.tool = "rccl-tests"
+            run.version = match.group(1)
+            return True
+    if "version" in line.lower() and line.lstrip().startswith("#"):
+        match = _NCCL_TESTS_RE.search(line)
+        if match:
+            run.version = run.version or match.group(1)
+            return True
+    return False
+
+
+def _launch_line(run: PerfRun, line: str, tables: list[list[Row]]) -> bool:
+    """Fold a header, rank list or rank line into ``run``; True when it was one."""
+    match = header_line(line)
+    if match:
+        run.headers += 1
+        run.gpus_per_process = run.gpus_per_process or int(match.group(2))
+        run.quote = run.quote or " ".join(line.split())[:300]
+        tables.append([])
+        return True
+    if using_line(line):
+        run.rank_lists += 1
+        return True
+    match = rank_line(line)
+    if match:
+        _rank(run, match)
+        return True
+    return False
+
+
+def extract(doc: Doc, source: str) -> tuple[PerfRun | None, list[str]]:
+    """The launch of the nccl-tests/rccl-tests run(s) in ``doc``; None when no header, rank
+    line or per-size duplicated row is seen. Result rows are counted up to
+    :data:`~pcidoc.collect.importers.nccl_tests.MAX_ROWS` (a paste of a million rows is read in
+    bounded memory)."""
+    run = PerfRun(source=source)
+    found = False
+    tables: list[list[Row]] = []
+    kept = 0
+    for line in doc.lines:
+        if _launch_line(run, line, tables):
+            found = True
+            continue
+        if _version(run, line) or kept >= MAX_ROWS:
+            continue
+        row = _row(line)
+        if row is not None:
+            if not tables:
+                tables.append([])
+            tables[-1].append(row)
+            kept += 1
+    _count_rows(run, tables)
+    if not found and not (run.duplicated_rows and run.zero_busbw_rows):
+        return None, []
     return run, []
 
 
@@ -135,21 +177,8 @@ def _num(value: Any) -> float | None:
     return float(value) if value == value and abs(value) != float("inf") else None
 
 
-def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMeasurement | None]:
-    """The launch and the results of nccl-tests' JSON output.
-
-    Field names as nccl-tests writes them (``src/util.cu``): ``devices`` (``rank``, ``pid``,
-    ``hostname``, ``device``, ``device_hex``, ``device_info``), ``config`` (``ngpus``...),
-    ``results`` (``size``, ``type``, ``redop``, ``root``, ``out_of_place``/``in_place`` with
-    ``time``, ``alg_bw``, ``bus_bw``, ``nwrong``), ``out_of_bounds`` and
-    ``average_bus_bandwidth``. Unknown or mistyped fields are skipped.
-    """
-    run = PerfRun(source=source, headers=1, rank_lists=1)
-    config = data.get("config") if isinstance(data.get("config"), dict) else {}
-    ngpus = config.get("ngpus")
-    if isinstance(ngpus, int):
-        run.gpus_per_process = ngpus
-    devices = data.get("devices")
+def _json_ranks(run: PerfRun, devices: Any) -> None:
+    """The ``devices`` of nccl-tests' JSON output as rank lines."""
     for pos, device in enumerate(devices[:4096] if isinstance(devices, list) else []):
         if not isinstance(device, dict):
             continue
@@ -170,15 +199,34 @@ def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMe
         )
         if isinstance(name, str) and ("AMD" in name or "Instinct" in name):
             run.tool = "rccl-tests"
+
+
+def _json_op(args: Any) -> str | None:
+    """The collective, from the ``*_perf`` binary among the command-line arguments."""
+    for arg in args if isinstance(args, list) else []:
+        match = _PERF_ARG_RE.search(str(arg)[:4096])
+        if match:
+            return match.group(1)
+    return None
+
+
+def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMeasurement | None]:
+    """The launch and the results of nccl-tests' JSON output.
+
+    Field names as nccl-tests writes them (``src/util.cu``): ``devices`` (``rank``, ``pid``,
+    ``hostname``, ``device``, ``device_hex``, ``device_info``), ``config`` (``ngpus``...),
+    ``results`` (``size``, ``type``, ``redop``, ``root``, ``out_of_place``/``in_place`` with
+    ``time``, ``alg_bw``, ``bus_bw``, ``nwrong``), ``out_of_bounds`` and
+    ``average_bus_bandwidth``. Unknown or mistyped fields are skipped.
+    """
+    run = PerfRun(source=source, headers=1, rank_lists=1)
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    ngpus = config.get("ngpus")
+    if isinstance(ngpus, int):
+        run.gpus_per_process = ngpus
+    _json_ranks(run, data.get("devices"))
     rows: list[CollectiveRow] = []
-    op = None
-    args = data.get("args")
-    if isinstance(args, list):
-        for arg in args:
-            match = re.search(r"([a-z]+(?:_[a-z]+)*)_perf", str(arg))
-            if match:
-                op = match.group(1)
-                break
+    op = _json_op(data.get("args"))
     for result in data.get("results") or []:
         if not isinstance(result, dict):
             continue

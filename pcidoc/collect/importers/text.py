@@ -11,7 +11,6 @@ packaging once, so each format parser sees plain lines, and marks which lines ar
 from __future__ import annotations
 
 import math
-import re
 from itertools import pairwise
 
 # The importers' patterns are compiled on first use; they take ``lazy`` from here.
@@ -22,18 +21,24 @@ from pcidoc._record import field, record
 # --------------------------------------------------------------------------- value parsers
 
 _NUMBER_RE = lazy(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
-_INT_RE = lazy(r"^[+-]?\d+$")
+
+
+_NUMBER_CHARS = frozenset("0123456789.eE+-")
+_DIGITS = frozenset("0123456789")
 
 
 def to_float(token: str | None) -> float | None:
     """Parse a finite decimal number (``"12.3"``, ``"1e-06"``); ``None`` for anything else.
 
-    Unlike :func:`float` this never accepts ``inf``/``nan`` spellings, so a parsed value always
-    serialises to JSON.
+    Unlike :func:`float` this never accepts ``inf``/``nan`` spellings, underscores or non-ASCII
+    digits, so a parsed value always serialises to JSON. Tables of numbers call this for every
+    cell: plain characters are checked first, the pattern only for what passes.
     """
     if token is None:
         return None
     token = token.strip()
+    if not token or len(token) > 400 or not _NUMBER_CHARS.issuperset(token):
+        return None
     if not _NUMBER_RE.match(token):
         return None
     value = float(token)
@@ -45,7 +50,8 @@ def to_int(token: str | None) -> int | None:
     if token is None:
         return None
     token = token.strip()
-    if not _INT_RE.match(token) or len(token) > 30:
+    digits = token[1:] if token[:1] in ("+", "-") else token
+    if not digits or len(token) > 30 or not _DIGITS.issuperset(digits):
         return None
     return int(token)
 
@@ -104,12 +110,13 @@ def label_span(labels: list[str]) -> str:
         run.clear()
 
     for label in labels:
-        match = re.match(r"^(.*?)(\d+)$", label)
-        if not match:
+        prefix = label.rstrip("0123456789")
+        digits = label[len(prefix) :]
+        if not digits or not digits.isascii() or len(digits) > 30:
             flush()
             out.append(label)
             continue
-        prefix, number = match.group(1), int(match.group(2))
+        number = int(digits)
         if run and run[-1][0] == prefix and run[-1][1] + 1 == number:
             run.append((prefix, number))
         else:
@@ -117,6 +124,19 @@ def label_span(labels: list[str]) -> str:
             run.append((prefix, number))
     flush()
     return ", ".join(out)
+
+
+def comment_body(line: str) -> str:
+    """``line`` without its leading blanks and one ``#`` with the blanks after it.
+
+    nccl-tests writes its headers as ``#  nThread 1 ...``; pastes keep or lose the ``#`` and the
+    indentation. Stripping them here, in linear time, keeps ``^\\s*#?\\s*`` out of the patterns:
+    that prefix backtracks quadratically on a long run of blanks (issue 23).
+    """
+    body = line.lstrip()
+    if body.startswith("#"):
+        body = body[1:].lstrip()
+    return body
 
 
 def shorten(text: str, limit: int = 60) -> str:
@@ -137,17 +157,32 @@ _INVISIBLE = str.maketrans(
     {"\u00a0": " ", "\u2007": " ", "\u202f": " ", "\u200b": None, "\ufeff": None, "\r": None}
 )
 
+# A tool name starts a path token (``./all_reduce_perf``, ``/usr/bin/nvidia-smi``): the match
+# may only begin where no path character precedes (or after a ``-[time]-`` prompt), so a long
+# token is walked once, not once per character (issue 23: quadratic patterns).
 _TOOL_RE = lazy(
-    r"(?<![\w.])(?P<tool>(?:/|[\w.~][\w.~-]*/)*"
+    r"(?:(?<![\w.~/-])|(?<=\]-))(?P<tool>(?:/|[\w.~][\w.~-]*/)*"
     r"(?:nvidia-smi|p2pBandwidthLatencyTest|bandwidthTest|nvbandwidth|"
     r"[a-z0-9]+(?:_[a-z0-9]+)*_perf(?:_mpi)?|numactl|mpirun|mpiexec|srun|taskset|torchrun))"
     r"(?:\.exe)?(?=\s|$)(?!\s+[Vv]ersion\b)(?!\s*:)"
 )
+_TOOL_NAMES = (
+    "nvidia-smi",
+    "andwidth",  # p2pBandwidthLatencyTest, bandwidthTest, nvbandwidth
+    "_perf",
+    "numactl",
+    "mpirun",
+    "mpiexec",
+    "srun",
+    "taskset",
+    "torchrun",
+)
+"""Every tool name of ``_TOOL_RE`` contains one of these: a line without them is no command."""
 _PREFIX_OK_RE = lazy(
     r"^(?:.*?[$#>%\]]\s*|\s*-\[[^\]]*\]-\s*|\s*)"
     r"(?:(?:sudo|time|env|nohup|exec|command)\s+(?:-\S+\s+)*|[A-Za-z_]\w*=\S*\s+)*$"
 )
-_GLUED_HEADER_RE = lazy(r"\s{2,}(?=GPU\d)")
+_GLUED_HEADER_RE = lazy(r"(?<!\s)\s{2,}(?=GPU\d)")
 
 
 @record
@@ -169,7 +204,7 @@ def command_in(line: str) -> str | None:
     A command line is a known tool name (``nvidia-smi``, ``./bandwidthTest``, ``all_reduce_perf``,
     ``numactl``, ``mpirun``...) preceded by nothing, a shell prompt or ``sudo``/``VAR=value``.
     """
-    if len(line) > 1000:
+    if len(line) > 1000 or not any(name in line for name in _TOOL_NAMES):
         return None
     for match in _TOOL_RE.finditer(line):
         prefix = line[: match.start()]

@@ -25,7 +25,7 @@ def extract(doc: Doc, name: str) -> tuple[list[Fragment], list[str]]:
         fragments.append(frag)
     run, run_warnings = perf_runs.extract(doc, name)
     warnings.extend(run_warnings)
-    if run is not None and (run.ranks or run.headers > 1):
+    if run is not None and (run.ranks or run.headers > 1 or run.duplicated_rows):
         frag = Fragment(perf_runs.FORMAT)
         frag.evidence.test_runs.append(run)
         frag.read.append(perf_runs.summary(run))

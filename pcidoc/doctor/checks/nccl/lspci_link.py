@@ -1,10 +1,12 @@
-"""``nccl.lspci-link``: LnkSta below LnkCap (``(downgraded)``), and AER/DevSta error bits."""
+"""``nccl.lspci-link``: LnkSta below LnkCap (``(downgraded)``), a LnkCtl2 target speed below the
+device's, and AER/DevSta error bits."""
 
 from __future__ import annotations
 
 from pcidoc.doctor.checks.nccl._shared import evidence, gpu_by_bus, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.model.evidence import LspciDevice
 
 
 def _who(ctx: Context, bus_id: str | None, fallback: str) -> str:
@@ -14,13 +16,40 @@ def _who(ctx: Context, bus_id: str | None, fallback: str) -> str:
     return bus_id or fallback
 
 
+def _target_cap(d: LspciDevice, who: str) -> Finding | None:
+    """``LnkCtl2: Target Link Speed`` below what the device supports: the link cannot train
+    faster than that target, busy or idle (unlike an idle downclock)."""
+    target = d.lnkctl2_target_gts
+    best = max(d.lnkcap_gts or 0.0, d.lnkcap2_gts or 0.0)
+    if target is None or not best or target >= best:
+        return None
+    return Finding(
+        "warn",
+        f"{who}: the link's target speed is set to {target:g} GT/s (LnkCtl2), below the "
+        f"{best:g} GT/s the device supports: the link cannot train faster, even under load",
+        subjects=[who],
+        evidence=[quote(d.lnkctl2_quote, "lspci", d.bus_id), quote(d.lnksta_quote, "lspci")],
+        remediation=[
+            "Look for a PCIe speed limit in the BIOS (slot 'Link Speed' set to GenN instead of "
+            "Auto) or a `setpci` that lowered the target; set it back and reboot, then read "
+            "LnkSta under load.",
+        ],
+        confidence="medium",
+    )
+
+
 @check("nccl.lspci-link", "PCIe link state and errors in pasted lspci output")
 def lspci_link(ctx: Context) -> list[Finding]:
     """Downgraded links and AER/DevSta error bits."""
     devices = [
         d
         for d in evidence(ctx).lspci
-        if d.lnksta_gts or d.lnksta_width or d.uncorrectable or d.correctable or d.devsta_errors
+        if d.lnksta_gts
+        or d.lnksta_width
+        or d.lnkctl2_target_gts
+        or d.uncorrectable
+        or d.correctable
+        or d.devsta_errors
     ]
     if not devices:
         return [
@@ -37,7 +66,10 @@ def lspci_link(ctx: Context) -> list[Finding]:
             f"{d.lnkcap_gts:g} GT/s x{d.lnkcap_width}" if d.lnkcap_gts and d.lnkcap_width else None
         )
         sta = f"{d.lnksta_gts:g} GT/s x{d.lnksta_width}" if d.lnksta_gts else None
-        if d.width_downgraded:
+        capped = _target_cap(d, who)
+        if capped is not None:
+            findings.append(capped)
+        elif d.width_downgraded:
             findings.append(
                 Finding(
                     "warn",

@@ -15,6 +15,7 @@ from pcidoc.doctor.checks.nccl._shared import (
     logs,
     quote,
 )
+from pcidoc.doctor.checks.nccl._warn_catalogue import warn_findings
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.evidence import NcclLog
@@ -178,6 +179,7 @@ def network(ctx: Context) -> list[Finding]:
                     evidence=[quote(rdma[0].quote)],
                 )
             )
+    findings += warn_findings(logs(ctx), "network")
     if not findings:
         return [Finding("skip", "no NCCL network line in the evidence", needs=_NO_LOG)]
     return findings

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+from pcidoc.doctor import config
+from pcidoc.doctor.checks._common import ev
 from pcidoc.doctor.checks.nccl._shared import evidence, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.model.evidence import PerfRun
 
 
 @check("nccl.tests-launch", "nccl-tests launch (ranks per job, hosts)")
@@ -19,29 +22,9 @@ def tests_launch(ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     for run in evidence(ctx).test_runs:
         ranks = run.ranks
-        zero_only = bool(ranks) and all(r.rank == 0 for r in ranks)
-        pids = {(r.host, r.pid) for r in ranks}
-        alone = (run.headers > 1 or run.rank_lists > 1) and zero_only and len(pids) > 1
-        if alone:
-            # With one rank every collective but broadcast/reduce reports busbw 0; repeated
-            # identical tables are the other mark. Headers alone could be separate runs.
-            proven = bool(run.zero_busbw_rows or run.duplicated_rows)
-            findings.append(
-                Finding(
-                    "fail" if proven else "warn",
-                    f"every process of the {run.tool} run ran as its own 1-rank job "
-                    f"({run.headers} headers, {len(pids)} processes each listing only rank 0"
-                    + (f", {run.zero_busbw_rows} rows with busbw 0" if run.zero_busbw_rows else "")
-                    + "): no GPU-to-GPU traffic was measured",
-                    evidence=[quote(run.quote, "header")],
-                    remediation=[
-                        "Build nccl-tests with MPI (`make MPI=1 MPI_HOME=/path/to/mpi`) and "
-                        "launch it with `mpirun`/`srun --mpi=pmix`, or drive all GPUs from one "
-                        "process with `-g <number of GPUs>`.",
-                    ],
-                    confidence="high" if proven else "medium",
-                )
-            )
+        alone = _alone(run)
+        if alone is not None:
+            findings.append(alone)
             continue
         hosts = run.hosts
         if len(hosts) > 1:
@@ -87,6 +70,46 @@ def tests_launch(ctx: Context) -> list[Finding]:
             )
         ]
     return findings
+
+
+def _alone(run: PerfRun) -> Finding | None:
+    """Every process ran as its own 1-rank job: several headers each listing only rank 0, or,
+    without launch lines, rows repeated size by size with busbw 0."""
+    ranks = run.ranks
+    zero_only = bool(ranks) and all(r.rank == 0 for r in ranks)
+    pids = {(r.host, r.pid) for r in ranks}
+    launched = (run.headers > 1 or run.rank_lists > 1) and zero_only and len(pids) > 1
+    # With one rank every collective but broadcast/reduce reports busbw 0; repeated tables
+    # or rows are the other mark. Headers alone could be separate runs.
+    proven = bool(run.zero_busbw_rows and run.duplicated_rows) or (
+        launched and bool(run.zero_busbw_rows or run.duplicated_rows)
+    )
+    if not launched and not (proven and not ranks):
+        return None
+    how = (
+        f"{run.headers} headers, {len(pids)} processes each listing only rank 0"
+        if launched
+        else f"{run.duplicated_rows} rows repeating the size before them"
+    )
+    if run.zero_busbw_rows:
+        how += f", {run.zero_busbw_rows} rows with busbw 0"
+    evidence = [quote(run.quote, "header")] if run.quote else []
+    fastest = config.FASTEST_GPU_LINK_GBPS
+    if run.max_algbw_gbps is not None and run.max_algbw_gbps > fastest:
+        how += f", algbw up to {run.max_algbw_gbps:g} GB/s, above any GPU link ({fastest:g} GB/s)"
+        evidence.append(ev("largest algbw", run.max_algbw_gbps, "GB/s"))
+    return Finding(
+        "fail" if proven else "warn",
+        f"every process of the {run.tool} run ran as its own 1-rank job ({how}): no "
+        "GPU-to-GPU traffic was measured",
+        evidence=evidence,
+        remediation=[
+            "Build nccl-tests with MPI (`make MPI=1 MPI_HOME=/path/to/mpi`) and "
+            "launch it with `mpirun`/`srun --mpi=pmix`, or drive all GPUs from one "
+            "process with `-g <number of GPUs>`.",
+        ],
+        confidence="high" if proven else "medium",
+    )
 
 
 def _virtual_bus(bus: str) -> bool:

@@ -17,6 +17,7 @@ from pcidoc.doctor.checks.nccl._shared import (
     logs,
     quote,
 )
+from pcidoc.doctor.checks.nccl._warn_catalogue import warn_findings
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.evidence import NcclConnection, NcclLog
@@ -183,6 +184,7 @@ def transport(ctx: Context) -> list[Finding]:
                     evidence=[quote(p2p[0].quote)],
                 )
             )
+    findings += warn_findings(logs(ctx), "gpu")
     if not findings:
         return [
             Finding("skip", "no intra-node NCCL connection line in the evidence", needs=_NO_LOG)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from pcidoc.doctor.checks.nccl._shared import evidence, gpu_names, logs, quote
+from pcidoc.doctor.checks.nccl._warn_catalogue import warn_findings
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 
@@ -35,7 +36,14 @@ def _version(text: str | None) -> tuple[int, int, int] | None:
 
 @check("nccl.version", "NCCL version vs the GPU architecture")
 def version(ctx: Context) -> list[Finding]:
-    """An NCCL release older than the GPU architecture."""
+    """An NCCL release older than the GPU architecture, by its number or by the warnings an
+    NCCL build too old for the GPU prints (``ncclMaxSharedMem ... exceeds``)."""
+    warned = warn_findings(logs(ctx), "build")
+    judged = [f for f in _by_number(ctx) if not (warned and f.severity == "skip")]
+    return judged + warned
+
+
+def _by_number(ctx: Context) -> list[Finding]:
     found: list[tuple[str, str]] = []
     for log in logs(ctx):
         if log.version:

@@ -357,6 +357,51 @@ def _bridge_findings(ctx: Context, peers: list[Gpu], flagged: set[int]) -> list[
     return findings
 
 
+def _amd_fabric(ctx: Context) -> Finding | None:
+    """AMD GPUs (``rocm-smi --showtopo`` / ``amd-smi topology``): Infinity Fabric (XGMI) is
+    their NVLink. Every pair typed PCIE means a box without Infinity Fabric between GPUs."""
+    evidence = ctx.capture.evidence
+    for topo in evidence.amd_topologies if evidence is not None else []:
+        n = len(topo.link_types)
+        pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+        kinds = {
+            (i, j): (topo.link_types[i][j] or "?") for i, j in pairs if j < len(topo.link_types[i])
+        }
+        if not kinds or "?" in kinds.values():
+            continue
+        pcie = [f"GPU{i}-GPU{j}" for (i, j), kind in kinds.items() if kind != "XGMI"]
+        tool = f"{topo.tool} link types"
+        if not pcie:
+            return Finding(
+                "pass",
+                f"AMD GPUs: Infinity Fabric (XGMI) between all {len(kinds)} GPU pairs ({tool})",
+                evidence=[_ev("XGMI pairs", len(kinds), "pairs")],
+                confidence="medium",
+            )
+        every = len(pcie) == len(kinds)
+        return Finding(
+            "info",
+            (
+                "AMD GPUs without Infinity Fabric: every GPU pair is joined by PCIe"
+                if every
+                else f"AMD GPUs: {_names(pcie[:6])} joined by PCIe, not Infinity Fabric (XGMI)"
+            )
+            + f" ({tool}); GPU-to-GPU traffic crosses PCIe, and the CPU interconnect where "
+            "the GPUs hang off different sockets",
+            evidence=[
+                _ev("PCIe pairs", len(pcie), "pairs"),
+                _ev("XGMI pairs", len(kinds) - len(pcie), "pairs"),
+            ],
+            remediation=[
+                "Expected on PCIe cards without an Infinity Fabric bridge; on an OAM/MI2xx-3xx "
+                "board every pair should be XGMI: check `rocm-smi --showtopo` and `dmesg` "
+                "for xgmi errors.",
+            ],
+            confidence="medium",
+        )
+    return None
+
+
 @check("nvlink.state", "NVLink state", needs="facts")
 def nvlink_state(ctx: Context) -> list[Finding]:
     """Find NVLinks down or missing, against identical peers and the topology (MIG-aware).
@@ -370,6 +415,9 @@ def nvlink_state(ctx: Context) -> list[Finding]:
     """
     if not ctx.gpus:
         return [_no_gpu(ctx)]
+    amd = _amd_fabric(ctx)
+    if amd is not None:
+        return [amd]
     mig = sorted(ctx.mig_gpus)
     judged = [g for g in ctx.gpus if g.index not in ctx.mig_gpus]
     facts_known = [g for g in judged if _links_known(g)]

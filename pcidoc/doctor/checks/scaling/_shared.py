@@ -208,6 +208,19 @@ def allreduce_model(ctx: Context, indices: list[int]) -> LinkModel:
     pcie, basis, confidence = _pcie_part(ctx, indices)
     if edge != "SYS":
         return LinkModel(pcie, "pcie", basis + f"; slowest hop {edge}", confidence, edge, no_p2p)
+    hidden = ctx.flattened_view
+    if hidden is not None:
+        # A hypervisor's flattened view: its SYS says nothing about sockets (issue 21 item 5);
+        # judge against the PCIe link only, with low confidence, and blame no socket hop.
+        return LinkModel(
+            pcie,
+            "pcie",
+            basis + f"; the topology is hidden by a hypervisor ({hidden}), so its SYS is not "
+            "taken as a socket crossing",
+            "low",
+            None,
+            no_p2p,
+        )
     socket = config.socket_interconnect_gbps(ctx.host.cpu_vendor, ctx.host.cpu_model)
     if socket is not None and (pcie is None or socket < pcie):
         return LinkModel(

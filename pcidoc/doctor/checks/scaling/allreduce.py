@@ -68,9 +68,14 @@ def scaling_allreduce(ctx: Context) -> Finding | list[Finding]:
         if m.op.replace("_", "").lower() in ("allreduce", "all-reduce") and m.rows
     ]
     runs += [run for m in ctx.measurements.scaling if (run := _ladder_allreduce(m)) is not None]
+    # Wrong results of any other collective are judged here too: one rule for #wrong.
+    findings: list[Finding] = [
+        wrong
+        for m in ctx.measurements.collectives
+        if m not in runs and (wrong := _wrong_results(m)) is not None
+    ]
     if not runs:
-        return ctx.unmeasured("allreduce", "no all-reduce was measured")
-    findings: list[Finding] = []
+        return findings or ctx.unmeasured("allreduce", "no all-reduce was measured")
     for m in runs:
         findings.extend(_judge_run(ctx, m))
     return findings
@@ -99,23 +104,44 @@ def _ladder_allreduce(m: ScalingMeasurement) -> CollectiveMeasurement | None:
 
 
 def _wrong_results(m: CollectiveMeasurement) -> Finding | None:
-    """A failure when the all-reduce returned wrong sums."""
+    """A failure when the collective (any nccl-tests collective, not only all-reduce) returned
+    wrong results: nccl-tests' ``#wrong`` column or its ``Out of bounds values`` line."""
     wrong = [r for r in m.rows if r.wrong]
     if wrong or m.correct is False:
+        count = sum(r.wrong or 0 for r in wrong)
+        name = m.op.replace("_", "-")
+        head = f"{count} wrong results" if count else "wrong results"
         return Finding(
             "fail",
-            f"all-reduce returned wrong results ({sum(r.wrong or 0 for r in wrong)} wrong "
-            f"elements at {len(wrong)} size(s))",
+            f"{head} in the {name} ({len(wrong)} size(s)): data corruption in the collective; "
+            "check P2P/IOMMU",
             evidence=[
                 _ev("#wrong", r.wrong, subject=format_bytes(r.size_bytes)) for r in wrong[:6]
             ],
             remediation=[
-                "Wrong sums mean data is corrupted in flight: check p2p.fallback (byte "
-                "verification), p2p.acs-iommu and nvlink.errors; run with `NCCL_P2P_DISABLE=1` "
-                "to see whether the peer path is the culprit.",
+                "Wrong results mean data is corrupted in flight, most often on the peer path: "
+                "check p2p.fallback (byte verification), p2p.acs-iommu (an IOMMU translating "
+                "peer traffic; try `iommu=pt` or the IOMMU off) and nvlink.errors; rerun with "
+                "`NCCL_P2P_DISABLE=1` to see whether the peer path is the culprit.",
             ],
         )
     return None
+
+
+def _one_rank(m: CollectiveMeasurement, rows: list[CollectiveRow]) -> Finding | None:
+    """busbw 0 at every size while data moved (algbw > 0): the job had one rank."""
+    if m.op.replace("_", "") in ("broadcast", "reduce"):
+        return None
+    sized = [r for r in rows if r.size_bytes > 0]
+    if not sized or any(r.busbw_gbps for r in sized) or not any(r.algbw_gbps for r in sized):
+        return None
+    return Finding(
+        "info",
+        "busbw 0 at every size with algbw above 0: each process ran as a 1-rank job, so "
+        "nothing between GPUs was measured (see nccl.tests-launch)",
+        evidence=[_ev("sizes", len({r.size_bytes for r in sized}))],
+        confidence="medium",
+    )
 
 
 def _cliff_finding(rows: list[CollectiveRow]) -> Finding | None:
@@ -123,6 +149,9 @@ def _cliff_finding(rows: list[CollectiveRow]) -> Finding | None:
     cliff = find_cliff(rows)
     if cliff:
         row, before, persistent = cliff
+        dip = _dip(rows, row, before)
+        if dip is not None:
+            return dip
         return Finding(
             "fail" if persistent else "warn",
             f"busbw collapses from {_gbps(before)} to {_gbps(row.busbw_gbps or 0)} GB/s at "
@@ -146,6 +175,40 @@ def _cliff_finding(rows: list[CollectiveRow]) -> Finding | None:
     return None
 
 
+def _dip(rows: list[CollectiveRow], row: CollectiveRow, before: float) -> Finding | None:
+    """A drop at one size only inside a flat curve, every larger size back on it: NCCL
+    switched algorithm or protocol (or channel count) there. Info, not a path problem."""
+    earlier = [r.busbw_gbps or 0.0 for r in rows if r.size_bytes < row.size_bytes]
+    later = [r for r in rows if r.size_bytes > row.size_bytes]
+    if not earlier or not later:
+        return None
+    if any((r.busbw_gbps or 0.0) < config.BUSBW_CLIFF_FRACTION * before for r in later):
+        return None
+    # Flat around the dip: the sizes either side of it within BUSBW_FLAT_FRACTION of each
+    # other and of the best busbw (a curve still climbing that drops is a warning).
+    peak = max(r.busbw_gbps or 0.0 for r in rows)
+    sides = (earlier[-1], later[0].busbw_gbps or 0.0)
+    if min(sides) < config.BUSBW_FLAT_FRACTION * max(*sides, peak):
+        return None
+    return Finding(
+        "info",
+        f"busbw dips from {_gbps(before)} to {_gbps(row.busbw_gbps or 0)} GB/s at "
+        f"{format_bytes(row.size_bytes)} only and recovers at "
+        f"{format_bytes(later[0].size_bytes)}: NCCL switching algorithm or protocol at that "
+        "size, not a fault",
+        evidence=[
+            _ev("busbw", r.busbw_gbps, "GB/s", subject=format_bytes(r.size_bytes))
+            for r in rows
+            if row.size_bytes // 4 <= r.size_bytes <= later[0].size_bytes
+        ][:6],
+        remediation=[
+            "Nothing to fix; to confirm, rerun that size with `NCCL_DEBUG=INFO "
+            "NCCL_DEBUG_SUBSYS=TUNING` or pin `NCCL_ALGO`/`NCCL_PROTO` and compare.",
+        ],
+        confidence="medium",
+    )
+
+
 def _not_judged(
     ctx: Context,
     m: CollectiveMeasurement,
@@ -156,6 +219,9 @@ def _not_judged(
     evidence: list[Evidence],
 ) -> Finding | None:
     """Runs reported without a verdict: gloo, multi-node, or sizes too small to reach peak."""
+    alone = _one_rank(m, _rows(m))
+    if alone is not None:
+        return alone
     if (m.backend or "").lower() == "gloo":
         return Finding(
             "info",

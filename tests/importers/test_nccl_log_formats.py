@@ -1,0 +1,92 @@
+"""NCCL log classes missed before (issue 21 item 5): NCCL <= 2.5 socket networks, WARN lines
+explained from the catalogue, and the host prefix read without a quadratic pattern."""
+
+from __future__ import annotations
+
+import pytest
+
+from pcidoc.collect.importers.nccl_log import nccl_prefix
+from pcidoc.doctor.checks.nccl._warn_catalogue import CATALOGUE, explain
+from tests.importers.helpers import load
+from tests.importers.test_formats_2019 import result
+
+OLD_SOCKET = """node1:1234:1234 [0] NCCL INFO Bootstrap : Using [0]eth0:10.1.1.1<0>
+node1:1234:1234 [0] NCCL INFO NET/IB : No device found.
+node1:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.1.1<0>
+NCCL version 2.4.8+cuda10.1
+node1:1234:1290 [0] NCCL INFO Ring 00 : 3 -> 4 [receive] via NET/Socket/0
+"""
+
+
+def test_nccl_25_socket_network_without_a_using_network_line() -> None:
+    cap = load(OLD_SOCKET)
+    (log,) = cap.evidence.nccl_logs  # type: ignore[union-attr]
+    assert log.network == "Socket"
+    assert log.socket_quote is not None and "NET/Socket : Using" in log.socket_quote
+    r = result(cap, "nccl.network")
+    assert r.severity == "info"
+    assert "TCP sockets between nodes" in r.summary
+
+
+def test_ib_in_use_is_not_called_socket() -> None:
+    text = OLD_SOCKET.replace(
+        "NET/IB : No device found.", "NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.1.1.1<0>"
+    ).replace("node1:1234:1234 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.1.1<0>\n", "")
+    (log,) = load(text).evidence.nccl_logs  # type: ignore[union-attr]
+    assert log.network is None
+    assert [n.name for n in log.ib_nics] == ["mlx5_0"]
+
+
+def test_max_shared_mem_warning_means_an_nccl_too_old_for_the_gpu() -> None:
+    text = OLD_SOCKET + (
+        "node2:5678:5678 [0] NCCL WARN ncclMaxSharedMem 101376 exceeds device/fn "
+        "maxSharedMem 99328\n"
+    )
+    r = result(load(text), "nccl.version")
+    assert r.severity == "fail"
+    assert "too old for the GPU architecture" in r.summary
+
+
+@pytest.mark.parametrize(
+    ("line", "family"),
+    [
+        ("NCCL WARN Cuda failure 'out of memory'", "gpu"),
+        ("NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1a000", "gpu"),
+        ("NCCL WARN Connect to 10.0.0.2<43321> failed : Connection refused", "network"),
+        ("NCCL WARN Bootstrap : no socket interface found", "network"),
+        (
+            "NCCL WARN NET/IB : Got completion from peer 10.0.0.2<0> with error 12, opcode 0",
+            "network",
+        ),
+        ("NCCL WARN Call to ibv_reg_mr failed", "network"),
+        ("NCCL WARN Cuda failure 'invalid device function'", "build"),
+    ],
+)
+def test_catalogue_explains_common_warnings(line: str, family: str) -> None:
+    entry = explain(line)
+    assert entry is not None
+    assert entry.family == family
+    assert entry.fix
+
+
+def test_unknown_warning_is_not_explained() -> None:
+    assert explain("NCCL WARN something new happened") is None
+    assert all(entry.marker for entry in CATALOGUE)
+
+
+def test_connect_failure_fails_the_network_check() -> None:
+    text = (
+        OLD_SOCKET
+        + "node2:5678:5678 [0] NCCL WARN Connect to 10.0.0.2<43321> failed : Connection refused\n"
+    )
+    r = result(load(text), "nccl.network")
+    assert r.severity == "fail"
+    assert "could not open a TCP connection" in r.summary
+
+
+def test_prefix_found_token_by_token() -> None:
+    assert nccl_prefix("[1,0]<stdout>:gpu-node-1:4242:4300 [3] ") == ("gpu-node-1", 14)
+    assert nccl_prefix("2024-05-01 12:00:00 ") is None
+    assert nccl_prefix("x" * 50_000 + " ") is None
+    pod = "trainer-" + "a" * 70
+    assert nccl_prefix(f"{pod}:12345:12399 [0] ") == (pod, 0)
