@@ -216,9 +216,10 @@ _DMAR_RE = lazy(
 )
 _AMDVI_RE = lazy(r"AMD-Vi:\s*Event logged\s*\[(?P<kind>[A-Z_]+)\s*(?P<args>[^\]]*)\]?")
 _SMMU_RE = lazy(r"Unhandled context fault:.*?iova=(?P<addr>0x[0-9a-fA-F]+)")
-_ARG_RE = lazy(r"(\w+)=(\S+?)(?:,|\s|$)")
+_ARG_RE = lazy(r"(?<!\w)(\w+)=([^\s,]+)")
 _NOTICE_RE = lazy(
-    r"(?P<avail>[\d.]+)\s*Gb/s available PCIe bandwidth,\s*limited by\s*(?P<gts>[\d.]+)\s*GT/s\s*"
+    r"(?<![\d.])(?P<avail>[\d.]+)\s*Gb/s available PCIe bandwidth,\s*"
+    r"limited by\s*(?P<gts>[\d.]+)\s*GT/s\s*"
     r"(?:PCIe\s*)?x(?P<width>\d+)\s*link at\s*(?P<port>\S+?)\s*"
     r"\(capable of\s*(?P<cap>[\d.]+)\s*Gb/s with\s*(?P<cgts>[\d.]+)\s*GT/s\s*(?:PCIe\s*)?"
     r"x(?P<cwidth>\d+)\s*link\)"

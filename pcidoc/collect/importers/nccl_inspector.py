@@ -24,7 +24,7 @@ _PROM_RE = lazy(
     r"^\s*(nccl_(?:p2p_)?bus_bandwidth_gbs|nccl_(?:p2p|collective)_exec_time_microseconds)"
     r"\{([^}]*)\}\s+([-+0-9.eE]+|NaN)"
 )
-_LABEL_RE = lazy(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_LABEL_RE = lazy(r'(?<!\w)(\w+)="((?:[^"\\]|\\.)*)"')
 _SIZE_RE = lazy(r"^\s*(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?)?\s*([KMGT]?i?B)\s*$")
 _UNITS = {
     "B": 1,

@@ -45,7 +45,7 @@ _RANK_RE = lazy(
 )
 _PROCESS_RE = lazy(r"^\s*Process (\d+) on node (\S+) managing GPUs? ([\d, ()NVML]+)")
 _MISSING_RE = lazy(r"Missing communicator data from (\d+) (job process|rank)")
-_DEAD_RE = lazy(r"(\d+) job process(?:es are| is) considered dead")
+_DEAD_RE = lazy(r"(?<!\d)(\d+) job process(?:es are| is) considered dead")
 _TIMEOUT_RE = lazy(r"Encountered (\d+) communication timeout")
 _NET_MISSING_RE = lazy(r"missing data from (\d+) process")
 _OUTLIER_RE = lazy(r"^\s*Node (\S+) running process")

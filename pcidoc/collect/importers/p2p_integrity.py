@@ -24,7 +24,7 @@ _PASSED_RE = lazy(r"^\W*Test (passed|PASSED|failed|FAILED|FAIL)\b")
 _BW_RE = lazy(r"cudaMemcpyPeer / cudaMemcpy between GPU(\d+) and GPU(\d+):\s*([\d.]+)\s*GB/s")
 _LITERAL_RE = lazy(r"^(\w+)\s*=\s*torch\.tensor\(\s*\[([^\]]*)\]")
 _MOVE_RE = lazy(
-    r"(\w+)\s*(?:\.\s*(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?(\d+)['\"]?\s*\)"
+    r"(?<!\w)(\w+)\s*(?:\.\s*(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?(\d+)['\"]?\s*\)"
     r"|\.to\(\s*['\"]cpu['\"]\s*\))+"
 )
 _TARGET_RE = lazy(r"\.(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?(\d+)['\"]?\s*\)")
