@@ -643,6 +643,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
     if output:
         _wrote("report", _write_report(report, output, redact=args.redact))
+        from pcidoc.fileio import is_stdout
+
+        if is_stdout(output):
+            # The report file is standard output: print nothing else there.
+            return doctor.exit_code_for(report)
     # The verdict is the exit code, also when the reader of a pipe stops early (`| head -3`).
     if args.json:
         from pcidoc.present.json import report_json_bytes
@@ -660,6 +665,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     return doctor.exit_code_for(report)
 
 
+_REPORT_SUFFIXES = (".json", ".md", ".html", ".htm", ".prom")
+
+
 def _validate_report_path(output: str) -> None:
     suffix = os.path.splitext(output)[1].lower()
     if output == "-":
@@ -668,15 +676,16 @@ def _validate_report_path(output: str) -> None:
             ".html or .prom); for the report on standard output use --json (JSON) or no option "
             "(text)"
         )
-    if suffix not in (".json", ".md", ".html", ".htm", ".prom"):
+    from pcidoc.fileio import check_output, is_stream
+
+    if is_stream(output) and suffix not in _REPORT_SUFFIXES:
+        return  # /dev/stdout, /dev/stderr, /dev/fd/N: the JSON report (see _write_report)
+    if suffix not in _REPORT_SUFFIXES:
         raise PcidocError(f"-o {output}: unknown report format; use .json, .md, .html or .prom")
-    folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        raise PcidocError(f"-o {output}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
+    target = check_output(output, f"-o {output}")
+    folder = os.path.dirname(target)
+    if not is_stream(target) and not os.access(folder, os.W_OK):
         raise PcidocError(f"-o {output}: folder {folder} is not writable")
-    if os.path.isdir(output):
-        raise PcidocError(f"-o {output}: is a directory")
 
 
 def _write_report(report: Report, output: str, redact: bool = False) -> WriteResult:
@@ -692,6 +701,11 @@ def _write_report(report: Report, output: str, redact: bool = False) -> WriteRes
         from pcidoc.fleet.prom import render, report_registry
 
         return write_output(output, render(report_registry(report)))
+    if os.path.splitext(output)[1].lower() not in _REPORT_SUFFIXES:
+        # A stream (/dev/stdout, /dev/fd/3) has no extension: the report goes there as JSON.
+        from pcidoc.present.json import report_json
+
+        return write_output(output, report_json(report))
     return write_output(output, render_report_file(report, output))
 
 
@@ -715,7 +729,11 @@ def cmd_capture(args: argparse.Namespace) -> int:
         capture.origin.created_at = utc_now()
     output = args.output
     if not output:
-        host = (capture.host.hostname or "host").split(".")[0]
+        import re
+
+        # A hostname is outside text: "a/b" or "../x" must not pick another folder.
+        host = re.sub(r"[^A-Za-z0-9_-]+", "_", (capture.host.hostname or "").split(".")[0])
+        host = host.strip("_") or "host"
         if args.redact:
             host = "redacted"
         stamp = capture.origin.created_at.replace(":", "").replace("-", "")
