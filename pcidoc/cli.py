@@ -709,6 +709,19 @@ def _write_report(report: Report, output: str, redact: bool = False) -> WriteRes
     return write_output(output, render_report_file(report, output))
 
 
+def default_capture_name(hostname: str | None, created_at: str, *, redact: bool) -> str:
+    """``pcidoc-HOST-STAMP.json`` in the current folder. A hostname is outside text: anything
+    but letters, digits, ``-`` and ``_`` becomes ``_`` ("a/b" or "../x" must not pick another
+    folder)."""
+    import re
+
+    host = re.sub(r"[^A-Za-z0-9_-]+", "_", (hostname or "").split(".")[0]).strip("_") or "host"
+    if redact:
+        host = "redacted"
+    stamp = re.sub(r"[^0-9TZ]", "", created_at)
+    return f"pcidoc-{host}-{stamp}.json"
+
+
 def cmd_capture(args: argparse.Namespace) -> int:
     """``pcidoc capture``."""
     from pcidoc.collect.capture import capture_text, utc_now
@@ -729,15 +742,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
         capture.origin.created_at = utc_now()
     output = args.output
     if not output:
-        import re
-
-        # A hostname is outside text: "a/b" or "../x" must not pick another folder.
-        host = re.sub(r"[^A-Za-z0-9_-]+", "_", (capture.host.hostname or "").split(".")[0])
-        host = host.strip("_") or "host"
-        if args.redact:
-            host = "redacted"
-        stamp = capture.origin.created_at.replace(":", "").replace("-", "")
-        output = f"pcidoc-{host}-{stamp}.json"
+        output = default_capture_name(
+            capture.host.hostname, capture.origin.created_at, redact=args.redact
+        )
     text = capture_text(capture)
     if output == "-":
         _emit(text)

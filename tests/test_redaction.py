@@ -246,3 +246,27 @@ def test_imported_nccl_evidence_is_redacted_with_the_same_verdicts() -> None:
         assert not set(_evidence_hosts(data)) & hosts, path.name
         checked += 1
     assert checked
+
+
+def test_every_string_field_is_walked_evidence_and_folders_included() -> None:
+    """Issue 23: `capture --redact` kept NCCL_TOPO_FILE=/home/alice/acme/topo.xml in
+    evidence.topo_file_env while host.environment showed it redacted, and folder names such as
+    /srv/acme-corp/ stayed everywhere."""
+    cap = _dress(load_sample("h800-8gpu-hgx"), "gpu-node-17")
+    from pcidoc.model.evidence import ImportedEvidence
+
+    cap.evidence = ImportedEvidence(topo_file_env="/home/alice/acme/topo.xml")
+    cap.host.environment["NCCL_TOPO_FILE"] = "/home/alice/acme/topo.xml"
+    cap.host.environment["NCCL_DEBUG_FILE"] = "/srv/acme-corp/logs/nccl.%h.log"
+    cap.origin.note = "copied from /home/redacted-user-1/secret-project/run3/out.txt"
+    red = redact_capture(cap)
+    text = red.model_dump_json()
+    for secret in ("alice", "acme", "secret-project", "run3"):
+        assert secret not in text, secret
+    assert red.evidence.topo_file_env == red.host.environment["NCCL_TOPO_FILE"]
+    assert red.evidence.topo_file_env.endswith("/topo.xml")  # the file name stays
+    assert red.host.environment["NCCL_DEBUG_FILE"].startswith("/srv/redacted-folder-")
+    # System paths name software, not people: kept.
+    cap.host.environment["NCCL_NET_PLUGIN"] = "/usr/lib/x86_64-linux-gnu/libnccl-net.so"
+    red = redact_capture(cap)
+    assert red.host.environment["NCCL_NET_PLUGIN"] == "/usr/lib/x86_64-linux-gnu/libnccl-net.so"

@@ -49,6 +49,10 @@ before it is parsed. A 1,000-GPU capture with its full matrices holds about 50,0
 ``[[],[],...]`` or ``"gpus":[{},{},...]`` that would cost gigabytes to parse and to validate
 stops here."""
 
+MAX_ITEMS = 65_536
+"""The most items one JSON array or object of a capture may hold, checked on the parsed data
+before validation (a failing validation builds an error per bad item)."""
+
 MAX_STRING_CHARS = 1 << 20
 """The longest JSON string accepted (1 MiB): no name, quote or path in a capture is that long."""
 
@@ -306,7 +310,10 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
         if clean:
             capture = _validate_current_capture(text)
     if capture is None:
-        capture = capture_from_data(_parse_json(text, _label(file)), _label(file), clean=not clean)
+        parsed = _parse_json(text, _label(file))
+        if isinstance(parsed, (dict, list)):
+            _key_count(parsed, _label(file))
+        capture = capture_from_data(parsed, _label(file), clean=not clean)
     check_shape(capture, _label(file))
     return capture
 
@@ -372,7 +379,7 @@ def _validate_current_capture(text: str | bytes) -> Capture | None:
         if not isinstance(data, dict) or _key_count(data) != _raw_key_count(text):
             return None  # a repeated key (the strict path names it), or not an object
         capture = Capture.model_validate(data)
-    except (ValueError, RecursionError):  # ValidationError is a ValueError
+    except (ValueError, RecursionError, PcidocError):  # ValidationError is a ValueError
         return None
     # The schema tag has a default; a file without one is not a capture.
     return capture if "schema_" in capture.model_fields_set else None
@@ -392,12 +399,21 @@ def _raw_key_count(text: str | bytes) -> int:
     return sum(1 for _ in _KEY_END.finditer(data))
 
 
-def _key_count(node: Any) -> int:
-    """Keys of every object in parsed JSON (a repeated key was kept once by the parser)."""
+def _key_count(node: Any, name: str = "") -> int:
+    """Keys of every object in parsed JSON (a repeated key was kept once by the parser).
+
+    Raises:
+        PcidocError: an array or object holds more than :data:`MAX_ITEMS` items.
+    """
     count = 0
     stack = [node]
     while stack:
         item = stack.pop()
+        if len(item) > MAX_ITEMS:
+            raise PcidocError(
+                f"{clean_line(name)}: a JSON {'object' if isinstance(item, dict) else 'array'} "
+                f"holds {len(item):,} items, more than the {MAX_ITEMS:,} of any real capture"
+            )
         if isinstance(item, dict):
             count += len(item)
             stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
@@ -422,6 +438,8 @@ def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     text = _read_text(file)
     data = _parse_json(text, _label(file))
+    if isinstance(data, (dict, list)):
+        _key_count(data, _label(file))
     body, name = _unwrap(
         data if json_text_is_clean(text) else clean_data(data), clean_line(_label(file))
     )
