@@ -655,7 +655,7 @@ def test_ragged_p2p_matrix_is_refused(tmp_path: Path) -> None:
     data["p2p"] = {"gpus": [0, 1], "matrices": {"read": [["OK", "OK"], ["OK"]]}}
     path = tmp_path / "p2p.json"
     path.write_text(json.dumps(data))
-    with pytest.raises(PcidocError, match="p2p.matrices.read"):
+    with pytest.raises(PcidocError, match=r"p2p\.matrices\.read"):
         load_capture(path)
 
 

@@ -329,7 +329,7 @@ def test_root_does_not_follow_a_folder_link_another_user_planted(tmp_path: Path)
     etc.mkdir()
     (etc / "passwd").write_text("root:x:0:0")
     alice_dir = _nobody_link(tmp_path / "alice-dir", etc)
-    with pytest.raises(PcidocError, match="folder .* owned by another user"):
+    with pytest.raises(PcidocError, match=r"folder .* owned by another user"):
         write_output(alice_dir / "passwd", "pwned")
     # Also when the link sits deeper, inside a link's target.
     inner = tmp_path / "inner"
@@ -383,9 +383,8 @@ def test_fleet_prom_keeps_owner_and_mode(tmp_path: Path) -> None:
 def test_watch_reports_a_failed_prom_write_and_retries(tmp_path: Path) -> None:
     """A full disk or a read-only folder must not end `watch`: the sample is reported and the
     next one written (here the target is a FIFO for the first samples, then removed)."""
-    from tests.fleet.test_watch import FakeClock, _machine
-
     from pcidoc.fleet.watch import run_loop
+    from tests.fleet.test_watch import FakeClock, _machine
 
     clock = FakeClock()
     _fake, watcher = _machine(tmp_path, clock)
