@@ -231,18 +231,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-run", type=int, default=40_000)
     parser.add_argument("--limit-s", type=int, default=10)
     parser.add_argument("--max-rss-mb", type=int, default=1024)
+    parser.add_argument("--first", type=int, default=0, help="first case number (to split a run)")
     parser.add_argument("--only", type=int, action="append", help="replay case N")
+    parser.add_argument(
+        "--exclude", action="append", default=[], help="leave corpus files whose name has this"
+    )
     parser.add_argument("--out", help="write the JSON summary here too")
     args = parser.parse_args(argv)
     cap = 2 * args.max_rss_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     signal.signal(signal.SIGALRM, _alarm)
     texts, captures = corpus()
-    indices = args.only or range(args.cases)
+    texts = [t for t in texts if not any(x in t[0] for x in args.exclude)]
+    captures = [c for c in captures if not any(x in c[0] for x in args.exclude)]
+    indices = args.only or range(args.first, args.first + args.cases)
     counts = {"ok": 0, "refused": 0, "timeout": 0, "crash": 0}
     by_kind = {"import": 0, "capture": 0}
     findings: list[dict] = []
     slowest = (0.0, -1)
+    last_peak = _peak_rss_mb()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pcidoc-fuzz-") as folder:
         for done, index in enumerate(indices, start=1):
@@ -271,6 +278,14 @@ def main(argv: list[str] | None = None) -> int:
             elapsed = time.monotonic() - begin
             slowest = max(slowest, (elapsed, index))
             counts[outcome] += 1
+            peak = _peak_rss_mb()
+            if outcome in ("timeout", "crash") or peak > last_peak + 100:
+                print(
+                    f"case {index} ({kind}, {name}, {len(data)} bytes): {outcome}, "
+                    f"{elapsed:.2f} s, peak RSS {peak:.0f} MB",
+                    flush=True,
+                )
+                last_peak = peak
             if done % 500 == 0:
                 print(
                     f"{done} cases, {time.monotonic() - started:.0f} s: {counts}, slowest "
@@ -279,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
     summary = {
         "seed": args.seed,
+        "first": args.first,
+        "excluded": args.exclude,
+        "max_run": args.max_run,
         "cases": sum(counts.values()),
         "by_kind": by_kind,
         "outcomes": counts,
