@@ -49,6 +49,12 @@ before it is parsed. A 1,000-GPU capture with its full matrices holds about 50,0
 ``[[],[],...]`` or ``"gpus":[{},{},...]`` that would cost gigabytes to parse and to validate
 stops here."""
 
+MAX_VALUES = 4_000_000
+"""The most JSON values a capture may hold, counted (over, by the ``,`` bytes) before it is
+parsed: about 60 bytes of memory each once parsed. The 72-GPU sample holds 37,000; full
+topology and P2P matrices of 800 devices fit. 80 MB of topology labels (9 million) took 800 MB
+and 11 s to parse before any check could refuse them."""
+
 MAX_ITEMS = 65_536
 """The most items one JSON array or object of a capture may hold, checked on the parsed data
 before validation (a failing validation builds an error per bad item)."""
@@ -74,6 +80,12 @@ def _read_bytes(path: str) -> bytes:
 def _check_size_shape(data: bytes, name: str) -> None:
     """Refuse, before parsing, what would cost far more memory than its size: too many
     containers, a giant string. Two C-speed passes over the bytes."""
+    values = data.count(b",")
+    if values > MAX_VALUES:
+        raise PcidocError(
+            f"{clean_line(name)}: holds about {values:,} JSON values, more than the "
+            f"{MAX_VALUES:,} of any real capture; not loaded"
+        )
     containers = data.count(b"{") + data.count(b"[")
     if containers > MAX_CONTAINERS:
         raise PcidocError(
