@@ -423,14 +423,17 @@ def _key_count(node: Any, name: str = "") -> int:
         item = stack.pop()
         if len(item) > MAX_ITEMS:
             raise PcidocError(
-                f"{clean_line(name)}: a JSON {'object' if isinstance(item, dict) else 'array'} "
+                f"{clean_line(name)}: a JSON {'object' if type(item) is dict else 'array'} "
                 f"holds {len(item):,} items, more than the {MAX_ITEMS:,} of any real capture"
             )
-        if isinstance(item, dict):
+        values = item
+        if type(item) is dict:
             count += len(item)
-            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
-        else:
-            stack.extend(v for v in item if isinstance(v, (dict, list)))
+            values = item.values()
+        for value in values:
+            kind = type(value)
+            if kind is dict or kind is list:
+                stack.append(value)
     return count
 
 
