@@ -617,6 +617,10 @@ def test_duplicate_keys_are_refused_not_last_one_wins(tmp_path: Path) -> None:
             load_capture(path)
         with pytest.raises(PcidocError, match="appears twice"):
             load_capture_data(path)
+    spaced = tmp_path / "spaced.json"  # whitespace between a key and its colon
+    spaced.write_text(text.replace('"gpus":', '"gpus" : [], "gpus" :', 1))
+    with pytest.raises(PcidocError, match="appears twice"):
+        load_capture(spaced)
     # An escaped quote before a colon inside a string is not a key.
     quoted = tmp_path / "quoted.json"
     base["host"]["hostname"] = 'a\\":b'

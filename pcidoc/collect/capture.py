@@ -398,6 +398,7 @@ def _validate_current_capture(text: str | bytes) -> Capture | None:
 
 
 _KEY_END = re.compile(rb'"[ \t\r\n]*:')
+_SPACED_KEY_END = re.compile(rb'"[ \t\r\n]+:')
 _ESCAPED_KEY_END = re.compile(rb'\\"[ \t\r\n]*:')
 
 
@@ -408,6 +409,8 @@ def _raw_key_count(text: str | bytes) -> int:
     data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
     if _ESCAPED_KEY_END.search(data) is not None:
         return -1
+    if _SPACED_KEY_END.search(data) is None:
+        return data.count(b'":')  # the usual layout: a C-speed count
     return sum(1 for _ in _KEY_END.finditer(data))
 
 
