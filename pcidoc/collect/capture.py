@@ -280,21 +280,22 @@ def check_shape(machine: Any, name: str) -> None:
         PcidocError: one line naming the matrix and its shape.
     """
 
-    def get(node: Any, key: str) -> Any:
-        return node.get(key) if isinstance(node, dict) else getattr(node, key, None)
+    def get(node: Any, key: str, kind: type = list) -> Any:
+        value = node.get(key) if isinstance(node, dict) else getattr(node, key, None)
+        return value if isinstance(value, kind) else kind()  # unvalidated data: any type
 
-    topology, p2p = get(machine, "topology"), get(machine, "p2p")
+    topology, p2p = get(machine, "topology", object), get(machine, "p2p", object)
     problems = []
     if topology is not None:
-        labels = get(topology, "labels") or []
-        problems.append(_matrix_problem("topology", len(labels), get(topology, "links") or []))
+        labels = get(topology, "labels")
+        problems.append(_matrix_problem("topology", len(labels), get(topology, "links")))
     if p2p is not None:
-        count = len(get(p2p, "gpus") or [])
-        for cap, matrix in sorted((get(p2p, "matrices") or {}).items()):
-            problems.append(_matrix_problem(f"p2p.matrices.{cap}", count, matrix or []))
-        problems.append(
-            _matrix_problem("p2p.can_access_peer", count, get(p2p, "can_access_peer") or [])
-        )
+        count = len(get(p2p, "gpus"))
+        for cap, matrix in sorted(get(p2p, "matrices", dict).items()):
+            rows = matrix if isinstance(matrix, list) else []
+            problems.append(_matrix_problem(f"p2p.matrices.{cap}", count, rows))
+        peers = get(p2p, "can_access_peer")
+        problems.append(_matrix_problem("p2p.can_access_peer", count, peers))
     found = next((p for p in problems if p), None)
     if found:
         raise PcidocError(f"{clean_line(name)}: {found}; the capture is damaged or was edited")
@@ -314,13 +315,13 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
     data = _read_bytes(file)
     capture = None
     if json_bytes_are_clean(data):  # ASCII with nothing to clean: straight to the parser
-        capture = _validate_current_capture(data)
+        capture = _validate_current_capture(data, _label(file))
         text, clean = ("", True) if capture is not None else (data.decode("ascii"), True)
     else:
         text = decode_text(data, _label(file), strict=True)
         clean = json_text_is_clean(text)
         if clean:
-            capture = _validate_current_capture(text)
+            capture = _validate_current_capture(text, _label(file))
     if capture is None:
         parsed = _parse_json(text, _label(file))
         if isinstance(parsed, (dict, list)):
@@ -368,7 +369,7 @@ def _strict_parse_needed(text: str | bytes) -> bool:
     return False
 
 
-def _validate_current_capture(text: str | bytes) -> Capture | None:
+def _validate_current_capture(text: str | bytes, name: str = "") -> Capture | None:
     """The capture in ``text`` (a str, or the bytes of an ASCII file), parsed and validated in
     one step by ``pydantic_core``, or ``None`` when it is anything but a valid
     ``pcidoc.capture/1`` object whose text needs no cleaning.
@@ -388,10 +389,17 @@ def _validate_current_capture(text: str | bytes) -> Capture | None:
         # values, where validating the JSON text copied an object into every "missing field"
         # error (300 times the file's size in memory).
         data = core().from_json(text, allow_inf_nan=False, cache_strings="keys")
-        if not isinstance(data, dict) or _key_count(data) != _raw_key_count(text):
-            return None  # a repeated key (the strict path names it), or not an object
+        if not isinstance(data, dict):
+            return None
+        if _key_count(data, name) != _raw_key_count(text):
+            return None  # a repeated key (the strict path names it)
+        check_shape(data, name)  # before validation: 900,000 labels need not be validated
         capture = Capture.model_validate(data)
-    except (ValueError, RecursionError, PcidocError):  # ValidationError is a ValueError
+    except PcidocError:
+        if name:  # too many items: refused here rather than parsed a second time
+            raise
+        return None
+    except (ValueError, RecursionError):  # ValidationError is a ValueError
         return None
     # The schema tag has a default; a file without one is not a capture.
     return capture if "schema_" in capture.model_fields_set else None
