@@ -154,10 +154,17 @@ def mutate_json(data: bytes, rng: random.Random, max_run: int) -> bytes:
         raw = '"' + _run(rng, max_run) + '"'
     elif choice == 4:
         raw = rng.choice(["NaN", "Infinity", "-1e999", "1e400", "null", "true", '""', "-0"])
-    elif choice == 5 and isinstance(doc, dict) and doc.get("topology"):
-        labels = doc["topology"].get("labels") or []
+    elif choice == 5 and isinstance(doc, dict) and isinstance(doc.get("topology"), dict):
+        labels = doc["topology"].get("labels")
+        labels = labels if isinstance(labels, list) else []
         doc["topology"]["labels"] = labels * rng.choice([2, 10, 250])
-    elif choice == 6 and isinstance(doc, dict) and doc.get("gpus"):
+    elif (
+        choice == 6
+        and isinstance(doc, dict)
+        and isinstance(doc.get("gpus"), list)
+        and doc["gpus"]
+        and isinstance(doc["gpus"][0], dict)
+    ):
         gpu = doc["gpus"][0]
         gpu["cpu_affinity"] = rng.choice(["0-8191,", "0-999999999,", "1,", "\u0661,"]) * 2000
     else:  # duplicate a key
