@@ -650,6 +650,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
     if output:
         _wrote("report", _write_report(report, output, redact=args.redact))
+        from pcidoc.fileio import is_stdout
+
+        if is_stdout(output):
+            # The report file is standard output: print nothing else there.
+            return doctor.exit_code_for(report)
     # The verdict is the exit code, also when the reader of a pipe stops early (`| head -3`).
     if args.json:
         from pcidoc.present.json import report_json_bytes
@@ -667,6 +672,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     return doctor.exit_code_for(report)
 
 
+_REPORT_SUFFIXES = (".json", ".md", ".html", ".htm", ".prom")
+
+
 def _validate_report_path(output: str) -> None:
     suffix = os.path.splitext(output)[1].lower()
     if output == "-":
@@ -675,15 +683,16 @@ def _validate_report_path(output: str) -> None:
             ".html or .prom); for the report on standard output use --json (JSON) or no option "
             "(text)"
         )
-    if suffix not in (".json", ".md", ".html", ".htm", ".prom"):
+    from pcidoc.fileio import check_output, is_stream
+
+    if is_stream(output) and suffix not in _REPORT_SUFFIXES:
+        return  # /dev/stdout, /dev/stderr, /dev/fd/N: the JSON report (see _write_report)
+    if suffix not in _REPORT_SUFFIXES:
         raise PcidocError(f"-o {output}: unknown report format; use .json, .md, .html or .prom")
-    folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        raise PcidocError(f"-o {output}: folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
+    target = check_output(output, f"-o {output}")
+    folder = os.path.dirname(target)
+    if not is_stream(target) and not os.access(folder, os.W_OK):
         raise PcidocError(f"-o {output}: folder {folder} is not writable")
-    if os.path.isdir(output):
-        raise PcidocError(f"-o {output}: is a directory")
 
 
 def _write_report(report: Report, output: str, redact: bool = False) -> WriteResult:
@@ -699,7 +708,25 @@ def _write_report(report: Report, output: str, redact: bool = False) -> WriteRes
         from pcidoc.fleet.prom import render, report_registry
 
         return write_output(output, render(report_registry(report)))
+    if os.path.splitext(output)[1].lower() not in _REPORT_SUFFIXES:
+        # A stream (/dev/stdout, /dev/fd/3) has no extension: the report goes there as JSON.
+        from pcidoc.present.json import report_json
+
+        return write_output(output, report_json(report))
     return write_output(output, render_report_file(report, output))
+
+
+def default_capture_name(hostname: str | None, created_at: str, *, redact: bool) -> str:
+    """``pcidoc-HOST-STAMP.json`` in the current folder. A hostname is outside text: anything
+    but letters, digits, ``-`` and ``_`` becomes ``_`` ("a/b" or "../x" must not pick another
+    folder)."""
+    import re
+
+    host = re.sub(r"[^A-Za-z0-9_-]+", "_", (hostname or "").split(".")[0]).strip("_") or "host"
+    if redact:
+        host = "redacted"
+    stamp = re.sub(r"[^0-9TZ]", "", created_at)
+    return f"pcidoc-{host}-{stamp}.json"
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
@@ -722,11 +749,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
         capture.origin.created_at = utc_now()
     output = args.output
     if not output:
-        host = (capture.host.hostname or "host").split(".")[0]
-        if args.redact:
-            host = "redacted"
-        stamp = capture.origin.created_at.replace(":", "").replace("-", "")
-        output = f"pcidoc-{host}-{stamp}.json"
+        output = default_capture_name(
+            capture.host.hostname, capture.origin.created_at, redact=args.redact
+        )
     text = capture_text(capture)
     if output == "-":
         _emit(text)

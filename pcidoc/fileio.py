@@ -13,9 +13,13 @@ was full. :func:`write_output` is the one writer every ``-o`` uses:
   owner and group (when these cannot be kept, or the file has other hard links, it is
   rewritten in place instead), and the caller learns that it was replaced.
 * A new file honours the umask, like a shell redirection.
-* A symbolic link is followed to its target (the link stays), except a dangling one and, like
-  the kernel's ``protected_symlinks``, a link in a sticky world-writable folder (``/tmp``) owned
-  by someone else than the folder's owner and the writer.
+* A final symbolic link is followed to its target (the link stays) only when the writer or
+  root owns it, never a dangling one nor, like the kernel's ``protected_symlinks``, one in a
+  sticky world-writable folder (``/tmp``) owned by someone else than the folder's owner. When
+  running as root, a symbolic link to a folder anywhere in the path must be owned by root (a
+  user's ``/home/alice/out -> /etc`` is not followed). The folder is opened once and the
+  temporary file and the rename happen inside it, so a folder swapped after the check is not
+  written through (the rules of coreutils ``install``, rsync and logrotate).
 * A failed write (disk full, quota, file too large, I/O error) raises
   :class:`~pcidoc.errors.PcidocError` naming the file and the reason; an existing file is left
   as it was.
@@ -32,7 +36,7 @@ import errno
 import os
 import stat
 import sys
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from pcidoc._record import record
 from pcidoc.errors import PcidocError
@@ -41,8 +45,13 @@ __all__ = [
     "MAX_CAPTURE_BYTES",
     "MAX_PASTE_BYTES",
     "WriteResult",
+    "check_output",
     "decode_text",
+    "is_stdout",
+    "is_stream",
+    "open_append",
     "read_input",
+    "resolve_output",
     "write_output",
 ]
 
@@ -112,6 +121,17 @@ def _stream_fd(path: str) -> int | None:
     return None
 
 
+def is_stream(path: str) -> bool:
+    """True when ``path`` names an open stream (``-``, ``/dev/stdout``, ``/dev/stderr``,
+    ``/dev/fd/N``) rather than a file: such a target has no extension to pick a format."""
+    return _stream_fd(path) is not None
+
+
+def is_stdout(path: str) -> bool:
+    """True when ``path`` is standard output (``-``, ``/dev/stdout``, ``/dev/fd/1``)."""
+    return _stream_fd(path) == 1
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -152,40 +172,125 @@ def _umask() -> int:
     return mask
 
 
-def _check_link(path: str, label: str) -> str:
-    """Resolve a symbolic link the way the kernel's ``protected_symlinks`` would allow."""
-    link = os.lstat(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        parent = os.stat(folder)
-    except OSError:
-        parent = None
+_MAX_LINKS = 40  # as the kernel's ELOOP limit
+
+
+def _trusted(info: os.stat_result) -> bool:
+    """A link pcidoc may follow: made by the writer or by root."""
+    return info.st_uid in (0, os.geteuid())
+
+
+def _refuse_link(label: str, link: str, info: os.stat_result, what: str) -> PcidocError:
+    return PcidocError(
+        f"{label}: {what} {link} is a symbolic link owned by another user (uid {info.st_uid}); "
+        "not followed (write to the real path, or remove the link)"
+    )
+
+
+def _link_step(
+    candidate: str, info: os.stat_result, final: bool, label: str, sticky: os.stat_result | None
+) -> str:
+    """Check one symbolic link met while resolving an output path; return its target text."""
+    if final and not _trusted(info):
+        raise _refuse_link(label, candidate, info, "the file")
+    if not final and os.geteuid() == 0 and info.st_uid != 0:
+        raise _refuse_link(label, candidate, info, "the folder")
     if (
-        parent is not None
-        and parent.st_mode & stat.S_ISVTX
-        and parent.st_mode & stat.S_IWOTH
-        and link.st_uid not in (parent.st_uid, os.geteuid())
+        final
+        and sticky is not None
+        and sticky.st_mode & stat.S_ISVTX
+        and sticky.st_mode & stat.S_IWOTH
+        and info.st_uid not in (sticky.st_uid, os.geteuid())
     ):
-        raise PcidocError(
-            f"{label}: is a symbolic link owned by another user in a shared folder; "
-            "not followed (write to the link's target directly)"
-        )
-    resolved = os.path.realpath(path)
-    if not os.path.lexists(resolved) or not os.path.exists(path):
-        raise PcidocError(
-            f"{label}: is a symbolic link to a missing file ({resolved}); not followed"
-        )
+        # The kernel's protected_symlinks rule: a link in /tmp owned by someone else.
+        raise _refuse_link(label, candidate, info, "the file")
+    return os.readlink(candidate)
+
+
+def resolve_output(path: str | os.PathLike[str], label: str | None = None) -> str:
+    """The real path an output to ``path`` would write, following only safe links.
+
+    Rules (those of coreutils ``install``, rsync and logrotate for a privileged writer): a
+    final symbolic link is followed only when the writer or root owns it (never one planted in
+    a sticky shared folder by someone else); when running as root, a symbolic link to a folder
+    anywhere in the path must be owned by root; a link to a missing file is not followed.
+
+    Raises:
+        PcidocError: a link is refused, there are too many links, or the folder is missing.
+    """
+    text = os.fspath(path)
+    label = text if label is None else label
+    pending = [p for p in os.path.abspath(text).split("/") if p]
+    resolved = "/"
+    links = 0
+    while pending:
+        part = pending.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        candidate = os.path.join(resolved, part)
+        try:
+            info = os.lstat(candidate)
+        except FileNotFoundError:
+            if pending:
+                raise PcidocError(f"{label}: folder {candidate} does not exist") from None
+            resolved = candidate
+            continue
+        except OSError as exc:
+            raise PcidocError(f"{label}: cannot write ({_reason(exc)})") from None
+        if not stat.S_ISLNK(info.st_mode):
+            if pending and not stat.S_ISDIR(info.st_mode):
+                raise PcidocError(f"{label}: {candidate} is not a folder")
+            resolved = candidate
+            continue
+        links += 1
+        if links > _MAX_LINKS:
+            raise PcidocError(f"{label}: too many levels of symbolic links")
+        try:
+            sticky: os.stat_result | None = os.stat(resolved)
+        except OSError:
+            sticky = None
+        target = _link_step(candidate, info, not pending, label, sticky)
+        if not pending and not os.path.exists(candidate):
+            raise PcidocError(
+                f"{label}: is a symbolic link to a missing file ({target}); not followed"
+            )
+        pending = [p for p in target.split("/") if p] + pending
+        if target.startswith("/"):
+            resolved = "/"
     return resolved
 
 
-def _rewrite_in_place(path: str, data: bytes, label: str) -> None:
+def _open_folder(folder: str, label: str) -> int:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise PcidocError(f"{label}: folder {folder} does not exist") from None
+    except OSError as exc:
+        raise PcidocError(f"{label}: cannot open folder {folder} ({_reason(exc)})") from None
+
+
+def _open_existing(name: str, dir_fd: int, label: str) -> int:
+    """Open an existing regular file for writing without following a link or blocking on a
+    FIFO, and only then truncate it."""
+    flags = os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
     except OSError as exc:
         raise PcidocError(f"{label}: cannot write ({_reason(exc)})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise PcidocError(f"{label}: is {_kind(info.st_mode)}; not written")
+    return fd
+
+
+def _rewrite_in_place(name: str, dir_fd: int, data: bytes, label: str) -> None:
+    fd = _open_existing(name, dir_fd, label)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PcidocError(f"{label}: changed into a non-regular file while writing")
+        os.ftruncate(fd, 0)
         _write_all(fd, data)
         os.fsync(fd)
     except OSError as exc:
@@ -213,25 +318,64 @@ def _keep_owner(fd: int, existing: os.stat_result) -> bool:
     return True
 
 
-def _temporary_file(folder: str, prefix: str, suffix: str) -> tuple[int, str]:
+def _temporary_file(dir_fd: int, prefix: str, suffix: str) -> tuple[int, str]:
     """A new file beside the target, as ``tempfile.mkstemp`` makes it (exclusive create, no
     symlink followed, mode 0600), without importing tempfile, shutil and random at every start
     of a read-only command."""
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
     flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     for _ in range(100):
-        path = os.path.join(folder, f"{prefix}{os.urandom(6).hex()}{suffix}")
+        name = f"{prefix}{os.urandom(6).hex()}{suffix}"
         try:
-            return os.open(path, flags, 0o600), path
+            return os.open(name, flags, 0o600, dir_fd=dir_fd), name
         except FileExistsError:
             continue
-    raise FileExistsError(errno.EEXIST, "no unused temporary file name", folder)
+    raise FileExistsError(errno.EEXIST, "no unused temporary file name")
+
+
+def _refusal(label: str, info: os.stat_result) -> PcidocError:
+    return PcidocError(
+        f"{label}: is {_kind(info.st_mode)}; pcidoc writes regular files, '-' (standard "
+        "output), /dev/stdout or /dev/stderr"
+    )
+
+
+def check_output(path: str | os.PathLike[str], label: str | None = None) -> str:
+    """Check, before any work, that :func:`write_output` may write ``path``; returns the real
+    path (or the stream name). Nothing is created.
+
+    Raises:
+        PcidocError: the same refusals as :func:`write_output` (links, devices, FIFOs,
+            folders, a missing folder).
+    """
+    text = os.fspath(path)
+    label = text if label is None else label
+    if not text:
+        raise PcidocError("-o: empty file name")
+    if _stream_fd(text) is not None:
+        return text
+    target = resolve_output(text, label)
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        if not os.path.isdir(os.path.dirname(target)):
+            raise PcidocError(f"{label}: folder {os.path.dirname(target)} does not exist") from None
+        return target
+    except OSError as exc:
+        raise PcidocError(f"{label}: cannot write ({_reason(exc)})") from None
+    if not stat.S_ISREG(info.st_mode) and not (
+        target == "/dev/null" and stat.S_ISCHR(info.st_mode)
+    ):
+        raise _refusal(label, info)
+    return target
 
 
 def write_output(
     path: str | os.PathLike[str], data: bytes | str, *, compress: bool | None = None
 ) -> WriteResult:
     """Write ``data`` to ``path`` safely (see the module docstring for the rules).
+
+    This is the one public writer: every ``-o``, ``.prom`` file and the TUI's export use it.
 
     Args:
         path: Target file; ``-``, ``/dev/stdout``, ``/dev/stderr`` or ``/dev/fd/N`` write to
@@ -243,11 +387,12 @@ def write_output(
         A :class:`WriteResult` (``replaced`` tells the caller to say so).
 
     Raises:
-        PcidocError: the target is not a regular file, its folder is missing or not writable,
-            or the write failed (the message names the file and the reason).
+        PcidocError: the target is not a regular file, a link is refused, its folder is
+            missing or not writable, or the write failed (the message names the file and the
+            reason).
     """
     label = os.fspath(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    payload = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else bytes(data)
     if compress is None:
         compress = label.endswith(".gz") and _stream_fd(label) is None
     if compress:
@@ -260,37 +405,40 @@ def write_output(
     if fd_target is not None:
         _write_stream(fd_target, payload, "standard output" if label == "-" else label)
         return WriteResult(label, replaced=False, stream=True, size_bytes=len(payload))
-    target = label
+    target = resolve_output(label)
+    folder, name = os.path.dirname(target) or "/", os.path.basename(target)
+    dir_fd = _open_folder(folder, label)
     try:
-        info = os.lstat(target)
+        return _write_in(dir_fd, folder, name, payload, label)
+    finally:
+        os.close(dir_fd)
+
+
+def _write_in(dir_fd: int, folder: str, name: str, payload: bytes, label: str) -> WriteResult:
+    try:
+        info: os.stat_result | None = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
         info = None
     except OSError as exc:
         raise PcidocError(f"{label}: cannot write ({_reason(exc)})") from None
     if info is not None and stat.S_ISLNK(info.st_mode):
-        target = _check_link(target, label)
-        info = os.stat(target)
+        raise PcidocError(f"{label}: changed into a symbolic link while writing; not followed")
     if info is not None and not stat.S_ISREG(info.st_mode):
-        if os.path.realpath(target) == "/dev/null" and stat.S_ISCHR(info.st_mode):
+        if os.path.join(folder, name) == "/dev/null" and stat.S_ISCHR(info.st_mode):
             return WriteResult("/dev/null", replaced=False, stream=True, size_bytes=0)
-        raise PcidocError(
-            f"{label}: is {_kind(info.st_mode)}; pcidoc writes regular files, '-' (standard "
-            "output), /dev/stdout or /dev/stderr"
-        )
-    folder = os.path.dirname(target) or "."
-    if not os.path.isdir(folder):
-        raise PcidocError(f"{label}: folder {folder} does not exist")
+        raise _refusal(label, info)
+    done = WriteResult(label, replaced=info is not None, stream=False, size_bytes=len(payload))
     if info is not None and info.st_nlink > 1:
         # Other names share this file: renaming would split them; rewrite it in place.
-        _rewrite_in_place(target, payload, label)
-        return WriteResult(label, replaced=True, stream=False, size_bytes=len(payload))
+        _rewrite_in_place(name, dir_fd, payload, label)
+        return done
     try:
-        fd, tmp_name = _temporary_file(folder, f".{os.path.basename(target)}.", ".tmp")
+        fd, tmp_name = _temporary_file(dir_fd, f".{name[:200]}.", ".tmp")
     except OSError as exc:
-        if info is not None and exc.errno in (errno.EACCES, errno.EPERM):
+        if info is not None and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             # The folder is not writable but the file may be (like a shell's `>`).
-            _rewrite_in_place(target, payload, label)
-            return WriteResult(label, replaced=True, stream=False, size_bytes=len(payload))
+            _rewrite_in_place(name, dir_fd, payload, label)
+            return done
         raise PcidocError(f"{label}: cannot write in {folder} ({_reason(exc)})") from None
     try:
         try:
@@ -299,28 +447,59 @@ def write_output(
             elif not _keep_owner(fd, info):
                 os.close(fd)
                 fd = -1
-                os.unlink(tmp_name)
-                _rewrite_in_place(target, payload, label)
-                return WriteResult(label, replaced=True, stream=False, size_bytes=len(payload))
+                _discard(tmp_name, dir_fd)
+                _rewrite_in_place(name, dir_fd, payload, label)
+                return done
             _write_all(fd, payload)
             os.fsync(fd)
         finally:
             if fd >= 0:
                 os.close(fd)
-        os.replace(tmp_name, target)
+        os.replace(tmp_name, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except PcidocError:
-        _discard(tmp_name)
+        _discard(tmp_name, dir_fd)
         raise
     except OSError as exc:
-        _discard(tmp_name)
+        _discard(tmp_name, dir_fd)
         kept = " (the existing file was left unchanged)" if info is not None else ""
         raise PcidocError(f"{label}: cannot write ({_reason(exc)}){kept}") from None
-    return WriteResult(label, replaced=info is not None, stream=False, size_bytes=len(payload))
+    return done
 
 
-def _discard(tmp_name: str) -> None:
+def _discard(tmp_name: str, dir_fd: int) -> None:
     with contextlib.suppress(OSError):
-        os.unlink(tmp_name)
+        os.unlink(tmp_name, dir_fd=dir_fd)
+
+
+def open_append(path: str) -> TextIO:
+    """Open ``path`` to append lines (``pcidoc watch --jsonl``) under :func:`write_output`'s
+    rules: ``-``/``/dev/stdout`` is standard output; links are followed only when safe; a
+    device, FIFO or socket is refused (a FIFO without a reader would block for ever); a new
+    file honours the umask.
+
+    Raises:
+        PcidocError: the target is refused or cannot be opened.
+    """
+    if path in ("-", "/dev/stdout"):
+        return sys.stdout
+    target = check_output(path)
+    if _stream_fd(target) is not None or target == "/dev/null":
+        raise PcidocError(f"{path}: --jsonl writes a regular file or '-' (standard output)")
+    folder, name = os.path.dirname(target) or "/", os.path.basename(target)
+    dir_fd = _open_folder(folder, path)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, 0o666, dir_fd=dir_fd)
+    except OSError as exc:
+        raise PcidocError(f"{path}: cannot open ({_reason(exc)})") from None
+    finally:
+        os.close(dir_fd)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise _refusal(path, info)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------------- input

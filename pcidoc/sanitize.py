@@ -109,17 +109,33 @@ def clean_text(text: str) -> str:
     """
     if text.isprintable():
         return text
+    text = _no_surrogates(text)
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     return _SEQUENCE.sub("", text)
 
 
 def clean_line(text: str) -> str:
-    """Remove control sequences from a one-line value; line breaks and tabs become spaces."""
+    """Remove control sequences from a one-line value; line breaks and tabs become spaces.
+
+    A file name's bytes that are not UTF-8 (which Python keeps as lone surrogates, and no UTF-8
+    file or terminal can hold) become U+FFFD."""
     if text.isprintable():
         return text
-    text = _SEQUENCE.sub("", text.replace("\r\n", " "))
+    text = _SEQUENCE.sub("", _no_surrogates(text).replace("\r\n", " "))
     return _LINE_BREAKS.sub(" ", text)
+
+
+def _no_surrogates(text: str) -> str:
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:  # b"\x9b" read as "\udc9b": back to the byte, then its replacement character
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def clean_data(node: Any) -> Any:

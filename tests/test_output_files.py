@@ -287,3 +287,183 @@ def test_nccl_topo_file_uses_the_same_writer(
     assert main(["nccl-topo", "--demo", "synthetic-16gpu", "-o", str(target)]) == 0
     assert "replaced the existing file" in capsys.readouterr().err
     assert "<system" in target.read_text()
+
+
+# ---------------------------------------------------------------- issue 23: root, links, .prom
+
+SAMPLE = str(Path(__file__).resolve().parent.parent / "pcidoc" / "samples" / "data")
+
+
+def _nobody_link(link: Path, target: Path) -> Path:
+    link.symlink_to(target)
+    os.lchown(link, 65534, 65534)
+    return link
+
+
+@needs_root
+def test_root_does_not_follow_a_final_link_another_user_planted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sudo pcidoc check -o /home/alice/report.json` where alice made that a link to
+    /etc/passwd: refused with one line, the victim untouched (the folder is not sticky, so the
+    kernel's protected_symlinks rule would not have helped)."""
+    victim = tmp_path / "passwd"
+    victim.write_text("root:x:0:0")
+    home = tmp_path / "alice"
+    home.mkdir()
+    link = _nobody_link(home / "report.json", victim)
+    assert main(["check", "--demo", "-o", str(link)]) == 3
+    err = capsys.readouterr().err
+    assert "symbolic link owned by another user" in err and len(err.strip().splitlines()) == 1
+    assert victim.read_text() == "root:x:0:0" and link.is_symlink()
+    # A link of the writer's own is still followed (the link stays a link).
+    own = home / "mine.json"
+    own.symlink_to(victim)
+    write_output(own, "{}")
+    assert victim.read_text() == "{}" and own.is_symlink()
+
+
+@needs_root
+def test_root_does_not_follow_a_folder_link_another_user_planted(tmp_path: Path) -> None:
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "passwd").write_text("root:x:0:0")
+    alice_dir = _nobody_link(tmp_path / "alice-dir", etc)
+    with pytest.raises(PcidocError, match=r"folder .* owned by another user"):
+        write_output(alice_dir / "passwd", "pwned")
+    # Also when the link sits deeper, inside a link's target.
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    _nobody_link(inner / "d", etc)
+    root_link = tmp_path / "root-link"
+    root_link.symlink_to(inner)
+    with pytest.raises(PcidocError, match="owned by another user"):
+        write_output(root_link / "d" / "passwd", "pwned")
+    assert (etc / "passwd").read_text() == "root:x:0:0"
+    # A folder link made by root is followed.
+    write_output(root_link / "new.json", "ok")
+    assert (inner / "new.json").read_text() == "ok"
+
+
+def _fleet_prom(target: Path) -> int:
+    return main(["fleet", f"{SAMPLE}/a100-sxm4-8gpu-nvswitch.json", "-o", str(target)])
+
+
+@needs_root
+def test_fleet_prom_refuses_device_fifo_and_foreign_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """prometheus_client.write_to_textfile renamed over all three."""
+    node = _node(tmp_path / "n.prom", stat.S_IFCHR)
+    fifo = tmp_path / "f.prom"
+    os.mkfifo(fifo)
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    link = _nobody_link(tmp_path / "l.prom", victim)
+    for target, word in ((node, "character device"), (fifo, "FIFO"), (link, "symbolic link")):
+        assert _fleet_prom(target) == 3
+        assert word in capsys.readouterr().err
+    assert stat.S_ISCHR(os.lstat(node).st_mode) and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert link.is_symlink() and victim.read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.prom", "l.prom", "n.prom", "victim"]
+
+
+@needs_root
+def test_fleet_prom_keeps_owner_and_mode(tmp_path: Path) -> None:
+    target = tmp_path / "fleet.prom"
+    target.write_text("old\n")
+    os.chown(target, 65534, 65534)
+    os.chmod(target, 0o640)
+    assert _fleet_prom(target) in (0, 1, 2)
+    after = os.stat(target)
+    assert (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == (65534, 65534, 0o640)
+    assert "pcidoc_fleet_worst_severity" in target.read_text()
+
+
+def test_watch_reports_a_failed_prom_write_and_retries(tmp_path: Path) -> None:
+    """A full disk or a read-only folder must not end `watch`: the sample is reported and the
+    next one written (here the target is a FIFO for the first samples, then removed)."""
+    from pcidoc.fleet.watch import run_loop
+    from tests.fleet.test_watch import FakeClock, _machine
+
+    clock = FakeClock()
+    _fake, watcher = _machine(tmp_path, clock)
+    prom = tmp_path / "node.prom"
+    os.mkfifo(prom)
+    warnings: list[str] = []
+
+    def sleep(seconds: float) -> None:
+        clock.t += seconds
+        if len(warnings) and prom.exists() and not prom.is_file():
+            prom.unlink()
+
+    code = run_loop(
+        watcher, interval=1.0, sleep=sleep, unix_time=lambda: clock.t, emit=lambda _e: None,
+        prom=str(prom), count=3, warn=warnings.append,
+    )  # fmt: skip
+    assert code == 0
+    assert len(warnings) == 1 and "FIFO" in warnings[0] and "next sample" in warnings[0]
+    assert "pcidoc_watch_samples" in prom.read_text()
+
+
+def test_watch_jsonl_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    """A FIFO with no reader: opening it for writing blocked `watch` for ever. In a child
+    with a deadline, so that a regression fails instead of hanging the suite."""
+    fifo = tmp_path / "events.jsonl"
+    os.mkfifo(fifo)
+    code = (
+        "import sys\n"
+        "from pcidoc.errors import PcidocError\n"
+        "from pcidoc.fileio import open_append\n"
+        "try:\n"
+        "    open_append(sys.argv[1])\n"
+        "except PcidocError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(fifo)], capture_output=True, text=True, timeout=60
+    )
+    assert "FIFO" in done.stdout or "No such device" in done.stdout, done.stdout + done.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+@needs_root
+def test_watch_jsonl_does_not_append_through_a_foreign_link(tmp_path: Path) -> None:
+    from pcidoc.fileio import open_append
+
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    link = _nobody_link(tmp_path / "events.jsonl", victim)
+    with pytest.raises(PcidocError, match="owned by another user"):
+        open_append(str(link))
+    assert victim.read_text() == "precious"
+    handle = open_append(str(tmp_path / "new.jsonl"))
+    handle.write("{}\n")
+    handle.close()
+    assert (tmp_path / "new.jsonl").read_text() == "{}\n"
+
+
+def test_check_o_dev_stdout_writes_the_json_report_there(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A stream has no extension: the rule is JSON, and nothing else goes to standard output."""
+    import json
+
+    assert main(["check", "--demo", "-o", "/dev/stdout"]) in (0, 1, 2)
+    out = capsys.readouterr().out
+    assert json.loads(out)["schema"] == "pcidoc.report/1"
+
+
+@pytest.mark.parametrize(
+    ("hostname", "expected"),
+    [
+        ("a/b.example.com", "pcidoc-a_b-"),
+        ("../../etc/x", "pcidoc-host-"),
+        ("gpu-7", "pcidoc-gpu-7-"),
+    ],
+)
+def test_default_capture_name_stays_in_the_folder(hostname: str, expected: str) -> None:
+    from pcidoc.cli import default_capture_name
+
+    name = default_capture_name(hostname, "2026-11-27T12:00:00Z", redact=False)
+    assert name.startswith(expected) and "/" not in name and name.endswith(".json")

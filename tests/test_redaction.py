@@ -7,6 +7,7 @@ both and the severities are compared check by check.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,11 @@ def test_environment_knobs_kept_others_replaced() -> None:
     assert env["NCCL_SOCKET_IFNAME"] == "eth0" and env["NCCL_P2P_LEVEL"] == "NVL"
     assert env["NCCL_COMM_ID"].startswith("redacted-value-")
     assert env["NCCL_PLUGIN_P2P_TOKEN"].startswith("redacted-value-")
-    assert env["NCCL_TOPO_FILE"] == "/home/redacted-user-1/topo/redacted-host-1.xml"
+    # The user and the folder names under the home folder are replaced; the file name loses
+    # the host name it carried.
+    assert re.fullmatch(
+        r"/home/redacted-user-1/redacted-folder-\d+/redacted-host-1\.xml", env["NCCL_TOPO_FILE"]
+    )
     assert env["NCCL_DEBUG_FILE"] == "/home/redacted-user-1/nccl.%h.log"
     assert env["CUDA_VISIBLE_DEVICES"] == cap.host.environment["CUDA_VISIBLE_DEVICES"]
 
@@ -141,7 +146,10 @@ def test_uuid_prefixes_in_cuda_visible_devices_follow_their_gpus() -> None:
 def test_paths_notes_and_processes() -> None:
     cap = _dress(load_sample("h800-8gpu-hgx"), "gpu-node-17")
     red = redact_capture(cap)
-    assert red.origin.sources[0].path == "/home/redacted-user-1/pastes/redacted-host-1-topo.txt"
+    assert re.fullmatch(
+        r"/home/redacted-user-1/redacted-folder-\d+/redacted-host-1-topo\.txt",
+        red.origin.sources[0].path,
+    )
     assert red.origin.note == "pasted by redacted-user-1 from 192.0.2.1"
     assert red.host.processes[0].name == "redacted-process-1"
     assert red.host.processes[0].pid == 4242
@@ -238,3 +246,27 @@ def test_imported_nccl_evidence_is_redacted_with_the_same_verdicts() -> None:
         assert not set(_evidence_hosts(data)) & hosts, path.name
         checked += 1
     assert checked
+
+
+def test_every_string_field_is_walked_evidence_and_folders_included() -> None:
+    """Issue 23: `capture --redact` kept NCCL_TOPO_FILE=/home/alice/acme/topo.xml in
+    evidence.topo_file_env while host.environment showed it redacted, and folder names such as
+    /srv/acme-corp/ stayed everywhere."""
+    cap = _dress(load_sample("h800-8gpu-hgx"), "gpu-node-17")
+    from pcidoc.model.evidence import ImportedEvidence
+
+    cap.evidence = ImportedEvidence(topo_file_env="/home/alice/acme/topo.xml")
+    cap.host.environment["NCCL_TOPO_FILE"] = "/home/alice/acme/topo.xml"
+    cap.host.environment["NCCL_DEBUG_FILE"] = "/srv/acme-corp/logs/nccl.%h.log"
+    cap.origin.note = "copied from /home/redacted-user-1/secret-project/run3/out.txt"
+    red = redact_capture(cap)
+    text = red.model_dump_json()
+    for secret in ("alice", "acme", "secret-project", "run3"):
+        assert secret not in text, secret
+    assert red.evidence.topo_file_env == red.host.environment["NCCL_TOPO_FILE"]
+    assert red.evidence.topo_file_env.endswith("/topo.xml")  # the file name stays
+    assert red.host.environment["NCCL_DEBUG_FILE"].startswith("/srv/redacted-folder-")
+    # System paths name software, not people: kept.
+    cap.host.environment["NCCL_NET_PLUGIN"] = "/usr/lib/x86_64-linux-gnu/libnccl-net.so"
+    red = redact_capture(cap)
+    assert red.host.environment["NCCL_NET_PLUGIN"] == "/usr/lib/x86_64-linux-gnu/libnccl-net.so"

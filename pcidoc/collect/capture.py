@@ -43,11 +43,60 @@ STDIN_LABEL = "<stdin>"
 """How messages name a capture read from standard input (``--from -``)."""
 
 
+MAX_CONTAINERS = 250_000
+"""The most JSON objects and arrays a capture may hold, counted (over, by the ``{``/``[`` bytes)
+before it is parsed. A 1,000-GPU capture with its full matrices holds about 50,000; a file of
+``[[],[],...]`` or ``"gpus":[{},{},...]`` that would cost gigabytes to parse and to validate
+stops here."""
+
+MAX_VALUES = 4_000_000
+"""The most JSON values a capture may hold, counted (over, by the ``,`` bytes) before it is
+parsed: about 60 bytes of memory each once parsed. The 72-GPU sample holds 37,000; full
+topology and P2P matrices of 800 devices fit. 80 MB of topology labels (9 million) took 800 MB
+and 11 s to parse before any check could refuse them."""
+
+MAX_ITEMS = 65_536
+"""The most items one JSON array or object of a capture may hold, checked on the parsed data
+before validation (a failing validation builds an error per bad item)."""
+
+MAX_STRING_CHARS = 1 << 20
+"""The longest JSON string accepted (1 MiB): no name, quote or path in a capture is that long."""
+
+# A run of that many bytes after a quote with none of JSON's structural characters in it: a
+# giant string (a long array of numbers has commas; a string with some still parses, bounded
+# by the file's size limit).
+_LONG_STRING = re.compile(rb'"[^"\[\]{},:]{%d}' % MAX_STRING_CHARS)
+
+
 def _read_bytes(path: str) -> bytes:
     """The file's bytes: at most MAX_CAPTURE_BYTES, gunzipped. ``-`` is standard input."""
     from pcidoc.fileio import MAX_CAPTURE_BYTES, read_input
 
-    return read_input(path, limit=MAX_CAPTURE_BYTES, what="a capture", stdin=True)
+    data = read_input(path, limit=MAX_CAPTURE_BYTES, what="a capture", stdin=True)
+    _check_size_shape(data, _label(path))
+    return data
+
+
+def _check_size_shape(data: bytes, name: str) -> None:
+    """Refuse, before parsing, what would cost far more memory than its size: too many
+    containers, a giant string. Two C-speed passes over the bytes."""
+    values = data.count(b",")
+    if values > MAX_VALUES:
+        raise PcidocError(
+            f"{clean_line(name)}: holds about {values:,} JSON values, more than the "
+            f"{MAX_VALUES:,} of any real capture; not loaded"
+        )
+    containers = data.count(b"{") + data.count(b"[")
+    if containers > MAX_CONTAINERS:
+        raise PcidocError(
+            f"{clean_line(name)}: holds {containers:,} JSON objects and arrays, more than the "
+            f"{MAX_CONTAINERS:,} of any real capture; not loaded"
+        )
+    if len(data) > MAX_STRING_CHARS and _LONG_STRING.search(data) is not None:
+        raise PcidocError(
+            f"{clean_line(name)}: holds a string longer than {MAX_STRING_CHARS // 2**20} MiB; "
+            "not a capture pcidoc wrote"
+        )
 
 
 def _read_text(path: str) -> str:
@@ -148,6 +197,22 @@ class _NonFinite(ValueError):
     pass
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: a JSON object whose key repeats is refused, not last-one-wins."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(repr(clean_line(key)[:80]))
+            seen.add(key)
+    return out
+
+
 def _reject_constant(name: str) -> Any:
     raise _NonFinite(name)
 
@@ -167,10 +232,20 @@ def _parse_json(text: str, file: str) -> Any:
     import json  # only here: a capture that loads in one step never needs the module
 
     try:
-        data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        data = json.loads(
+            text,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
+        )
     except json.JSONDecodeError as exc:
         raise PcidocError(
             f"{file}: not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    except _DuplicateKey as exc:
+        raise PcidocError(
+            f"{file}: the key {exc} appears twice in one object; pcidoc does not guess which "
+            "one counts (fix or regenerate the file)"
         ) from None
     except _NonFinite as exc:
         match = _NON_FINITE_RE.search(text) or re.search(re.escape(str(exc).split()[0]), text)
@@ -181,7 +256,49 @@ def _parse_json(text: str, file: str) -> Any:
         ) from None
     except RecursionError:
         raise PcidocError(f"{file}: not JSON (nested too deeply)") from None
+    except ValueError as exc:  # an integer of over 4,300 digits
+        raise PcidocError(f"{file}: not a capture ({str(exc)[:80]})") from None
     return data
+
+
+def _matrix_problem(what: str, labels: int, rows: list[Any]) -> str | None:
+    """Why a square matrix over ``labels`` names does not fit them, or None."""
+    if not rows:
+        return None
+    widths = {len(row) for row in rows if isinstance(row, list)}
+    if len(rows) != labels or widths != {labels}:
+        shown = "/".join(str(w) for w in sorted(widths)[:3])
+        return f"{what}: {labels:,} names but a {len(rows):,}x{shown} matrix"
+    return None
+
+
+def check_shape(machine: Any, name: str) -> None:
+    """Refuse a capture whose matrices do not match their labels (3,000 labels over a 24x24
+    matrix made ``topo`` run for minutes). ``machine`` is a Capture or its plain data.
+
+    Raises:
+        PcidocError: one line naming the matrix and its shape.
+    """
+
+    def get(node: Any, key: str, kind: type = list) -> Any:
+        value = node.get(key) if isinstance(node, dict) else getattr(node, key, None)
+        return value if isinstance(value, kind) else kind()  # unvalidated data: any type
+
+    topology, p2p = get(machine, "topology", object), get(machine, "p2p", object)
+    problems = []
+    if topology is not None:
+        labels = get(topology, "labels")
+        problems.append(_matrix_problem("topology", len(labels), get(topology, "links")))
+    if p2p is not None:
+        count = len(get(p2p, "gpus"))
+        for cap, matrix in sorted(get(p2p, "matrices", dict).items()):
+            rows = matrix if isinstance(matrix, list) else []
+            problems.append(_matrix_problem(f"p2p.matrices.{cap}", count, rows))
+        peers = get(p2p, "can_access_peer")
+        problems.append(_matrix_problem("p2p.can_access_peer", count, peers))
+    found = next((p for p in problems if p), None)
+    if found:
+        raise PcidocError(f"{clean_line(name)}: {found}; the capture is damaged or was edited")
 
 
 def load_capture(path: str | os.PathLike[str]) -> Capture:
@@ -196,19 +313,22 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
 
     file = os.fspath(path)  # named in messages as given (pathlib is not worth its import here)
     data = _read_bytes(file)
+    capture = None
     if json_bytes_are_clean(data):  # ASCII with nothing to clean: straight to the parser
-        capture = _validate_current_capture(data)
-        if capture is not None:
-            return capture
-        text, clean = data.decode("ascii"), True
+        capture = _validate_current_capture(data, _label(file))
+        text, clean = ("", True) if capture is not None else (data.decode("ascii"), True)
     else:
         text = decode_text(data, _label(file), strict=True)
         clean = json_text_is_clean(text)
         if clean:
-            capture = _validate_current_capture(text)
-            if capture is not None:
-                return capture
-    return capture_from_data(_parse_json(text, _label(file)), _label(file), clean=not clean)
+            capture = _validate_current_capture(text, _label(file))
+    if capture is None:
+        parsed = _parse_json(text, _label(file))
+        if isinstance(parsed, (dict, list)):
+            _key_count(parsed, _label(file))
+        capture = capture_from_data(parsed, _label(file), clean=not clean)
+    check_shape(capture, _label(file))
+    return capture
 
 
 # A number's shape, for bytes searches: digits as "0", "E" as "e", and "+" dropped.
@@ -249,7 +369,7 @@ def _strict_parse_needed(text: str | bytes) -> bool:
     return False
 
 
-def _validate_current_capture(text: str | bytes) -> Capture | None:
+def _validate_current_capture(text: str | bytes, name: str = "") -> Capture | None:
     """The capture in ``text`` (a str, or the bytes of an ASCII file), parsed and validated in
     one step by ``pydantic_core``, or ``None`` when it is anything but a valid
     ``pcidoc.capture/1`` object whose text needs no cleaning.
@@ -262,13 +382,70 @@ def _validate_current_capture(text: str | bytes) -> Capture | None:
     if _strict_parse_needed(text):
         return None
     from pcidoc.model.capture import Capture
+    from pcidoc.model.compiled import core
 
     try:
-        capture = Capture.model_validate_json(text)
+        # Parsed to Python objects first: a failing validation then refers to the parsed
+        # values, where validating the JSON text copied an object into every "missing field"
+        # error (300 times the file's size in memory).
+        data = core().from_json(text, allow_inf_nan=False, cache_strings="keys")
+        if not isinstance(data, dict):
+            return None
+        if _key_count(data, name) != _raw_key_count(text):
+            return None  # a repeated key (the strict path names it)
+        check_shape(data, name)  # before validation: 900,000 labels need not be validated
+        capture = Capture.model_validate(data)
+    except PcidocError:
+        if name:  # too many items: refused here rather than parsed a second time
+            raise
+        return None
     except (ValueError, RecursionError):  # ValidationError is a ValueError
         return None
     # The schema tag has a default; a file without one is not a capture.
     return capture if "schema_" in capture.model_fields_set else None
+
+
+_KEY_END = re.compile(rb'"[ \t\r\n]*:')
+_SPACED_KEY_END = re.compile(rb'"[ \t\r\n]+:')
+_ESCAPED_KEY_END = re.compile(rb'\\"[ \t\r\n]*:')
+
+
+def _raw_key_count(text: str | bytes) -> int:
+    """Keys written in the JSON text (``"`` then ``:``; outside a string that is a key's end,
+    inside one the quote is escaped). -1 when an escaped quote sits before a colon, so that the
+    caller takes the strict path, which parses keys one by one."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    if _ESCAPED_KEY_END.search(data) is not None:
+        return -1
+    if _SPACED_KEY_END.search(data) is None:
+        return data.count(b'":')  # the usual layout: a C-speed count
+    return sum(1 for _ in _KEY_END.finditer(data))
+
+
+def _key_count(node: Any, name: str = "") -> int:
+    """Keys of every object in parsed JSON (a repeated key was kept once by the parser).
+
+    Raises:
+        PcidocError: an array or object holds more than :data:`MAX_ITEMS` items.
+    """
+    count = 0
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if len(item) > MAX_ITEMS:
+            raise PcidocError(
+                f"{clean_line(name)}: a JSON {'object' if type(item) is dict else 'array'} "
+                f"holds {len(item):,} items, more than the {MAX_ITEMS:,} of any real capture"
+            )
+        values = item
+        if type(item) is dict:
+            count += len(item)
+            values = item.values()
+        for value in values:
+            kind = type(value)
+            if kind is dict or kind is list:
+                stack.append(value)
+    return count
 
 
 _FAST_VALIDATOR: Any = None
@@ -287,6 +464,8 @@ def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     text = _read_text(file)
     data = _parse_json(text, _label(file))
+    if isinstance(data, (dict, list)):
+        _key_count(data, _label(file))
     body, name = _unwrap(
         data if json_text_is_clean(text) else clean_data(data), clean_line(_label(file))
     )
@@ -298,9 +477,11 @@ def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
         schema = core().from_json(CORE_SCHEMA_FILE.read_text("utf-8"))
         _FAST_VALIDATOR = core().SchemaValidator(schema)
     try:
-        return dict(_FAST_VALIDATOR.validate_python(body))
+        validated = dict(_FAST_VALIDATOR.validate_python(body))
     except core().ValidationError as exc:
         raise _validation_error(name, exc.errors()) from None
+    check_shape(validated, name)
+    return validated
 
 
 def dump_json(model: Any) -> str:
@@ -364,6 +545,15 @@ _IPV6_RE = lazy(
 )
 _HOME_RE = lazy(r"(?P<root>/(?:home|Users|u|users|scratch/users)/)(?P<user>[^/\s:;,'\"]+)")
 _TILDE_RE = lazy(r"(?<![\w/])~(?P<user>[A-Za-z_][\w.-]*)")
+# The folders of an absolute path (up to its last "/"), inside any text; the file name stays.
+_FOLDERS_RE = lazy(r"(?<![\w.~-])/(?:[^\s/:;,'\"=()\[\]<>|]+/)+")
+_SYSTEM_ROOTS = frozenset(
+    {
+        "usr", "lib", "lib32", "lib64", "libx32", "etc", "proc", "sys", "dev", "bin", "sbin",
+        "boot", "run", "opt", "var", "nix", "snap",
+    }
+)  # fmt: skip
+"""Top folders whose paths name software and the system, not people or projects: kept."""
 
 _SERIAL_KEYS = frozenset({"serial", "serial_number", "board_serial"})
 _VERSION_KEYS = frozenset(
@@ -468,7 +658,8 @@ class _Redactor:
             else:
                 value = f"redacted-{kind}-{n}"
             self.seen[key] = value
-            self.mapping[original] = value
+            if kind != "folder":  # a folder name is replaced inside paths only, not as a word
+                self.mapping[original] = value
             self._token_re = None
         return self.seen[key]
 
@@ -502,12 +693,27 @@ class _Redactor:
         return self.placeholder("ip", text)
 
     def paths(self, value: str) -> str:
-        """User names in home paths (``/home/alice`` -> ``/home/redacted-user-1``)."""
+        """User names in home paths (``/home/alice`` -> ``/home/redacted-user-1``), and the
+        folder names of paths outside the system's own folders (``/srv/acme-corp/x.xml`` ->
+        ``/srv/redacted-folder-1/x.xml``); the file name and system paths stay."""
         if "/" in value:
             value = _HOME_RE.sub(lambda m: m.group("root") + self._user(m.group("user")), value)
+            value = _FOLDERS_RE.sub(self._folders, value)
         if "~" in value:
             value = _TILDE_RE.sub(lambda m: "~" + self._user(m.group("user")), value)
         return value
+
+    def _folders(self, match: re.Match[str]) -> str:
+        parts = match.group(0).strip("/").split("/")
+        if parts[0] in _SYSTEM_ROOTS:
+            return match.group(0)
+        kept = [
+            part
+            if part in (".", "..") or part.startswith("redacted-")
+            else self.placeholder("folder", part)
+            for part in parts[1:]
+        ]
+        return "/" + "/".join([parts[0], *kept]) + "/"
 
     def _user(self, name: str) -> str:
         if name.startswith("redacted-"):
@@ -593,7 +799,8 @@ class _Redactor:
             return self.host_name(node)
         if key in _VERSION_KEYS:
             return node
-        if key in _FREE_TEXT_KEYS:
+        if key in _FREE_TEXT_KEYS or "/" in node:
+            # Every other string with a path in it (evidence.topo_file_env...) is free text.
             return self.free_text(node)
         return self.identifiers(node)
 

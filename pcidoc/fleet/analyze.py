@@ -36,6 +36,7 @@ from pcidoc.fleet.model import (
 )
 from pcidoc.fleet.summary import NodeSummary, display_name, summarise_file
 from pcidoc.model.report import SEVERITY_ORDER
+from pcidoc.sanitize import clean_line
 
 MIN_PEERS = 3
 """Smallest group in which a majority can single out a node (with 2, neither is 'the odd one')."""
@@ -75,12 +76,16 @@ def find_inputs(paths: Iterable[str]) -> tuple[list[str], list[UnreadableInput]]
         if path.is_dir():
             found = sorted(str(p) for p in path.rglob("*") if p.is_file() and _is_input(p.name))
             if not found:
-                missing.append(UnreadableInput(path=raw, error=f"{raw}: no .json files in it"))
+                missing.append(
+                    UnreadableInput(path=raw, error=f"{clean_line(raw)}: no .json files in it")
+                )
             files.extend(found)
         elif path.exists():
             files.append(str(path))
         else:
-            missing.append(UnreadableInput(path=raw, error=f"{raw}: no such file or directory"))
+            missing.append(
+                UnreadableInput(path=raw, error=f"{clean_line(raw)}: no such file or directory")
+            )
     return files, missing
 
 
@@ -310,7 +315,7 @@ def analyse(
     summaries: list[NodeSummary] = []
     for done, item in enumerate(summarise_all(files, workers), start=1):
         if isinstance(item, tuple):
-            unreadable.append(UnreadableInput(path=item[0], error=item[1]))
+            unreadable.append(UnreadableInput(path=item[0], error=clean_line(item[1])))
         else:
             summaries.append(item)
         if progress is not None and done % 250 == 0:
@@ -327,8 +332,12 @@ def _unique_names(summaries: list[NodeSummary], how: str = "host") -> list[str]:
     out = []
     for name, summary in zip(names, summaries, strict=True):
         if counts[name] > 1:
-            base = os.path.basename(summary.path)
-            name = f"{name} ({base})" if summary.hostname and how == "host" else summary.path
+            base = clean_line(os.path.basename(summary.path))
+            name = (
+                f"{name} ({base})"
+                if summary.hostname and how == "host"
+                else clean_line(summary.path)
+            )
         out.append(name)
     return out
 

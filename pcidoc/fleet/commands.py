@@ -97,21 +97,20 @@ def _check_output(output: str) -> None:
     suffix = os.path.splitext(output)[1].lower()
     if suffix not in FLEET_SUFFIXES:
         raise PcidocError(f"-o {output}: unknown format; use .json, .md, .html or .prom")
-    folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        raise PcidocError(f"-o {output}: folder {folder} does not exist")
-    if os.path.isdir(output):
-        raise PcidocError(f"-o {output}: is a directory")
+    from pcidoc.fileio import check_output
+
+    check_output(output, f"-o {output}")
 
 
 def write_fleet_file(report: Any, output: str) -> str:
-    """Write a fleet report by extension (atomically)."""
+    """Write a fleet report by extension with the safe writer; returns what was done
+    (``wrote FILE``, ``replaced FILE``)."""
     suffix = os.path.splitext(output)[1].lower()
     if suffix == ".prom":
         from pcidoc.fleet.prom import fleet_registry, write_prom
 
-        return write_prom(fleet_registry(report), output)
-    from pcidoc.collect.capture import write_atomic
+        return write_prom(fleet_registry(report), output).describe()
+    from pcidoc.fileio import write_output
     from pcidoc.fleet import render
 
     text = {
@@ -120,7 +119,7 @@ def write_fleet_file(report: Any, output: str) -> str:
         ".html": render.fleet_html,
         ".htm": render.fleet_html,
     }[suffix](report)
-    return str(write_atomic(output, text))
+    return write_output(output, text).describe()
 
 
 def cmd_fleet(args: argparse.Namespace, progress: Callable[[str], None]) -> int:
@@ -136,7 +135,7 @@ def cmd_fleet(args: argparse.Namespace, progress: Callable[[str], None]) -> int:
     for bad in report.unreadable:
         progress(f"pcidoc: skipped {bad.text()}")
     if args.output:
-        progress(f"pcidoc: wrote {write_fleet_file(report, args.output)}")
+        progress(f"pcidoc: {write_fleet_file(report, args.output)}")
     sys.stdout.write(fleet_json(report) if args.json else fleet_text(report, args.verbose))
     return exit_code_for_fleet(report)
 

@@ -22,6 +22,15 @@ from pcidoc.errors import PcidocError
 
 DEFAULT_PORT = 29500
 
+MAX_NODES = 100_000
+"""The most hosts a node list or ``SLURM_TASKS_PER_NODE`` may expand to (the largest Slurm
+clusters have tens of thousands of nodes); checked before the list is built."""
+
+MAX_WORLD = 1_000_000
+"""The largest world size accepted (ranks); beyond it the variable is a mistake or hostile."""
+
+_ASCII_INT = re.compile(r"[+-]?[0-9]{1,18}")
+
 
 @dataclass(frozen=True)
 class LaunchEnv:
@@ -85,7 +94,24 @@ def _split_top_level(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_RANGE = re.compile(r"^([0-9]{1,9})(?:-([0-9]{1,9}))?$")
+
+
+def _count_one(item: str) -> int:
+    """How many names ``item`` expands to, without building them (a product over its groups)."""
+    total = 1
+    for body in re.findall(r"\[([^\]]*)\]", item):
+        values = 0
+        for piece in body.split(","):
+            match = _RANGE.match(piece.strip())
+            if not match:
+                return 1  # _expand_one names the bad range
+            lo, hi = int(match.group(1)), int(match.group(2) or match.group(1))
+            values += max(0, hi - lo) + 1
+        total *= values
+        if total > MAX_NODES:
+            return total
+    return total
 
 
 def _expand_one(item: str) -> list[str]:
@@ -125,8 +151,14 @@ def expand_hostlist(text: str) -> list[str]:
     Raises:
         ValueError: malformed list.
     """
+    items = _split_top_level(text.strip())
+    total = 0
+    for item in items:
+        total += _count_one(item)
+        if total > MAX_NODES:
+            raise ValueError(f"host list expands to more than {MAX_NODES:,} hosts")
     hosts: list[str] = []
-    for item in _split_top_level(text.strip()):
+    for item in items:
         hosts.extend(_expand_one(item))
     return hosts
 
@@ -139,10 +171,13 @@ def expand_tasks_per_node(text: str) -> list[int]:
     """
     counts: list[int] = []
     for part in text.split(","):
-        match = re.fullmatch(r"\s*(\d+)(?:\(x(\d+)\))?\s*", part)
+        match = re.fullmatch(r"\s*([0-9]{1,9})(?:\(x([0-9]{1,9})\))?\s*", part)
         if not match:
-            raise ValueError(f"bad SLURM_TASKS_PER_NODE part {part!r}")
-        counts.extend([int(match.group(1))] * int(match.group(2) or 1))
+            raise ValueError(f"bad SLURM_TASKS_PER_NODE part {part[:40]!r}")
+        repeat = int(match.group(2) or 1)
+        if len(counts) + repeat > MAX_NODES:
+            raise ValueError(f"SLURM_TASKS_PER_NODE names more than {MAX_NODES:,} nodes")
+        counts.extend([int(match.group(1))] * repeat)
     return counts
 
 
@@ -150,10 +185,11 @@ def _int(environ: Mapping[str, str], name: str) -> int | None:
     value = environ.get(name)
     if value is None or value == "":
         return None
-    try:
-        return int(value)
-    except ValueError:
-        raise PcidocError(f"environment: {name}={value!r} is not an integer") from None
+    if not _ASCII_INT.fullmatch(value.strip()):
+        # int() would take Unicode digits ("١") and 5,000-digit numbers.
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise PcidocError(f"environment: {name}={shown!r} is not an integer")
+    return int(value)
 
 
 def launch_env(environ: Mapping[str, str]) -> LaunchEnv:
@@ -241,6 +277,11 @@ def launch_env(environ: Mapping[str, str]) -> LaunchEnv:
 def _checked(env: LaunchEnv) -> LaunchEnv:
     if env.world < 1:
         raise PcidocError(f"environment: world size {env.world} is not positive")
+    if env.world > MAX_WORLD:
+        raise PcidocError(
+            f"environment: world size {env.world} is more than the {MAX_WORLD:,} ranks "
+            "pcidoc accepts; check WORLD_SIZE / SLURM_NTASKS"
+        )
     if not 0 <= env.rank < env.world:
         raise PcidocError(f"environment: rank {env.rank} is outside world size {env.world}")
     if not 0 < env.master_port < 65536:

@@ -6,8 +6,9 @@ numbers, worst highest (``pcidoc_severity_info`` documents the mapping as a metr
 skip 0, pass 1, info 2, warn 3, error 4, fail 5.
 
 ``prometheus_client`` builds and escapes the text (label values from an untrusted capture may
-hold quotes, backslashes and newlines) and writes the file atomically (temporary file + rename,
-as the textfile collector requires). It is imported here only, when a .prom file is wanted.
+hold quotes, backslashes and newlines); pcidoc's own safe writer (:mod:`pcidoc.fileio`) writes
+it atomically (temporary file + rename, as the textfile collector requires). The package is
+imported here only, when a .prom file is wanted.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pcidoc.errors import PcidocError
 from pcidoc.model.report import SEVERITY_ORDER
 
 if TYPE_CHECKING:
+    from pcidoc.fileio import WriteResult
     from pcidoc.fleet.model import FleetReport
     from pcidoc.model.report import Report
 
@@ -164,20 +166,15 @@ def render(registry: Any) -> str:
     return generate_latest(registry).decode("utf-8")
 
 
-def write_prom(registry: Any, path: str | os.PathLike[str]) -> str:
-    """Write the textfile atomically (``prometheus_client.write_to_textfile``).
+def write_prom(registry: Any, path: str | os.PathLike[str]) -> WriteResult:
+    """Write the text exposition of ``registry`` with :func:`pcidoc.fileio.write_output`:
+    atomic (temporary file + rename, as the textfile collector requires), owner and mode kept,
+    devices, FIFOs and unsafe symbolic links refused (``prometheus_client.write_to_textfile``
+    renamed over all of them).
 
     Raises:
-        PcidocError: the folder is missing or not writable.
+        PcidocError: the target is refused, its folder is missing, or the write failed.
     """
-    from prometheus_client import write_to_textfile
+    from pcidoc.fileio import write_output
 
-    target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
-    if not os.path.isdir(folder):
-        raise PcidocError(f"{target}: folder {folder} does not exist")
-    try:
-        write_to_textfile(target, registry)
-    except OSError as exc:
-        raise PcidocError(f"{target}: cannot write ({exc.strerror or exc})") from None
-    return target
+    return write_output(path, render(registry))

@@ -94,8 +94,12 @@ def fleet_text(report: FleetReport, verbose: bool = False, limit: int = 40) -> s
     return "\n".join(lines) + "\n"
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def _md(text: object) -> str:
+    """Outside text (host and GPU names, file names, reasons) for a Markdown table cell or list
+    item: the check report's one Markdown escaper (HTML, links, emphasis, ``|``, mentions)."""
+    from pcidoc.present.markdown import escape_text
+
+    return escape_text(str(text), table=True)
 
 
 def fleet_markdown(report: FleetReport) -> str:
@@ -109,20 +113,20 @@ def fleet_markdown(report: FleetReport) -> str:
     if outliers:
         out += ["## Outliers", ""]
         for node in outliers:
-            out.append(f"- **{_md(node.name)}** ({node.worst}, group {node.group})")
+            out.append(f"- **{_md(node.name)}** ({node.worst}, group {_md(node.group)})")
             out += [f"  - {_md(d.text)}" for d in node.differs]
         out.append("")
     if report.fleet_findings:
         out += ["## Fleet-wide findings", "", "| group | check | severity | nodes | summary |"]
         out.append("|---|---|---|---|---|")
         out += [
-            f"| {f.group} | {f.id} | {f.severity} | {f.nodes} | {_md(f.summary)} |"
+            f"| {_md(f.group)} | {_md(f.id)} | {f.severity} | {f.nodes} | {_md(f.summary)} |"
             for f in report.fleet_findings
         ]
         out.append("")
     out += ["## Groups", ""]
     out += [
-        f"- {g.id}: {plurals(f'{len(g.nodes)} node(s)')}: {_md(g.signature)}"
+        f"- {_md(g.id)}: {plurals(f'{len(g.nodes)} node(s)')}: {_md(g.signature)}"
         + ("" if g.peers_comparable else " (too few nodes to compare)")
         for g in report.groups
     ]
@@ -134,7 +138,7 @@ def fleet_markdown(report: FleetReport) -> str:
         "|---|---|---|---|---|",
     ]
     out += [
-        f"| {_md(n.name)} | {n.worst} | {'yes' if n.outlier else ''} | {n.group} "
+        f"| {_md(n.name)} | {n.worst} | {'yes' if n.outlier else ''} | {_md(n.group)} "
         f"| {_md(peer_status(report, n))} |"
         for n in report.nodes
     ]

@@ -276,10 +276,13 @@ def summarise_file(path: str) -> NodeSummary | tuple[str, str]:
 def display_name(summary: NodeSummary, names: str = "host") -> str:
     """The capture's hostname (``names="host"``), else (or with ``names="file"``) the file name
     without ``.json``/``.json.gz``."""
+    from pcidoc.sanitize import clean_line
+
     if summary.hostname and names == "host":
-        return summary.hostname
-    base = os.path.basename(summary.path)
+        return clean_line(summary.hostname)
+    # A file name is outside text: it is cleaned like a capture's strings before it is shown.
+    base = clean_line(os.path.basename(summary.path))
     head, sep, tail = base.partition(".json")
     if sep and tail not in ("", ".gz"):
         return tail.lstrip(".") or head  # clush --rcopy: capture.json.<node>
-    return head or summary.path
+    return head or clean_line(summary.path)

@@ -322,17 +322,28 @@ def run_loop(
     emit: Callable[[dict[str, Any]], None],
     prom: str | None = None,
     count: int | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> int:
-    """Sample until ``count`` samples were taken or Ctrl-C; returns 0, or 130 when interrupted."""
+    """Sample until ``count`` samples were taken or Ctrl-C; returns 0, or 130 when interrupted.
+
+    A ``--prom`` file that cannot be written (disk full, read-only, refused) is reported through
+    ``warn`` (once per distinct reason) and tried again at the next sample."""
     from pcidoc.fleet.prom import write_prom
 
     try:
         taken = 0
+        last_error = ""
         while True:
             for event in watcher.step():
                 emit(event)
             if prom:
-                write_prom(watcher.registry(unix_time()), prom)
+                try:
+                    write_prom(watcher.registry(unix_time()), prom)
+                    last_error = ""
+                except PcidocError as exc:
+                    if str(exc) != last_error and warn is not None:
+                        warn(f"pcidoc: {exc}; trying again at the next sample")
+                    last_error = str(exc)
             taken += 1
             if count is not None and taken >= count:
                 return int(ExitCode.OK)
@@ -357,13 +368,11 @@ def watch_command(
         raise PcidocError(f"--interval must be at least {MIN_INTERVAL_S} seconds")
     if args.count is not None and args.count < 1:
         raise PcidocError("--count must be at least 1")
+    from pcidoc.fileio import check_output, open_append
+
     for option, path in (("--prom", args.prom), ("--jsonl", args.jsonl)):
         if path:
-            import os
-
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise PcidocError(f"{option} {path}: folder {folder} does not exist")
+            check_output(path, f"{option} {path}")
     if backend_factory is None:
         from pcidoc.collect.nvml import PynvmlBackend
 
@@ -380,7 +389,7 @@ def watch_command(
         from pcidoc.fleet.flaps import sysfs_port_link
 
         watcher = Watcher(capture, sampler, utc_now, ras=RasWatch(), port_reader=sysfs_port_link)
-        handle = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None  # noqa: SIM115
+        handle = open_append(args.jsonl) if args.jsonl else None
         try:
 
             def emit(event: dict[str, Any]) -> None:
@@ -403,9 +412,10 @@ def watch_command(
                 emit=emit,
                 prom=args.prom,
                 count=args.count,
+                warn=progress,
             )
         finally:
-            if handle is not None:
+            if handle is not None and handle is not sys.stdout:
                 handle.close()
     finally:
         if failure is None:

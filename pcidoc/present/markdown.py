@@ -62,7 +62,7 @@ MAX_FIRST = 6
 """How many findings "What to do first" lists before pointing at the rest."""
 
 _WHITESPACE = re.compile(r"\s+")
-_MD_SPECIAL = re.compile(r"([\\`*\[\]#~|]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
+_MD_SPECIAL = re.compile(r"([\\`*\[\]#~|@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 _AUTOLINK = re.compile(r"(?<=[A-Za-z0-9])(:)(?=//)|(?<![A-Za-z0-9])(www)(\.)", re.IGNORECASE)
 _BACKTICK_RUN = re.compile(r"`+")
 

@@ -207,7 +207,11 @@ def import_paths(paths: list[str]) -> ImportResult:
         PcidocError: a file is missing or unreadable (``FILE: no such file``), or nothing
             supported was recognised in any file.
     """
-    items = [(path, _read(path)) for path in paths]
+    from pcidoc.sanitize import clean_line
+
+    # The file is read by its own name; the capture records it as text (a name with a byte
+    # that is not UTF-8 could not be written to the JSON file).
+    items = [(clean_line(path), _read(path)) for path in paths]
     return import_texts(items)
 
 

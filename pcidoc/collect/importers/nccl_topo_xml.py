@@ -77,6 +77,11 @@ def _hex(value: str | None) -> str | None:
     return value.strip().lower()
 
 
+MAX_NVLINKS_PER_GPU = 64
+"""The most NVLinks one GPU's entries may expand to (an NVLink 5 GPU has 18; a hostile
+``<nvlink count="10000000">`` must not allocate ten million links)."""
+
+
 def _int(value: str | None) -> int | None:
     if value is None:
         return None
@@ -372,7 +377,16 @@ def fill_fragment(frag: Fragment, topo: NcclTopology) -> None:
                 part.fields["cpu_affinity"] = affinity[node.numaid]
         link = 0
         for nv in node.nvlinks:
-            for _ in range(max(1, nv.count or 1)):
+            if link >= MAX_NVLINKS_PER_GPU:
+                break
+            wanted = max(1, nv.count or 1)
+            if link + wanted > MAX_NVLINKS_PER_GPU:
+                frag.warn(
+                    f"nccl-topo-xml: GPU {node.busid} lists {link + wanted} or more NVLinks; "
+                    f"more than the {MAX_NVLINKS_PER_GPU} any GPU has, the rest are ignored"
+                )
+                wanted = max(0, MAX_NVLINKS_PER_GPU - link)
+            for _ in range(wanted):
                 remote = normalize_bus_id(nv.target) if nv.target else None
                 values: dict[str, Any] = {"state": "up"}
                 if remote:

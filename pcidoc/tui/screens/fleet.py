@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Static
 from pcidoc.fleet.model import FleetNode, FleetReport
 from pcidoc.fleet.render import peer_status
 from pcidoc.model.units import plurals
+from pcidoc.sanitize import clean_line
 
 if TYPE_CHECKING:
     from pcidoc.tui.app import PcidocApp
@@ -85,7 +86,7 @@ class FleetScreen(Screen[str | None]):
                 skipped = Text()
                 for bad in self.report.unreadable[:3]:
                     skipped.append("skipped ", style="red")
-                    skipped.append(f"{bad.text()}\n")
+                    skipped.append(f"{clean_line(bad.text())}\n")
                 more = len(self.report.unreadable) - 3
                 if more > 0:
                     skipped.append(
@@ -132,7 +133,7 @@ class FleetScreen(Screen[str | None]):
             reason = next((e.reason for e in self.report.exclude if e.name == node.name), None)
             detail.append(f"{node.name}", style="bold")
             detail.append(f"  {node.worst.upper()}", style=_STYLE[node.worst])
-            detail.append(f"  group {node.group}  {node.path}\n", style="dim")
+            detail.append(f"  group {node.group}  {clean_line(node.path)}\n", style="dim")
             if reason:
                 detail.append("exclude: ", style="bold red")
                 detail.append(reason + "\n")
