@@ -860,10 +860,6 @@ BOUND_CPU_S = 20
 """Per command, in a child: an address-space limit and a CPU-time limit (RLIMIT_CPU, so a
 loaded machine does not make the test flaky the way a wall-clock assertion would)."""
 
-# Fixed on the branch of issue 23's item 5 (the importers' quadratic patterns); they take
-# 20-90 s of CPU where that fix is absent. Remove the mark once both are merged.
-_REGEX_FAMILY = {"spaces-line.txt", "nccl-long-token.txt"}
-
 
 def _bad_commands() -> list:
     if not BAD.is_dir():
@@ -877,12 +873,7 @@ def _bad_commands() -> list:
         else:
             commands = [["import"]]
         for command in commands:
-            marks = []
-            if path.name in _REGEX_FAMILY:
-                marks.append(pytest.mark.xfail(reason="issue 23 item 5 (regexes)", strict=False))
-            cases.append(
-                pytest.param(path.name, command, marks=marks, id=f"{command[0]}-{path.name}")
-            )
+            cases.append(pytest.param(path.name, command, id=f"{command[0]}-{path.name}"))
     return cases
 
 
