@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -22,7 +23,7 @@ from pcidoc.model.facts import P2P_CAPS, P2P_CODES, Gpu, GpuProcess, Nic, PcieHo
 from pcidoc.model.links import meaning
 from pcidoc.model.measurements import P2PMatrixMeasurement
 from pcidoc.model.report import CheckResult, Report, ReportSource
-from pcidoc.model.units import format_bytes, format_gbps, link_label
+from pcidoc.model.units import format_bytes, format_gbps, link_label, plurals
 from pcidoc.present._common import (
     MARKS,
     docs_link,
@@ -34,6 +35,9 @@ from pcidoc.present._common import (
     split_code,
 )
 from pcidoc.present.text import CELL_STYLES, CODE_STYLE, SEVERITY_STYLES
+
+if TYPE_CHECKING:
+    from pcidoc.doctor.finding import Finding
 
 __all__ = [
     "CELL_STYLES",
@@ -308,8 +312,41 @@ def _hanging(rows: list[tuple[Text, Text]]) -> Table:
     return grid
 
 
-def check_detail(check: CheckResult) -> Group:
-    """Everything about one check: summary, evidence with units, numbered remediation."""
+def check_findings(report: Report, check_id: str) -> list[Finding]:
+    """Every finding of one check on the report's machine, worst first (what "(+N more)" in
+    its summary counts): the same check function, run again on the same facts and
+    measurements (checks are pure functions of them)."""
+    from pcidoc.doctor.context import Context
+    from pcidoc.doctor.registry import load_checks
+    from pcidoc.model.report import SEVERITY_ORDER
+
+    spec = load_checks().get(check_id)
+    if spec is None:
+        return []
+    try:
+        outcome = spec.function(Context(report.machine))
+    except Exception:  # the report already says the check crashed
+        return []
+    findings = outcome if isinstance(outcome, list) else [outcome]
+    return sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity])
+
+
+def _findings_part(findings: Sequence[Finding]) -> Table:
+    rows = []
+    for finding in findings:
+        mark = Text(f" {MARKS[finding.severity]}", style=SEVERITY_STYLES[finding.severity])
+        line = inline(plurals(finding.summary))
+        if finding.subjects:
+            line.append(f"  ({', '.join(finding.subjects[:4])}", style="dim")
+            more = len(finding.subjects) - 4
+            line.append(f", +{more})" if more > 0 else ")", style="dim")
+        rows.append((mark, line))
+    return _hanging(rows)
+
+
+def check_detail(check: CheckResult, findings: Sequence[Finding] = ()) -> Group:
+    """Everything about one check: summary, every finding when it has several (its summary
+    shows only the worst, "+N more"), evidence with units, numbered remediation."""
     head = Text()
     head.append(
         f"{MARKS[check.severity]} {check.severity.upper()}", style=SEVERITY_STYLES[check.severity]
@@ -324,6 +361,10 @@ def check_detail(check: CheckResult) -> Group:
             head.append(f" +{len(check.subjects) - 8} more", style="dim")
     head.append("\n")
     parts: list[RenderableType] = [head, inline(check.summary)]
+    notable = [f for f in findings if f.severity not in ("pass", "skip")]
+    if len(notable) > 1:
+        parts.append(Text(f"\nFindings ({len(notable)})", style="bold"))
+        parts.append(_findings_part(notable))
     if check.needs:
         needs = Text("\nNeeds  ", style="bold")
         needs.append_text(inline(check.needs))

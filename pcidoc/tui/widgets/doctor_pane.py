@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, VerticalScroll
@@ -20,8 +20,9 @@ from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from pcidoc.doctor.finding import Finding
 from pcidoc.model.report import CheckResult, Report
-from pcidoc.tui.describe import check_detail, check_line
+from pcidoc.tui.describe import check_detail, check_findings, check_line
 from pcidoc.tui.widgets.probe_panel import ProbePanel
 
 _PAIR = re.compile(r"^((?:GPU|NIC)\d+)-((?:GPU|NIC)\d+)$")
@@ -76,11 +77,10 @@ class DoctorPane(Container):
         """The checks on display (after the filter and the search)."""
         self.hide_passed = False
         """``f``: show only the checks that found something (info and worse)."""
+        self._finding_cache: dict[str, list[Finding]] = {}
+        """The findings of the checks shown so far, of :attr:`report` (cleared with it)."""
         self.search = ""
         """``/``: only the checks whose id, title or summary contain this (any case)."""
-        self.typing = False
-        """The search field takes the letters (from ``/`` until enter or escape); after enter
-        the search stays on display but letters are keys again (``q``, ``f``, ``1``...)."""
 
     def on_resize(self) -> None:
         """Side by side from 120 columns, stacked below."""
@@ -117,6 +117,7 @@ class DoctorPane(Container):
     def show_report(self, report: Report | None) -> None:
         """Show a report's checks, keeping the selected check when it is still there."""
         self.report = report
+        self._finding_cache.clear()
         self._fill()
 
     def _visible(self, report: Report) -> list[CheckResult]:
@@ -187,7 +188,8 @@ class DoctorPane(Container):
     def _show(self, check: CheckResult | None) -> None:
         text = self.query_one("#check-text", Static)
         if check is not None:
-            text.update(check_detail(check))
+            findings = self._findings(check) if check.severity not in ("pass", "skip") else []
+            text.update(check_detail(check, findings))
         elif self.report is not None and self.report.checks:
             ways = []
             if self.search.strip():
@@ -198,6 +200,15 @@ class DoctorPane(Container):
         else:
             text.update(Text("no checks", style="dim"))
         self.query_one("#check-detail", VerticalScroll).scroll_home(animate=False)
+
+    def _findings(self, check: CheckResult) -> list[Finding]:
+        """Every finding of a check whose summary names only the worst (cached per report)."""
+        report = self.report
+        if report is None:
+            return []
+        if check.id not in self._finding_cache:
+            self._finding_cache[check.id] = check_findings(report, check.id)
+        return self._finding_cache[check.id]
 
     # ----------------------------------------------------------------------- actions
 
@@ -210,9 +221,6 @@ class DoctorPane(Container):
         """Open the search field."""
         field = self.query_one("#check-search", Input)
         field.display = True
-        self.typing = True
-        # At once, not after the next refresh: letters typed right after "/" (one read over
-        # SSH) belong to the search, not to the app's keys.
         self.screen.set_focus(field)
 
     def action_clear_search(self) -> None:
@@ -222,25 +230,8 @@ class DoctorPane(Container):
             return
         self._set_search("")
         field.display = False
-        self.typing = False
         self._fill()
         self.query_one("#checks", OptionList).focus()
-
-    def on_key(self, event: events.Key) -> None:
-        """``/`` and the letters after it, handled as they reach the pane: keys that arrive in
-        one read over SSH were all sent to the list before "/" moved the focus, and pass here
-        before any binding runs; letters typed right after "/" go into the search, not to the
-        app's keys (p, e, s...)."""
-        field = self.query_one("#check-search", Input)
-        # A printable key the field typed itself never gets here (the field stops it).
-        if event.key == "slash" and not field.display:
-            self.action_search()
-        elif self.typing and field.display and event.is_printable and event.character:
-            field.insert_text_at_cursor(event.character)
-        else:
-            return
-        event.stop()
-        event.prevent_default()
 
     def _set_search(self, value: str) -> None:
         self.search = value
@@ -256,7 +247,6 @@ class DoctorPane(Container):
 
     @on(Input.Submitted, "#check-search")
     def _search_submitted(self, event: Input.Submitted) -> None:
-        self.typing = False
         self.query_one("#checks", OptionList).focus()
 
     @on(OptionList.OptionHighlighted, "#checks")

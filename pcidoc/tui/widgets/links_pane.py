@@ -68,6 +68,17 @@ def _count(value: int | None, warn: bool = True) -> Text:
     return Text(str(value), style="bold yellow" if warn and value > 0 else "", justify="right")
 
 
+def _total(value: int | None, delta: int | None) -> Text:
+    """A cumulative error counter and, when it grew since the last sample, by how much: the
+    total is what the doctor judges (4200 replays since boot), the ``+N`` what happens now."""
+    if value is None:
+        return _count(delta) if delta else Text("—", style="dim", justify="right")
+    text = Text(str(value), style="bold yellow" if value > 0 else "", justify="right")
+    if delta:
+        text.append(f" +{delta}", style="bold yellow")
+    return text
+
+
 def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Text:
     pcie = gpu.pcie
     gen = gen if gen is not None else pcie.current_gen
@@ -127,10 +138,11 @@ SORTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 
 
 def _sort_value(cell: object) -> float:
-    """A table cell as a number for sorting ("—", "?" and "…" last)."""
+    """A table cell as a number for sorting ("—", "?" and "…" last; ``4200 +3`` is 4200)."""
     text = cell.plain if isinstance(cell, Text) else str(cell)
+    words = text.split()
     try:
-        return float(text.strip().rstrip("%"))
+        return float(words[0].rstrip("%")) if words else float("-inf")
     except ValueError:
         return float("-inf")
 
@@ -211,35 +223,17 @@ class LinksPane(Container):
         table.clear()
         if capture is None:
             return
-        self._set_headers()
         self._show_note()
         for gpu in capture.gpus:
             table.add_row(*self._static_row(gpu), key=str(gpu.index))
+        # The selection first, then the order: the GPU selected on the machine before (GPU3
+        # of 72) may not exist on this one (2 GPUs), and the sort restores the selection.
+        keep = self.selected_gpu if capture.gpu(self.selected_gpu or -1) is not None else None
+        if keep is None and capture.gpus:
+            keep = capture.gpus[0].index
+        self.selected_gpu = keep
         self._apply_sort()
-        if capture.gpus:
-            keep = self.selected_gpu if capture.gpu(self.selected_gpu or -1) is not None else None
-            self.selected_gpu = keep if keep is not None else capture.gpus[0].index
-            table.move_cursor(row=table.get_row_index(str(self.selected_gpu)), animate=False)
-        else:
-            self.selected_gpu = None
         self._show_links()
-
-    def _set_headers(self) -> None:
-        table = self.query_one("#gpu-table", DataTable)
-        live = self.live
-        labels = {
-            "replays": "Replays Δ" if live else "Replays",
-            "aer": "AER Δ" if live else "AER",
-        }
-        for key, column in table.columns.items():
-            name = str(key.value)
-            if name in labels:
-                column.label = Text(labels[name])
-        links = self.query_one("#nvlink-table", DataTable)
-        for key, column in links.columns.items():
-            if str(key.value) == "errors":
-                column.label = Text("Errors Δ" if live else "Errors")
-        table.refresh()
 
     def _show_note(self) -> None:
         # Phrases, broken between and never inside (a note that wraps at 80 or 100 columns).
@@ -263,7 +257,9 @@ class LinksPane(Container):
             phrases.append(
                 Text("Link? = the GPU model's own link: the capture has no negotiated one.", "dim")
             )
-        if not self.live:
+        if self.live:
+            phrases.append(Text("Errors: totals since boot, +N since the last sample.", "dim"))
+        else:
             phrases.append(Text("Errors: totals since boot.", style="dim"))
         if self.sort != "gpu":
             words = next(w for name, w, _ in SORTS if name == self.sort)
@@ -318,8 +314,8 @@ class LinksPane(Container):
                 "tx": _num(tx),
                 "rx": _num(rx),
                 "util": _util(gpu, tx, rx, counters.link_gen, counters.link_width),
-                "replays": _count(rate.replays_delta if rate else None),
-                "aer": _count(rate.aer_delta if rate else None),
+                "replays": _total(counters.replay_count, rate.replays_delta if rate else None),
+                "aer": _total(counters.aer_correctable, rate.aer_delta if rate else None),
                 "nvtx": _num(
                     sum(rate.nvlink_tx_gbps.values()) if rate and rate.nvlink_tx_gbps else None
                 ),
@@ -374,7 +370,7 @@ class LinksPane(Container):
             )
         else:
             table.sort("gpu", key=lambda cell: int(cell.plain.removeprefix("GPU") or 0))
-        if selected is not None:
+        if selected is not None and str(selected) in table.rows:
             table.move_cursor(row=table.get_row_index(str(selected)), animate=False)
 
     # ------------------------------------------------------------------- selection
@@ -429,7 +425,10 @@ class LinksPane(Container):
             if live is not None and live.up is not None:
                 state = "up" if live.up else "down"
             if self.live:
-                errors = _count(rate.nvlink_errors_delta.get(nv.link) if rate else None)
+                errors = _total(
+                    live.errors if live is not None else None,
+                    rate.nvlink_errors_delta.get(nv.link) if rate else None,
+                )
             else:
                 errors = _count(sum(nv.errors.values()) if nv.errors else None)
             remote = nv.remote_type or ""
