@@ -61,7 +61,7 @@ BADGE_STYLES: dict[str, str] = {
     "capture": "bold black on cyan",
     "import": "bold black on cyan",
     "demo": "#e6e8ec on #4a5263",
-    "synthetic": "bold black on magenta",
+    "synthetic": "bold white on blue",
 }
 """Style of the source badge in the header, by source kind."""
 
@@ -143,6 +143,19 @@ def _versions(capture: Capture) -> str:
     return " · ".join(parts)
 
 
+def _models(capture: Capture) -> Text:
+    """GPU count and models; GPUs no source in the capture names are said to be so (a pasted
+    topology matrix has no model names), not called "unknown GPU"."""
+    models = gpu_models(capture)
+    unnamed = models.endswith(" × unknown GPU") and "," not in models
+    if not unnamed:
+        return Text(models)
+    count = len(capture.gpus)
+    text = Text(f"{count} × GPU" if count > 1 else "1 GPU")
+    text.append(" (model not in this capture)", style="dim")
+    return text
+
+
 def header_text(
     capture: Capture | None,
     source: ReportSource | None,
@@ -171,10 +184,10 @@ def header_text(
     if capture.host.hostname or capture.origin.kind != "import":
         phrases.append((first, ""))
         phrases.append((Text(hostname(capture), style="bold"), " "))
-        phrases.append((Text(gpu_models(capture)), " · "))
+        phrases.append((_models(capture), " · "))
     else:
         phrases.append((first, ""))
-        phrases.append((Text(gpu_models(capture)), " "))
+        phrases.append((_models(capture), " "))
     versions = _versions(capture)
     if versions:
         phrases.append((Text(versions), " · "))
@@ -689,7 +702,7 @@ def _measured(capture: Capture, a: int, b: int, link: str | None) -> Text:
         else:
             out.append(f"{value:.2f} µs", style="bold")
         if m.source and m.source.startswith("synthetic"):
-            out.append("  synthetic", style="magenta")
+            out.append("  synthetic", style="bright_blue")
     out.append("\n   ceiling: ", style="dim")
     if ceiling is None:
         out.append("unknown (link rate not in this capture)", style="dim")

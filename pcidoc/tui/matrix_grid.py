@@ -148,6 +148,29 @@ def _gpu_of(label: str) -> int | None:
     return int(label[3:]) if label.startswith("GPU") and label[3:].isdecimal() else None
 
 
+STAGED_STYLE = "italic"
+"""A copy the driver staged through host memory (P2P refused): not a P2P rate at all."""
+
+
+def _staged(capture: Capture, a: int, b: int) -> bool:
+    """The driver refuses P2P between GPUs ``a`` and ``b`` (every known ``topo -p2p`` code of
+    the pair says so, or ``cudaDeviceCanAccessPeer`` is no): a "P2P enabled" copy between
+    them was staged through host memory, so its bandwidth is not a share of the P2P path."""
+    from pcidoc.model.facts import P2P_CAPS
+
+    p2p = capture.p2p
+    codes = [p2p.status(cap, a, b) for cap in P2P_CAPS]
+    known = [code for code in codes if code not in (None, "X")]
+    if known and "OK" not in known:
+        return True
+    access = p2p.can_access_peer
+    if access is not None and a in p2p.gpus and b in p2p.gpus:
+        i, j = p2p.gpus.index(a), p2p.gpus.index(b)
+        row = access[i] if i < len(access) else []
+        return j < len(row) and row[j] is False
+    return False
+
+
 def _bandwidth_grid(
     capture: Capture, labels: list[str], links: list[list[str | None]]
 ) -> tuple[list[list[GridCell]], str]:
@@ -175,8 +198,14 @@ def _bandwidth_grid(
         return cells, "no P2P bandwidth measured for these GPUs"
     best = max(values.values()) or 1.0
     relative = 0
+    staged = 0
     for (i, j), value in values.items():
         ceiling = ceilings[(i, j)]
+        ga, gb = _gpu_of(labels[i]), _gpu_of(labels[j])
+        if ga is not None and gb is not None and _staged(capture, ga, gb):
+            cells[i][j] = GridCell("staged", "s", STAGED_STYLE)
+            staged += 1
+            continue
         if ceiling:
             fraction = value / ceiling
             text = f"{fraction * 100:.0f}%"
@@ -195,6 +224,8 @@ def _bandwidth_grid(
         note = f"P2P {direction} copy: % of the path's ceiling; GB/s where the ceiling is unknown"
     else:
         note = f"P2P {direction} copy as % of the path's ceiling (NVLink rate × links, or PCIe raw)"
+    if staged:
+        note += " · staged: P2P refused, the copy went through host memory (no P2P rate)"
     if matrix.source and matrix.source.startswith("synthetic"):
         note += " · SYNTHETIC numbers"
     return cells, note
@@ -308,6 +339,7 @@ def build_grid(
             ("≥70%", "7-9 +", GOOD_STYLE, ""),
             ("40–70%", "4-6", FAIR_STYLE, ""),
             ("<40%", "0-3", POOR_STYLE, basis),
+            ("staged", "s", STAGED_STYLE, "P2P refused: via host memory"),
             ("·", "·", EMPTY_STYLE, "not measured"),
         ]
     elif mode == "traffic":

@@ -224,6 +224,7 @@ class MainScreen(Screen[None]):
         def machine(displayed: Displayed | None) -> None:
             if displayed is None:
                 return  # the matrix keeps its first placeholder
+            topology.replay = displayed.replay
             capture = displayed.capture
             if capture is None:
                 topology.show_capture(None)

@@ -34,31 +34,37 @@ STATIC_NOTE = "static values from the capture — live counters need a live GPU 
 GPU_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gpu", "GPU"),
     ("link", "PCIe link"),
-    ("tx", "TX GB/s"),
-    ("rx", "RX GB/s"),
-    ("util", "Util % raw"),
-    ("replays", "Replays"),
+    ("tx", "TX"),
+    ("rx", "RX"),
+    ("util", "Util"),
+    ("replays", "Replay"),
     ("aer", "AER"),
-    ("nvl", "NVLinks"),
-    ("nvtx", "NVL TX GB/s"),
-    ("nvrx", "NVL RX GB/s"),
+    ("nvl", "NVL"),
+    ("nvtx", "NVL TX"),
+    ("nvrx", "NVL RX"),
 )
+"""Short headers, so that the table fits 80 columns uncut; the note says the unit (GB/s)."""
 
 LINK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("link", "Link"),
     ("state", "State"),
-    ("tx", "TX GB/s"),
-    ("rx", "RX GB/s"),
+    ("tx", "TX"),
+    ("rx", "RX"),
     ("errors", "Errors"),
     ("version", "Ver"),
-    ("speed", "Rated GB/s"),
+    ("speed", "Rated"),
     ("remote", "Remote"),
 )
+"""The selected GPU's NVLinks; its title says the unit (GB/s)."""
 
 
 def _num(value: float | None, digits: int = 2) -> Text:
+    """A rate in GB/s: three significant digits at most (``0.63``, ``12.3``, ``123``), so the
+    table fits 80 columns."""
     if value is None:
         return Text("—", style="dim", justify="right")
+    if digits == 2 and abs(value) >= 10:
+        digits = 1 if abs(value) < 100 else 0
     return Text(f"{value:.{digits}f}", justify="right")
 
 
@@ -89,11 +95,19 @@ def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Te
             # (the link model's ceiling), so say which, marked as not read from this GPU.
             _, label = gpu_pcie_ceiling(gpu)
             return Text(f"{label}?", style="dim")
-        return Text("—", style="dim")
+        return Text("not known", style="dim")
     now = link_label(gen, width)
     top = link_label(pcie.max_gen, pcie.max_width)
     below = (gen or 0) < (pcie.max_gen or 0) or (width or 0) < (pcie.max_width or 0)
     if below:
+        # The maximum in brackets, short ("Gen4 x8 (x16)", "Gen3 x8 (G4 x16)"): the table
+        # fits 80 columns.
+        if gen == pcie.max_gen and pcie.max_width:
+            top = f"x{pcie.max_width}"
+        elif width == pcie.max_width and pcie.max_gen:
+            top = f"Gen{pcie.max_gen}"
+        elif pcie.max_gen and pcie.max_width:
+            top = f"G{pcie.max_gen} x{pcie.max_width}"
         return Text(f"{now} ({top})", style="yellow")
     return Text(now)
 
@@ -110,6 +124,11 @@ def _model_link(gpu: Gpu) -> bool:
     )
 
 
+def _no_link(gpu: Gpu) -> bool:
+    """Neither the negotiated link nor the model's own is known (an imported matrix)."""
+    return gpu.pcie.current_gen is None and gpu.pcie.current_width is None and not _model_link(gpu)
+
+
 def _util(
     gpu: Gpu, tx: float | None, rx: float | None, gen: int | None = None, width: int | None = None
 ) -> Text:
@@ -123,7 +142,7 @@ def _util(
     else:
         ceiling, _ = gpu_pcie_ceiling(gpu)
     if not ceiling:
-        return Text("?", style="dim", justify="right")
+        return Text("—", style="dim", justify="right")  # no link known: no ceiling to divide by
     share = max(tx or 0.0, rx or 0.0) / ceiling * 100
     style = "bold magenta" if share >= 70 else ("bold cyan" if share >= 20 else "")
     return Text(f"{share:.0f}%", style=style, justify="right")
@@ -240,7 +259,7 @@ class LinksPane(Container):
         phrases: list[Text] = []
         if self.live and self.replay:
             every = f" every {self.interval:g} s" if self.interval else ""
-            head = Text(self.replay, style="bold magenta")
+            head = Text(self.replay, style="bold bright_blue")
             head.append(f": a generated training loop on the demo's links{every},")
             phrases += [head, Text("to show how this pane moves on a live GPU machine.")]
         elif self.live:
@@ -250,12 +269,17 @@ class LinksPane(Container):
             phrases.append(head)
         else:
             phrases.append(Text(f"{STATIC_NOTE}.", style="bold yellow"))
-        phrases.append(
-            Text("Util % raw: busier direction ÷ raw ceiling of the current PCIe link.", "dim")
-        )
+        phrases += [
+            Text("TX, RX in GB/s; NVL: NVLinks up of present.", "dim"),
+            Text("Util: busier direction ÷ raw ceiling of the current PCIe link.", "dim"),
+        ]
         if self.capture is not None and any(_model_link(g) for g in self.capture.gpus):
             phrases.append(
                 Text("Link? = the GPU model's own link: the capture has no negotiated one.", "dim")
+            )
+        if self.capture is not None and any(_no_link(g) for g in self.capture.gpus):
+            phrases.append(
+                Text("PCIe link not known: not in the capture, so no Util % either.", "dim")
             )
         if self.live:
             phrases.append(Text("Errors: totals since boot, +N since the last sample.", "dim"))
@@ -331,7 +355,7 @@ class LinksPane(Container):
                     style="bold yellow" if count < len(up) else "",
                 )
             for column, value in values.items():
-                table.update_cell(key, column, value)
+                table.update_cell(key, column, value, update_width=True)
             history = self.history.setdefault(counters.index, deque(maxlen=HISTORY))
             history.append((sample.t, tx, rx))
             if rate is not None:
@@ -410,6 +434,8 @@ class LinksPane(Container):
             return
         head = Text()
         head.append(f"{gpu.label} NVLinks", style="bold")
+        if gpu.nvlinks:
+            head.append("  TX, RX, rated: GB/s", style="dim")
         if not gpu.nvlinks:
             head.append(f"  {self._no_nvlink_facts(gpu)}", style="dim")
         title.update(head)
