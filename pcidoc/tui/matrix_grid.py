@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import GpuRates
@@ -75,6 +76,12 @@ class MatrixGrid:
     note: str = ""
     """One line under the legend (what the numbers mean in this mode)."""
 
+    @cached_property
+    def widest_text(self) -> int:
+        """Length of the longest cell text (cells are shared per class: few distinct)."""
+        distinct = {id(cell): cell for row in self.cells for cell in row}
+        return max((len(cell.text) for cell in distinct.values()), default=1)
+
     def short_label(self, index: int) -> str:
         """``G3`` / ``N1`` column header for the narrow layout."""
         label = self.labels[index]
@@ -111,19 +118,22 @@ def _self_cell() -> GridCell:
 
 
 def _class_grid(view: MatrixView, keep: list[int]) -> list[list[GridCell]]:
+    # One cell object per link class: a 90 x 90 matrix has a handful of classes, and cells
+    # are never changed in place (a new grid is built for every change).
+    made: dict[str | None, GridCell] = {}
+
+    def cell(cls: str | None) -> GridCell:
+        found = made.get(cls)
+        if found is None:
+            found = made[cls] = GridCell(
+                view.text(cls), view.code(cls), CELL_STYLES[view.style(cls)]
+            )
+        return found
+
     rows = []
     for i in keep:
-        row = view.rows[i]
-        rows.append(
-            [
-                GridCell(
-                    view.text(row.cells[j]),
-                    view.code(row.cells[j]),
-                    CELL_STYLES[view.style(row.cells[j])],
-                )
-                for j in keep
-            ]
-        )
+        cells = view.rows[i].cells
+        rows.append([cell(cells[j]) for j in keep])
     return rows
 
 
@@ -160,7 +170,7 @@ def _staged(capture: Capture, a: int, b: int) -> bool:
 
     p2p = capture.p2p
     codes = [p2p.status(cap, a, b) for cap in P2P_CAPS]
-    known = [code for code in codes if code not in (None, "X")]
+    known = [code for code in codes if code not in (None, "X", "U")]
     if known and "OK" not in known:
         return True
     access = p2p.can_access_peer

@@ -98,6 +98,10 @@ class MainScreen(Screen[None]):
         self._bind_banner(self.banner)
         self._bind_topology(self.topology)
 
+    def on_resize(self) -> None:
+        """A small terminal (under 30 rows) gives the no-GPU banner two rows, not four."""
+        self.banner.set_class(self.size.height < 30, "-short")
+
     def show_keys(self) -> None:
         """The key bar for the pane on display (and ``x`` while probes run)."""
         pane = self.active_pane

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on
@@ -20,10 +20,12 @@ from textual.message import Message
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from pcidoc.doctor.finding import Finding
 from pcidoc.model.report import CheckResult, Report
 from pcidoc.tui.describe import check_detail, check_findings, check_line
 from pcidoc.tui.widgets.probe_panel import ProbePanel
+
+if TYPE_CHECKING:
+    from pcidoc.doctor.finding import Finding
 
 _PAIR = re.compile(r"^((?:GPU|NIC)\d+)-((?:GPU|NIC)\d+)$")
 _DEVICE = re.compile(r"^(?:GPU|NIC)\d+$")
