@@ -639,6 +639,23 @@ P2P_CAP_WORDS: dict[str, str] = {"nvlink": "NVLink", "pci": "PCIe"}
 """How the P2P capabilities of ``nvidia-smi topo -p2p r|w|n|a|p`` are named on screen."""
 
 
+def p2p_refused(capture: Capture, a: int, b: int) -> bool:
+    """The driver refuses P2P between GPUs ``a`` and ``b`` (every known ``topo -p2p`` code of
+    the pair says so, or ``cudaDeviceCanAccessPeer`` is no): a "P2P enabled" copy between
+    them was staged through host memory, so its bandwidth is not a share of the P2P path."""
+    p2p = capture.p2p
+    codes = [p2p.status(cap, a, b) for cap in P2P_CAPS]
+    known = [code for code in codes if code not in (None, "X", "U")]
+    if known and "OK" not in known:
+        return True
+    access = p2p.can_access_peer
+    if access is not None and a in p2p.gpus and b in p2p.gpus:
+        i, j = p2p.gpus.index(a), p2p.gpus.index(b)
+        row = access[i] if i < len(access) else []
+        return j < len(row) and row[j] is False
+    return False
+
+
 def _p2p_status(capture: Capture, a: int, b: int) -> Text:
     out = Text()
     out.append("P2P status (nvidia-smi topo -p2p)\n", style="bold")
@@ -678,6 +695,7 @@ def _measured(capture: Capture, a: int, b: int, link: str | None) -> Text:
     out.append("Measured\n", style="bold")
     found = measured_p2p(capture, a, b)
     ceiling = path_ceiling(capture, a, b, link)
+    refused = p2p_refused(capture, a, b)
     if not found:
         out.append("   no P2P copy measured for this pair", style="dim")
         if not capture.measurements.p2p:
@@ -693,7 +711,9 @@ def _measured(capture: Capture, a: int, b: int, link: str | None) -> Text:
         out.append(f"   {_matrix_name(m):<{width}}")
         if m.kind == "bandwidth":
             out.append(format_gbps(value), style="bold")
-            if ceiling is not None and m.p2p == "enabled":
+            if m.p2p == "enabled" and refused:
+                out.append("  staged through host memory: the driver refuses P2P here", "dim")
+            elif ceiling is not None and m.p2p == "enabled":
                 # A bidirectional value is the sum of both directions: compare with 2 × ceiling.
                 share = value / (ceiling.gbps * (2 if m.bidirectional else 1)) * 100
                 style = "green" if share >= 70 else ("yellow" if share >= 40 else "red")

@@ -23,7 +23,13 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.counters import GpuRates
 from pcidoc.model.links import is_nvlink
 from pcidoc.present._matrix import MatrixView
-from pcidoc.tui.describe import CELL_STYLES, best_p2p_bandwidth, gpu_pcie_ceiling, path_ceiling
+from pcidoc.tui.describe import (
+    CELL_STYLES,
+    best_p2p_bandwidth,
+    gpu_pcie_ceiling,
+    p2p_refused,
+    path_ceiling,
+)
 
 COLOUR_MODES: tuple[str, ...] = ("class", "bandwidth", "traffic")
 """Colour modes in the order the ``c`` key cycles them."""
@@ -162,25 +168,6 @@ STAGED_STYLE = "italic"
 """A copy the driver staged through host memory (P2P refused): not a P2P rate at all."""
 
 
-def _staged(capture: Capture, a: int, b: int) -> bool:
-    """The driver refuses P2P between GPUs ``a`` and ``b`` (every known ``topo -p2p`` code of
-    the pair says so, or ``cudaDeviceCanAccessPeer`` is no): a "P2P enabled" copy between
-    them was staged through host memory, so its bandwidth is not a share of the P2P path."""
-    from pcidoc.model.facts import P2P_CAPS
-
-    p2p = capture.p2p
-    codes = [p2p.status(cap, a, b) for cap in P2P_CAPS]
-    known = [code for code in codes if code not in (None, "X", "U")]
-    if known and "OK" not in known:
-        return True
-    access = p2p.can_access_peer
-    if access is not None and a in p2p.gpus and b in p2p.gpus:
-        i, j = p2p.gpus.index(a), p2p.gpus.index(b)
-        row = access[i] if i < len(access) else []
-        return j < len(row) and row[j] is False
-    return False
-
-
 def _bandwidth_grid(
     capture: Capture, labels: list[str], links: list[list[str | None]]
 ) -> tuple[list[list[GridCell]], str]:
@@ -212,7 +199,7 @@ def _bandwidth_grid(
     for (i, j), value in values.items():
         ceiling = ceilings[(i, j)]
         ga, gb = _gpu_of(labels[i]), _gpu_of(labels[j])
-        if ga is not None and gb is not None and _staged(capture, ga, gb):
+        if ga is not None and gb is not None and p2p_refused(capture, ga, gb):
             cells[i][j] = GridCell("staged", "s", STAGED_STYLE)
             staged += 1
             continue

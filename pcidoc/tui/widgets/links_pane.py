@@ -265,7 +265,7 @@ class LinksPane(Container):
         elif self.live:
             every = f" every {self.interval:g} s" if self.interval else ""
             head = Text("LIVE", style="bold green")
-            head.append(f" counters{every}, Δ since the last sample.")
+            head.append(f" counters{every}: rates between the last two samples.")
             phrases.append(head)
         else:
             phrases.append(Text(f"{STATIC_NOTE}.", style="bold yellow"))

@@ -23,15 +23,9 @@ class NoGpuBanner(Static):
             self.display = False
             return
         # What it means and the keys first: on a small terminal the banner has two rows and
-        # the rest of the reason is cut (4 shows it whole).
+        # the rest is cut (4 shows the whole reason).
         text = Text()
         text.append("No GPU on this machine", style="bold")
-        if demo:
-            text.append(": the panes show the DEMO machine ")
-            text.append(demo, style="bold")
-            text.append(" (a real machine from a public report, not this one).")
-        else:
-            text.append(".")
         text.append("  ")
         text.append("4", style="bold reverse")
         text.append(" this machine  ")
@@ -39,6 +33,10 @@ class NoGpuBanner(Static):
         text.append(" other demos  ")
         text.append("b", style="bold reverse")
         text.append(" hide this\n")
+        if demo:
+            text.append("The panes show the DEMO machine ")
+            text.append(demo, style="bold")
+            text.append(" (a real machine from a public report, not this one). ")
         text.append("Why: ", style="bold")
         text.append(f"{reason}.")
         self.update(text)
