@@ -260,7 +260,11 @@ def _add_import(sub: Any) -> None:
     )
     imp.add_argument("files", nargs="+", metavar="FILE", help="text files ('-' for stdin)")
     imp.add_argument(
-        "-o", "--output", metavar="FILE", help="write the capture to FILE (default: stdout)"
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the capture to FILE; '-' prints it (default: stdout when piped; on a "
+        "terminal a one-line summary instead)",
     )
     imp.add_argument(
         "--redact",
@@ -756,9 +760,23 @@ def cmd_import(args: argparse.Namespace) -> int:
 
         capture = redact_capture(capture)
     text = capture_text(capture)
+    what = f"{len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)"
     if args.output and args.output != "-":
         written = write_output(args.output, text)
-        _wrote("capture", written, f"{len(capture.gpus)} GPU(s), {len(capture.nics)} NIC(s)")
+        _wrote("capture", written, what)
+    elif args.output is None and _isatty(sys.stdout):
+        # Hundreds of lines of JSON on a terminal help nobody: say what was built and how to
+        # keep it. A pipe or `-o -` gets the JSON.
+        from pcidoc.model.units import plurals
+
+        lines = text.count("\n")
+        sys.stdout.write(
+            plurals(
+                f"pcidoc: imported a capture of {what} ({lines} line(s) of JSON, not printed to "
+                "a terminal); save it with `-o capture.json`, print it with `-o -`, or pipe it: "
+                "`pcidoc import FILE... | pcidoc check --from -`\n"
+            )
+        )
     else:
         _emit(text)
     return ExitCode.OK
@@ -826,11 +844,6 @@ def cmd_tui(args: argparse.Namespace) -> int:
     refusal = no_terminal_reason()
     if refusal is not None:
         raise PcidocError(refusal)
-    # The engine's priming puts stand-in modules in sys.modules for a moment: here, before the
-    # TUI starts threads that could import one of those modules in that moment.
-    from pcidoc.model.compiled import prime_missing_sentinel
-
-    prime_missing_sentinel()
     if fleet:
         from pcidoc.fleet.commands import run_fleet_tui
 
@@ -943,11 +956,9 @@ def _start_up_done() -> None:
 def run() -> NoReturn:
     """The ``pcidoc`` command (console script, ``python -m pcidoc``): :func:`main`, then exit.
 
-    Three things only a process of pcidoc's own may do, so they are here and never in
+    Two things only a process of pcidoc's own may do, so they are here and never in
     :func:`main`, which tests and other programs call in their own long-lived processes:
 
-    * the first serialization skips ``pydantic_core``'s package and its stdlib type table
-      (:func:`pcidoc.model.compiled.serialize_without_package`);
     * the garbage collector waits until start-up is done (:func:`_start_up_done`: after the
       machine is loaded for ``check``, ``topo`` and ``nccl-topo``, before any other command
       starts): start-up allocates modules, classes and the capture, all alive until exit, and
@@ -963,10 +974,6 @@ def run() -> NoReturn:
 
     gc.disable()
     _collection_deferred = True
-    # This process is pcidoc's own: its first serialization may skip pydantic_core's package.
-    from pcidoc.model.compiled import serialize_without_package
-
-    serialize_without_package()
     try:
         code = main()
     finally:

@@ -15,12 +15,19 @@ SHARED = ROOT.parent / "shared"
 REALDATA = SHARED / "realdata"
 
 
+CORPUS_MISSING = (
+    "the real-output corpus ../shared/realdata is not beside this checkout (it lives outside "
+    "the package; see the README's Quickstart)"
+)
+"""The one skip reason of every corpus test (``-ra`` prints it once, with the count)."""
+
+
 def realdata_dir() -> Path:
     """The real-output corpus of ../shared/realdata; in CI its absence is a failure."""
     if not REALDATA.is_dir():
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             raise RuntimeError(f"CI=true but the corpus {REALDATA} is missing")
-        pytest.skip(f"corpus {REALDATA} not present")
+        pytest.skip(CORPUS_MISSING)
     return REALDATA
 
 
@@ -40,3 +47,5 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith(("NCCL_", "PCIDOC_")) or key in ("CUDA_VISIBLE_DEVICES",):
             monkeypatch.delenv(key, raising=False)
+    # Tests never read the host's kernel log (pcidoc.collect.kernel_live takes fakes instead).
+    monkeypatch.setenv("PCIDOC_KERNEL_LOG", "off")

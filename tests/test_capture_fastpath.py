@@ -23,6 +23,7 @@ from pcidoc.collect.capture import (
 from pcidoc.errors import PcidocError
 from pcidoc.samples import sample_names, sample_path
 from tests.builders import machine
+from tests.conftest import CORPUS_MISSING
 
 ROOT = Path(__file__).resolve().parent.parent
 REALDATA = ROOT.parent / "shared" / "realdata"
@@ -63,7 +64,7 @@ def test_every_bundled_sample_loads_in_one_step_and_equal(name: str) -> None:
 def test_imported_real_machines_load_in_one_step_and_equal(tmp_path: Path) -> None:
     files = sorted(p for p in REALDATA.rglob("*.txt"))[:40]
     if not files:
-        pytest.skip("../shared/realdata is not beside the project")
+        pytest.skip(CORPUS_MISSING)
     taken = 0
     for i, source in enumerate(files):
         target = tmp_path / f"{i}.json"

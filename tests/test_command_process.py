@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -111,88 +110,3 @@ def test_the_json_report_written_as_bytes_is_the_report_json_text() -> None:
     expected = report_json(report)
     assert not expected.isascii()  # the bytes hold UTF-8 text (host↔device...)
     assert proc.stdout.decode("utf-8") == expected
-
-
-_UNPRIMED = (
-    "import sys, decimal, fractions, ipaddress, pathlib, uuid, pydantic_core\n"
-    "from pcidoc.cli import main\n"
-    "raise SystemExit(main(sys.argv[1:]))\n"
-)
-_TIMESTAMP = re.compile(r'"(generated_at|created_at|captured_at)": "[^"]*"')
-_UPTIME = re.compile(r'"uptime_s": [0-9.]+')
-
-
-def _stdout(argv: list[str], primed: bool) -> tuple[int, str]:
-    entry = ["-m", "pcidoc"] if primed else ["-c", _UNPRIMED]
-    proc = subprocess.run(
-        [sys.executable, *entry, *argv],
-        capture_output=True,
-        cwd=ROOT,
-        timeout=300,
-        check=False,
-        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
-    )
-    text = _TIMESTAMP.sub(r'"\1": "-"', proc.stdout.decode("utf-8"))
-    return proc.returncode, _UPTIME.sub('"uptime_s": 0', text)
-
-
-def test_every_serializing_command_prints_the_same_in_the_primed_process(tmp_path: Path) -> None:
-    """The command's process hands the engine stand-ins for MISSING and its table of Any
-    types; each command that writes models (import, capture, check, fleet, diff, nccl-topo,
-    schema) must print exactly what a process with the real ones prints."""
-    samples = ROOT / "pcidoc" / "samples" / "data"
-    pastes = sorted((ROOT.parent / "shared" / "realdata" / "topo").glob("*.txt"))[:2]
-    lines = [
-        ["capture", "-o", "-"],
-        ["check", "--json", "--from", str(samples / "synthetic-16gpu.json"), "-v"],
-        ["fleet", "--json", str(samples)],
-        ["diff", str(samples / "h800-8gpu-hgx.json"), str(samples / "synthetic-16gpu.json")],
-        ["nccl-topo", "--from", str(samples / "synthetic-16gpu.json"), "-o", "-"],
-        ["schema", "report"],
-    ]
-    if pastes:
-        lines.append(["import", *map(str, pastes[:1])])
-    for argv in lines:
-        primed = _stdout(argv, primed=True)
-        assert primed[1], argv
-        assert primed == _stdout(argv, primed=False), argv
-
-
-_TUI_PRIMING = r"""
-import contextlib, io, json, sys, threading
-import pcidoc.cli as cli
-import pcidoc.tui as tui
-from pcidoc.model import compiled
-seen = {}
-def fake_run_tui(**kwargs):
-    seen["primed"] = compiled._prime_sentinel is False and "pydantic_core" not in sys.modules
-    seen["threads"] = threading.active_count()
-    return 0
-cli.no_terminal_reason = lambda: None
-tui.run_tui = fake_run_tui
-sys.argv = ["pcidoc", "--demo"]
-with contextlib.redirect_stdout(io.StringIO()):
-    try:
-        cli.run()
-    except SystemExit as exc:
-        seen["code"] = exc.code
-print(json.dumps(seen))
-"""
-
-
-def test_the_tui_primes_the_engine_before_it_starts_threads() -> None:
-    """Priming swaps stand-in modules into sys.modules for a moment: the TUI does it in the
-    main thread before the app (and its threads) start."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _TUI_PRIMING],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {
-        "primed": True,
-        "threads": 1,
-        "code": 0,
-    }

@@ -37,3 +37,15 @@ def test_readme_links_resolve() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for link in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / link).exists(), link
+
+
+def test_no_page_states_a_stale_number_of_checks() -> None:
+    """ "Runs the 20 checks" outlived the catalogue (30): a page that counts the catalogue must
+    say its current size (reports.md's examples count a sample report, not the catalogue)."""
+    import re
+
+    pages = ["README.md", "docs/usage.md", "docs/checks.md", "docs/tui.md", "docs/fleet.md"]
+    for page in pages:
+        text = (ROOT / page).read_text(encoding="utf-8")
+        for match in re.finditer(r"\b(?:the|all|every one of the) (\d+) checks\b", text):
+            assert int(match.group(1)) == len(CHECK_IDS), (page, match.group(0))

@@ -73,3 +73,14 @@ def test_the_sample_table_lists_the_bundled_samples() -> None:
     named = set(re.findall(r"`([a-z0-9-]+)`", table)) - {"pcidoc"}
     assert named == set(sample_names())
     assert f"`{default_demo()}` (default demo)" in table
+
+
+def test_the_quickstart_activates_the_venv_and_explains_the_corpus_skips() -> None:
+    from tests.conftest import CORPUS_MISSING
+
+    quickstart = _section("Quickstart")
+    assert any(b.strip() == ". .venv/bin/activate" for b in _code_blocks(quickstart))
+    # The skip reason pytest prints is the one the README quotes, and it names ../shared.
+    quoted = "the real-output corpus\n../shared/realdata is not beside this checkout"
+    assert quoted in quickstart
+    assert " ".join(quoted.split()) in CORPUS_MISSING and "../shared/realdata" in CORPUS_MISSING

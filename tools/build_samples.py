@@ -4,7 +4,8 @@
 Each real sample is made with pcidoc's own importer from the outputs of ONE machine (files of
 one source thread/post), with every input file's ``# source:`` line kept as its citation. The
 synthetic samples come from ``pcidoc.samples.synthetic``. The default ``--demo`` sample is the
-real one with the most to diagnose (failures weigh more than warnings).
+real one with the most to diagnose (failures weigh more than warnings; a tie goes to the
+smallest machine).
 
 Usage: ``python tools/build_samples.py [--realdata DIR] [--check]``. With ``--check`` nothing
 is written; the exit code says whether the committed samples are up to date.
@@ -166,7 +167,9 @@ def build_all(realdata: Path) -> dict[str, str]:
                 "gpus": len(capture.gpus),
             }
         )
-    default = max(weights, key=lambda n: (weights[n], n))
+    # A tie goes to the smallest machine (its first screen is the easiest to read), then by name.
+    gpus = {str(e["name"]): int(e["gpus"]) for e in index}  # type: ignore[call-overload]
+    default = max(weights, key=lambda n: (weights[n], -gpus[n], n))
     for entry in index:
         if entry["name"] == default:
             entry["default"] = True

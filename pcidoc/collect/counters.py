@@ -2,10 +2,14 @@
 
 One :meth:`CounterSampler.sample` reads, per GPU, **one** ``nvmlDeviceGetFieldValues`` call
 holding every cumulative counter (PCIe TX/RX bytes 197/198, the replay counter 94, and per
-NVLink the data TX/RX KiB 138/139, the link state 165 and the DL error counters 161-163 with
-``scopeId`` = link), plus three cheap scalar reads (current link generation and width,
-P-state). It never calls ``nvmlDeviceGetPcieThroughput``, which samples for 20 ms per call
-(research/probes.md §5). Rates come from :func:`pcidoc.model.counters.rates` over two samples.
+NVLink the data TX/RX KiB 138/139, the link state 165, the DL error counters 161-163 and
+their Blackwell successors 215/219, with ``scopeId`` = link), plus three cheap scalar reads
+(current link generation and width, P-state). Rates come from
+:func:`pcidoc.model.counters.rates` over two samples.
+
+Driver branches before R555 (R535, R550) have no fields 197/198: there, and only there, the
+sampler falls back to ``nvmlDeviceGetPcieThroughput`` (KB/s over a 20 ms window per call, two
+calls per GPU; research/probes.md §5), whose rate is used as is.
 
 Cost budget: at most 1 % of one core at 1 Hz on 8 GPUs, i.e. 10 ms of CPU per sample.
 :func:`measure_overhead` reports the CPU time one sample takes; with the fake backend it measures
@@ -20,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pcidoc.collect.nvml import (
+    FI_NVLINK_COUNT_EFFECTIVE_ERRORS,
+    FI_NVLINK_COUNT_LINK_RECOVERY_EVENTS,
     FI_NVLINK_ERROR_DL_CRC,
     FI_NVLINK_ERROR_DL_RECOVERY,
     FI_NVLINK_ERROR_DL_REPLAY,
@@ -29,7 +35,11 @@ from pcidoc.collect.nvml import (
     FI_PCIE_COUNT_RX_BYTES,
     FI_PCIE_COUNT_TX_BYTES,
     FI_PCIE_REPLAY_COUNTER,
+    NVLINK_STATES,
     NVML_NVLINK_MAX_LINKS,
+    PCIE_THROUGHPUT_KB,
+    PCIE_UTIL_RX_BYTES,
+    PCIE_UTIL_TX_BYTES,
     FieldRequest,
     FieldResult,
     NvmlBackend,
@@ -45,7 +55,11 @@ _PER_LINK_FIELDS: tuple[int, ...] = (
     FI_NVLINK_ERROR_DL_REPLAY,
     FI_NVLINK_ERROR_DL_RECOVERY,
     FI_NVLINK_ERROR_DL_CRC,
+    FI_NVLINK_COUNT_LINK_RECOVERY_EVENTS,
+    FI_NVLINK_COUNT_EFFECTIVE_ERRORS,
 )
+_DL_ERRORS = slice(3, 6)
+_COUNT_ERRORS = slice(6, 8)
 _GPU_FIELDS: tuple[int, ...] = (
     FI_PCIE_COUNT_TX_BYTES,
     FI_PCIE_COUNT_RX_BYTES,
@@ -55,6 +69,28 @@ _GPU_FIELDS: tuple[int, ...] = (
 
 def _value(result: FieldResult) -> int | None:
     return None if isinstance(result, Unavailable) else int(result)
+
+
+def _error_sum(chunk: Sequence[FieldResult]) -> int | None:
+    """Sum of the DL error counters, else of their Blackwell successors, else ``None``."""
+    for part in (_DL_ERRORS, _COUNT_ERRORS):
+        known = [int(v) for v in chunk[part] if not isinstance(v, Unavailable)]
+        if known:
+            return sum(known)
+    return None
+
+
+def _link_counter(link: int, chunk: Sequence[FieldResult]) -> NvLinkCounter:
+    link_tx, link_rx, state = (_value(v) for v in chunk[:3])
+    name = None if state is None else NVLINK_STATES.get(state)
+    return NvLinkCounter(
+        link=link,
+        tx_bytes=None if link_tx is None else link_tx * 1024,
+        rx_bytes=None if link_rx is None else link_rx * 1024,
+        up=None if name is None else name == "up",
+        errors=_error_sum(chunk),
+        state=name,
+    )
 
 
 def discover_links(backend: NvmlBackend, index: int) -> list[int]:
@@ -138,6 +174,23 @@ class CounterSampler:
         except OSError:
             return None
 
+    def _pcie_throughput(
+        self, index: int, field_error: Unavailable, errors: list[str]
+    ) -> tuple[float | None, float | None]:
+        """PCIe TX/RX bytes per second from ``nvmlDeviceGetPcieThroughput`` (drivers without
+        fields 197/198); a reason in ``errors`` when that fails too."""
+        rates: list[float | None] = []
+        for counter in (PCIE_UTIL_TX_BYTES, PCIE_UTIL_RX_BYTES):
+            kb = self.backend.pcie_throughput(index, counter)
+            if isinstance(kb, Unavailable):
+                errors.append(
+                    f"GPU{index}: PCIe byte counters: {field_error.reason}; "
+                    f"PCIe throughput: {kb.reason}"
+                )
+                return None, None
+            rates.append(float(kb) * PCIE_THROUGHPUT_KB)
+        return rates[0], rates[1]
+
     def sample(self) -> CounterSample:
         """Read every GPU's counters once; errors become ``CounterSample.errors`` lines."""
         backend = self.backend
@@ -146,6 +199,7 @@ class CounterSampler:
         t = self.clock()
         for index in self.gpu_indices:
             values = backend.field_values(index, self._requests[index])
+            call_failed = isinstance(values, Unavailable)
             if isinstance(values, Unavailable):
                 errors.append(f"GPU{index}: {values.reason}")
                 if values.fatal:
@@ -153,22 +207,20 @@ class CounterSampler:
                     continue
                 values = [values] * len(self._requests[index])
             tx, rx, replay = (_value(v) for v in values[:3])
-            if tx is None and isinstance(values[0], Unavailable):
+            tx_rate = rx_rate = None
+            if isinstance(values[0], Unavailable) and isinstance(values[1], Unavailable):
+                tx_rate, rx_rate = self._pcie_throughput(index, values[0], errors)
+            elif isinstance(values[0], Unavailable):
                 errors.append(f"GPU{index}: PCIe byte counters: {values[0].reason}")
-            nvlinks: list[NvLinkCounter] = []
             step = len(_PER_LINK_FIELDS)
-            for n, link in enumerate(self.links[index]):
-                chunk = values[3 + n * step : 3 + (n + 1) * step]
-                link_tx, link_rx, state, *errs = (_value(v) for v in chunk)
-                known = [e for e in errs if e is not None]
-                nvlinks.append(
-                    NvLinkCounter(
-                        link=link,
-                        tx_bytes=None if link_tx is None else link_tx * 1024,
-                        rx_bytes=None if link_rx is None else link_rx * 1024,
-                        up=None if state is None else bool(state),
-                        errors=sum(known) if known else None,
-                    )
+            nvlinks = [
+                _link_counter(link, values[3 + n * step : 3 + (n + 1) * step])
+                for n, link in enumerate(self.links[index])
+            ]
+            if nvlinks and not call_failed and all(link.errors is None for link in nvlinks):
+                errors.append(
+                    f"GPU{index}: NVLink error counters not available on this GPU and driver "
+                    "(fields 161-163 end with Blackwell; 215/219 need driver R570 or later)"
                 )
             gen = backend.pcie_current_gen(index)
             width = backend.pcie_current_width(index)
@@ -184,6 +236,8 @@ class CounterSampler:
                     link_width=None if isinstance(width, Unavailable) else width,
                     pstate=None if isinstance(pstate, Unavailable) else pstate,
                     nvlinks=tuple(nvlinks),
+                    pcie_tx_bytes_per_s=tx_rate,
+                    pcie_rx_bytes_per_s=rx_rate,
                 )
             )
         return CounterSample(t=t, gpus=tuple(gpus), errors=tuple(errors))

@@ -19,10 +19,13 @@ from pcidoc.collect.host import collect_host, collect_processes
 from pcidoc.collect.nvml import (
     FABRIC_STATES,
     FI_NVLINK_GET_SPEED,
+    FI_NVLINK_GET_STATE,
     FI_NVLINK_LINK_COUNT,
     FI_PCIE_REPLAY_COUNTER,
     FI_PCIE_REPLAY_ROLLOVER_COUNTER,
+    NVLINK_COUNT_ERROR_FIELDS,
     NVLINK_ERROR_COUNTERS,
+    NVLINK_STATES,
     NVML_NVLINK_MAX_LINKS,
     P2P_CAP_INDEX,
     PCIE_COUNTER_FIELDS,
@@ -290,15 +293,7 @@ def _read_nvlinks(r: _GpuReader, i: int) -> None:
         else:
             link.mark_unavailable("remote_bus_id", "link is down")
             link.mark_unavailable("remote_type", "link is down")
-        reasons = []
-        for name, code in NVLINK_ERROR_COUNTERS.items():
-            value = r.call(lambda lid=link_id, c=code: backend.nvlink_error_counter(i, lid, c))
-            if isinstance(value, Unavailable):
-                reasons.append(value.reason)
-            else:
-                link.errors[name] = int(value)
-        if not link.errors and reasons:
-            link.mark_unavailable("errors", reasons[0])
+        _read_link_errors(r, i, link)
         gpu.nvlinks.append(link)
     if not gpu.nvlinks:
         reason = first_error.reason if first_error else "NVML reports no NVLink"
@@ -306,17 +301,66 @@ def _read_nvlinks(r: _GpuReader, i: int) -> None:
             reason += " (no NVLink on this GPU)"
         gpu.mark_unavailable("nvlinks", reason)
         return
-    speeds = r.call(
-        lambda: backend.field_values(i, [(FI_NVLINK_GET_SPEED, link.link) for link in gpu.nvlinks])
-    )
-    if isinstance(speeds, Unavailable):
-        speeds = [speeds] * len(gpu.nvlinks)
-    for link, speed in zip(gpu.nvlinks, speeds, strict=False):
-        if isinstance(speed, Unavailable):
-            if link.state == "up":
+    _read_link_fields(r, i)
+
+
+NO_NVLINK_ERROR_COUNTERS = (
+    "no NVLink error counter on this GPU and driver: the DL counters (fields 161-163, "
+    "nvmlDeviceGetNvLinkErrorCounter) end with Blackwell, and their successors (fields "
+    "215/219) need driver branch R570 or later"
+)
+
+
+def _read_link_errors(r: _GpuReader, i: int, link: NvLink) -> None:
+    """The DL error counters of one link (pre-Blackwell); a reason when none answers."""
+    reasons = []
+    for name, code in NVLINK_ERROR_COUNTERS.items():
+        value = r.call(lambda c=code: r.backend.nvlink_error_counter(i, link.link, c))
+        if isinstance(value, Unavailable):
+            reasons.append(value.reason)
+        else:
+            link.errors[name] = int(value)
+    if not link.errors and reasons:
+        link.mark_unavailable("errors", reasons[0])
+
+
+def _read_link_fields(r: _GpuReader, i: int) -> None:
+    """Speed and state (field 165: up, down or sleep) of every link in one field-values call,
+    plus the R570 error fields for links whose DL error counters did not answer."""
+    gpu = r.gpu
+    errorless = [link for link in gpu.nvlinks if not link.errors]
+    requests = [
+        (fid, link.link)
+        for link in gpu.nvlinks
+        for fid in (FI_NVLINK_GET_SPEED, FI_NVLINK_GET_STATE)
+    ]
+    requests += [
+        (fid, link.link) for link in errorless for fid in NVLINK_COUNT_ERROR_FIELDS.values()
+    ]
+    values = r.call(lambda: r.backend.field_values(i, requests))
+    if isinstance(values, Unavailable):
+        values = [values] * len(requests)
+    results = dict(zip(requests, values, strict=True))
+    for link in gpu.nvlinks:
+        state = results[(FI_NVLINK_GET_STATE, link.link)]
+        if not isinstance(state, Unavailable) and int(state) in NVLINK_STATES:
+            link.state = NVLINK_STATES[int(state)]  # type: ignore[assignment]
+            link.unavailable.pop("state", None)
+        speed = results[(FI_NVLINK_GET_SPEED, link.link)]
+        if link.state in ("up", "sleep"):
+            if isinstance(speed, Unavailable):
                 link.mark_unavailable("speed_gbps", speed.reason)
-        elif link.state == "up":
-            link.speed_gbps = float(speed) / 1000.0  # MB/s -> GB/s
+            else:
+                link.speed_gbps = float(speed) / 1000.0  # MB/s -> GB/s
+    for link in errorless:
+        for name, fid in NVLINK_COUNT_ERROR_FIELDS.items():
+            value = results[(fid, link.link)]
+            if not isinstance(value, Unavailable):
+                link.errors[name] = int(value)
+        first = link.unavailable.pop("errors", None)
+        if not link.errors:
+            lost = first is not None and r.lost is not None
+            link.mark_unavailable("errors", first if lost else NO_NVLINK_ERROR_COUNTERS)
 
 
 def _read_fabric(r: _GpuReader, i: int) -> None:
@@ -408,25 +452,36 @@ def _merge_sysfs(gpu: Gpu, sysfs: SysfsReader) -> None:
 # ---------------------------------------------------------------------------- matrices
 
 
+_CONNECTED = ("up", "sleep")
+"""Link states that still join two devices: a sleeping link wakes on traffic, so it counts in
+``NV#`` (as in ``nvidia-smi topo -m``) though never as "up"."""
+
+
 def _nvlink_class(a: Gpu, b: Gpu) -> str | None:
-    """``NV#`` between two GPUs from their up links, or ``None``."""
+    """``NV#`` between two GPUs from their connected links, or ``None``."""
     if a.bus_id is None or b.bus_id is None:
         return None
     direct = sum(
         1
         for link in a.nvlinks
-        if link.state == "up" and link.remote_type == "gpu" and link.remote_bus_id == b.bus_id
+        if link.state in _CONNECTED and link.remote_type == "gpu" and link.remote_bus_id == b.bus_id
     )
     if direct == 0:
         direct = sum(
             1
             for link in b.nvlinks
-            if link.state == "up" and link.remote_type == "gpu" and link.remote_bus_id == a.bus_id
+            if link.state in _CONNECTED
+            and link.remote_type == "gpu"
+            and link.remote_bus_id == a.bus_id
         )
     if direct:
         return f"NV{direct}"
-    switch_a = sum(1 for link in a.nvlinks if link.state == "up" and link.remote_type == "switch")
-    switch_b = sum(1 for link in b.nvlinks if link.state == "up" and link.remote_type == "switch")
+    switch_a = sum(
+        1 for link in a.nvlinks if link.state in _CONNECTED and link.remote_type == "switch"
+    )
+    switch_b = sum(
+        1 for link in b.nvlinks if link.state in _CONNECTED and link.remote_type == "switch"
+    )
     if switch_a and switch_b:
         return f"NV{min(switch_a, switch_b)}"
     return None
@@ -660,10 +715,10 @@ def collect_live(
     version = getattr(nvml, "pynvml_version", None)
     if version:
         capture.origin.tool_versions["nvidia-ml-py"] = version
-    usable = _guard(capture, "gpus", lambda: _collect_nvml(capture, nvml, sysfs, proc_root), set())
-
     capture.nics = _guard(capture, "nics", lambda: _collect_nics(sysfs), [])
-    _guard(capture, "topology", lambda: _build_topology(capture, nvml, sysfs, usable), None)
+    # Everything that asks NVML (GPUs, P2P, processes and the topology matrix) runs inside
+    # one session: after the last shutdown NVML answers UNINITIALIZED.
+    _guard(capture, "gpus", lambda: _collect_nvml(capture, nvml, sysfs, proc_root), None)
     _guard(capture, "host.iommu", lambda: _default_domain_type(capture), None)
     _guard(capture, "driver.fabric_manager", lambda: _fabric_manager(capture, proc_root), None)
     if capture.host.privileged and sysfs.config_truncated:
@@ -679,6 +734,10 @@ def collect_live(
         lambda: attach_topo_file(capture, dict(environ) if environ is not None else None),
         None,
     )
+    if proc_root == "/proc":  # the real machine only: fake trees never read the host's log
+        from pcidoc.collect.kernel_live import attach_kernel_log
+
+        _guard(capture, "evidence", lambda: attach_kernel_log(capture), None)
     return _without_control_sequences(capture)
 
 
@@ -694,79 +753,100 @@ def _without_control_sequences(capture: Capture) -> Capture:
 
 def _collect_nvml(
     capture: Capture, backend: NvmlBackend, sysfs: SysfsReader, proc_root: str
-) -> set[int]:
-    """Fill driver, GPUs, P2P and process facts from NVML; returns the usable GPU indices."""
-    driver = capture.driver
+) -> None:
+    """Fill driver, GPU, P2P, process and topology facts within one NVML session.
+
+    The topology matrix asks NVML for the common ancestor of GPU pairs, so it is built before
+    ``shutdown``; without NVML it comes from sysfs alone.
+    """
     error = backend.init()
     if error is not None:
-        driver.nvml_available = False
-        driver.nvml_error = error.error
-        message = nvml_failure_message(
-            error.error, driver.nvidia_pci_devices, capture.host.virtualization.container
-        )
-        driver.nvml_error_message = message
-        capture.unavailable["gpus"] = message
-        module = _kernel_module_version(proc_root)
-        if module:
-            driver.driver_version = module
-            driver.nvml_error_message += f" (loaded kernel module: {module})"
-        else:
-            driver.mark_unavailable("driver_version", f"NVML: {error.error}")
-        for name in ("nvml_version", "cuda_driver_version"):
-            driver.mark_unavailable(name, f"NVML: {error.error}")
-        virt = capture.host.virtualization
-        virt.mark_unavailable("confidential_compute", f"NVML unavailable: {error.error}")
-        virt.mark_unavailable("cc_multi_gpu_mode", f"NVML unavailable: {error.error}")
-        return set()
+        _record_init_failure(capture, error, proc_root)
+        _guard(capture, "topology", lambda: _build_topology(capture, None, sysfs, set()), None)
+        return
     try:
-        driver.nvml_available = True
-        for name, call in (
-            ("driver_version", backend.driver_version),
-            ("nvml_version", backend.nvml_version),
-        ):
-            value = call()
-            if isinstance(value, Unavailable):
-                driver.mark_unavailable(name, value.reason)
-            else:
-                setattr(driver, name, value)
-        cuda = backend.cuda_driver_version()
-        if isinstance(cuda, Unavailable):
-            driver.mark_unavailable("cuda_driver_version", cuda.reason)
-        else:
-            driver.cuda_driver_version = cuda_version_text(cuda)
-        if driver.driver_version:
-            capture.origin.tool_versions["nvidia-driver"] = driver.driver_version
-        virt = capture.host.virtualization
-        cc = backend.conf_compute()
-        if isinstance(cc, Unavailable):
-            virt.mark_unavailable("confidential_compute", cc.reason)
-            virt.mark_unavailable("cc_multi_gpu_mode", cc.reason)
-        else:
-            virt.confidential_compute = cc.enabled
-            virt.cc_multi_gpu_mode = cc.multi_gpu_mode
-        count = backend.device_count()
-        if isinstance(count, Unavailable):
-            capture.unavailable["gpus"] = f"NVML could not count GPUs: {count.reason}"
-            return set()
-        processes: list[tuple[int, int, int | None]] = []
-        for index in range(count):
-            gpu = _guard(
-                capture,
-                f"gpus[{index}]",
-                lambda index=index: _collect_gpu(backend, index, sysfs, processes, capture.host),
-                None,
-            )
-            capture.gpus.append(gpu if gpu is not None else Gpu(index=index, nvml_error="UNKNOWN"))
-        if count == 0:
-            capture.unavailable["gpus"] = "NVML initialised but reports no GPU" + (
-                f" although {driver.nvidia_pci_devices} NVIDIA GPUs are on the PCI bus "
-                "(in a container: were the GPUs passed in?)"
-                if driver.nvidia_pci_devices
-                else ""
-            )
-        usable = {g.index for g in capture.gpus if g.nvml_error is None}
-        _build_p2p(capture, backend, usable)
-        capture.host.processes = collect_processes(processes, proc_root)
-        return usable
+        usable = _guard(
+            capture, "gpus", lambda: _collect_gpus(capture, backend, sysfs, proc_root), set()
+        )
+        _guard(capture, "topology", lambda: _build_topology(capture, backend, sysfs, usable), None)
     finally:
         backend.shutdown()
+
+
+def _record_init_failure(capture: Capture, error: Unavailable, proc_root: str) -> None:
+    """Driver facts and reasons when NVML does not initialise."""
+    driver = capture.driver
+    driver.nvml_available = False
+    driver.nvml_error = error.error
+    message = nvml_failure_message(
+        error.error, driver.nvidia_pci_devices, capture.host.virtualization.container
+    )
+    driver.nvml_error_message = message
+    capture.unavailable["gpus"] = message
+    module = _kernel_module_version(proc_root)
+    if module:
+        driver.driver_version = module
+        driver.nvml_error_message += f" (loaded kernel module: {module})"
+    else:
+        driver.mark_unavailable("driver_version", f"NVML: {error.error}")
+    for name in ("nvml_version", "cuda_driver_version"):
+        driver.mark_unavailable(name, f"NVML: {error.error}")
+    virt = capture.host.virtualization
+    virt.mark_unavailable("confidential_compute", f"NVML unavailable: {error.error}")
+    virt.mark_unavailable("cc_multi_gpu_mode", f"NVML unavailable: {error.error}")
+
+
+def _collect_gpus(
+    capture: Capture, backend: NvmlBackend, sysfs: SysfsReader, proc_root: str
+) -> set[int]:
+    """Driver, GPU, P2P and process facts from an open NVML session; the usable GPU indices."""
+    driver = capture.driver
+    driver.nvml_available = True
+    for name, call in (
+        ("driver_version", backend.driver_version),
+        ("nvml_version", backend.nvml_version),
+    ):
+        value = call()
+        if isinstance(value, Unavailable):
+            driver.mark_unavailable(name, value.reason)
+        else:
+            setattr(driver, name, value)
+    cuda = backend.cuda_driver_version()
+    if isinstance(cuda, Unavailable):
+        driver.mark_unavailable("cuda_driver_version", cuda.reason)
+    else:
+        driver.cuda_driver_version = cuda_version_text(cuda)
+    if driver.driver_version:
+        capture.origin.tool_versions["nvidia-driver"] = driver.driver_version
+    virt = capture.host.virtualization
+    cc = backend.conf_compute()
+    if isinstance(cc, Unavailable):
+        virt.mark_unavailable("confidential_compute", cc.reason)
+        virt.mark_unavailable("cc_multi_gpu_mode", cc.reason)
+    else:
+        virt.confidential_compute = cc.enabled
+        virt.cc_multi_gpu_mode = cc.multi_gpu_mode
+    count = backend.device_count()
+    if isinstance(count, Unavailable):
+        capture.unavailable["gpus"] = f"NVML could not count GPUs: {count.reason}"
+        return set()
+    processes: list[tuple[int, int, int | None]] = []
+    for index in range(count):
+        gpu = _guard(
+            capture,
+            f"gpus[{index}]",
+            lambda index=index: _collect_gpu(backend, index, sysfs, processes, capture.host),
+            None,
+        )
+        capture.gpus.append(gpu if gpu is not None else Gpu(index=index, nvml_error="UNKNOWN"))
+    if count == 0:
+        capture.unavailable["gpus"] = "NVML initialised but reports no GPU" + (
+            f" although {driver.nvidia_pci_devices} NVIDIA GPUs are on the PCI bus "
+            "(in a container: were the GPUs passed in?)"
+            if driver.nvidia_pci_devices
+            else ""
+        )
+    usable = {g.index for g in capture.gpus if g.nvml_error is None}
+    _build_p2p(capture, backend, usable)
+    capture.host.processes = collect_processes(processes, proc_root)
+    return usable

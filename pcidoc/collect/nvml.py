@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pcidoc.collect.sysfs import normalize_bus_id
-from pcidoc.model.cpulist import format_cpulist
+from pcidoc.model.cpulist import format_cpulist, parse_cpulist
 
 T = TypeVar("T")
 
@@ -272,8 +272,40 @@ FI_NVLINK_ERROR_DL_RECOVERY = 162
 FI_NVLINK_ERROR_DL_CRC = 163
 FI_NVLINK_GET_SPEED = 164
 FI_NVLINK_GET_STATE = 165
-FI_PCIE_COUNT_TX_BYTES = 197
-FI_PCIE_COUNT_RX_BYTES = 198
+FI_PCIE_COUNT_TX_BYTES = 197  # first in driver branch R555 (nvml.h 12.5)
+FI_PCIE_COUNT_RX_BYTES = 198  # first in driver branch R555
+# Per-link NVLink counters of nvml.h 12.8 (driver branch R570). On Blackwell the DL error
+# fields 161-163 and nvmlDeviceGetNvLinkErrorCounter answer NOT_SUPPORTED; these are what NVML
+# offers there instead (scopeId = link id).
+FI_NVLINK_COUNT_LINK_RECOVERY_EVENTS = 215
+FI_NVLINK_COUNT_EFFECTIVE_ERRORS = 219
+
+NVLINK_DL_ERROR_FIELDS: dict[str, int] = {
+    "replay": FI_NVLINK_ERROR_DL_REPLAY,
+    "recovery": FI_NVLINK_ERROR_DL_RECOVERY,
+    "crc_flit": FI_NVLINK_ERROR_DL_CRC,
+}
+"""The pre-Blackwell per-link error fields (unsupported from Blackwell on)."""
+
+NVLINK_COUNT_ERROR_FIELDS: dict[str, int] = {
+    "recovery_events": FI_NVLINK_COUNT_LINK_RECOVERY_EVENTS,
+    "effective_errors": FI_NVLINK_COUNT_EFFECTIVE_ERRORS,
+}
+"""The R570+ per-link error fields, read where the DL fields are not supported (Blackwell).
+
+Field 221 (symbol errors) is left out on purpose: it counts raw errors before forward error
+correction, which are normal on a healthy link, and would read as link errors."""
+
+NVLINK_STATES: dict[int, str] = {0: "down", 1: "up", 2: "sleep"}
+"""Field 165 (``NVML_FI_DEV_NVLINK_GET_STATE``): INACTIVE, ACTIVE, SLEEP (``nvml.h``)."""
+
+PCIE_UTIL_TX_BYTES = 0
+PCIE_UTIL_RX_BYTES = 1
+"""``nvmlPcieUtilCounter_t`` for ``nvmlDeviceGetPcieThroughput`` (KB/s, 1 KB granularity)."""
+
+PCIE_THROUGHPUT_KB = 1024
+"""Bytes per "KB" of ``nvmlDeviceGetPcieThroughput`` (NVML counts in KiB like its NVLink
+data fields)."""
 
 PCIE_COUNTER_FIELDS: dict[str, int] = {
     "l0_to_recovery": 169,
@@ -491,6 +523,9 @@ class NvmlBackend(Protocol):
     def bar1_total(self, index: int) -> Maybe[int]:
         """BAR1 size in bytes."""
 
+    def pcie_throughput(self, index: int, counter: int) -> Maybe[int]:
+        """``nvmlDeviceGetPcieThroughput`` in KB/s (NVML samples 20 ms per call)."""
+
     def topology_common_ancestor(self, index_a: int, index_b: int) -> Maybe[int]:
         """``nvmlGpuTopologyLevel_t`` between two GPUs."""
 
@@ -553,7 +588,38 @@ def _pci_info_bus_id(info: Any) -> str:
 
 
 def _as_text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    """Bindings before nvidia-ml-py 11.515 return ``bytes`` for names, UUIDs, versions."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def possible_cpu_count(sys_root: str = "/sys") -> int:
+    """Highest possible CPU id + 1, for sizing NVML's CPU-affinity mask.
+
+    ``os.cpu_count()`` counts CPUs, not ids: with offline or sparse ids (``0-3,64-67``) a mask
+    sized from it drops the high ids. ``/sys/devices/system/cpu/possible`` names every id the
+    kernel may ever use.
+    """
+    try:
+        with open(os.path.join(sys_root, "devices", "system", "cpu", "possible")) as handle:
+            ids = parse_cpulist(handle.read())
+    except (OSError, ValueError):
+        ids = None
+    highest = max(ids) + 1 if ids else 0
+    return max(highest, os.cpu_count() or 1, 1)
+
+
+FABRIC_STRUCTS: tuple[tuple[str, int], ...] = (
+    ("c_nvmlGpuFabricInfo_v3_t", 3),
+    ("c_nvmlGpuFabricInfo_v2_t", 2),
+    ("c_nvmlGpuFabricInfoV_t", 2),
+)
+"""Versioned fabric structures by the names each nvidia-ml-py generation uses: 12.550-12.575
+call the v2 structure ``c_nvmlGpuFabricInfoV_t``; later ones name ``_v2_t`` and ``_v3_t``."""
+
+
+def _struct_version(record: Any, version: int) -> int:
+    """``NVML_STRUCT_VERSION``: the structure size with the version in the top byte."""
+    return ctypes.sizeof(record) | (version << 24)
 
 
 class PynvmlBackend:
@@ -563,10 +629,11 @@ class PynvmlBackend:
     importing :mod:`pcidoc.collect.nvml` never loads NVML.
     """
 
-    def __init__(self) -> None:
-        self._nvml: Any = None
+    def __init__(self, bindings: Any = None, sys_root: str = "/sys") -> None:
+        self._nvml: Any = bindings
         self._refs = 0
         self._handles: dict[int, Any] = {}
+        self._sys_root = sys_root
 
     # -- session --------------------------------------------------------------------------
 
@@ -607,14 +674,22 @@ class PynvmlBackend:
             return None
 
     def _handle(self, index: int) -> Any:
+        """The handle of GPU ``index``; only a handle is cached, never a failure (a GPU that
+        was busy or not yet visible is asked again on the next call)."""
         handle = self._handles.get(index)
         if handle is None:
             handle = query(self._nvml.nvmlDeviceGetHandleByIndex, index)
-            self._handles[index] = handle
+            if not isinstance(handle, Unavailable):
+                self._handles[index] = handle
         return handle
 
+    @property
+    def _closed(self) -> bool:
+        """No session open: NVML would answer UNINITIALIZED, and cached handles are stale."""
+        return self._nvml is None or self._refs == 0
+
     def _device(self, index: int, fn: Callable[..., T], *args: Any) -> T | Unavailable:
-        if self._nvml is None:
+        if self._closed:
             return Unavailable.from_name("UNINITIALIZED")
         handle = self._handle(index)
         if isinstance(handle, Unavailable):
@@ -622,7 +697,7 @@ class PynvmlBackend:
         return query(fn, handle, *args)
 
     def _pair(self, a: int, b: int, fn: Callable[..., T], *args: Any) -> T | Unavailable:
-        if self._nvml is None:
+        if self._closed:
             return Unavailable.from_name("UNINITIALIZED")
         ha, hb = self._handle(a), self._handle(b)
         if isinstance(ha, Unavailable):
@@ -632,7 +707,7 @@ class PynvmlBackend:
         return query(fn, ha, hb, *args)
 
     def _system(self, fn: Callable[..., T], *args: Any) -> T | Unavailable:
-        if self._nvml is None:
+        if self._closed:
             return Unavailable.from_name("UNINITIALIZED")
         return query(fn, *args)
 
@@ -658,7 +733,7 @@ class PynvmlBackend:
     def conf_compute(self) -> Maybe[ConfCompute]:
         """Confidential-computing state and multi-GPU mode."""
         nvml = self._nvml
-        if nvml is None:
+        if self._closed:
             return Unavailable.from_name("UNINITIALIZED")
         state = query(nvml.nvmlSystemGetConfComputeState)
         if isinstance(state, Unavailable):
@@ -666,6 +741,8 @@ class PynvmlBackend:
 
         def settings() -> int:
             record = nvml.c_nvmlSystemConfComputeSettings_v1_t()
+            if not int(record.version):
+                record.version = _struct_version(record, 1)
             ret = nvml.nvmlSystemGetConfComputeSettings(ctypes.byref(record))
             if ret:
                 raise nvml.NVMLError(ret)
@@ -683,7 +760,7 @@ class PynvmlBackend:
 
     def device_open(self, index: int) -> Unavailable | None:
         """Acquire (and cache) the handle of GPU ``index``."""
-        if self._nvml is None:
+        if self._closed:
             return Unavailable.from_name("UNINITIALIZED")
         handle = self._handle(index)
         return handle if isinstance(handle, Unavailable) else None
@@ -790,8 +867,8 @@ class PynvmlBackend:
         )
 
     def cpu_affinity(self, index: int) -> Maybe[str]:
-        """Local CPUs as a cpulist."""
-        words = max(1, ((os.cpu_count() or 64) + 63) // 64)
+        """Local CPUs as a cpulist (the mask covers every possible CPU id)."""
+        words = max(1, (possible_cpu_count(self._sys_root) + 63) // 64)
 
         def read(handle: Any) -> str:
             mask = self._nvml.nvmlDeviceGetCpuAffinity(handle, words)
@@ -822,6 +899,13 @@ class PynvmlBackend:
         """BAR1 size."""
         return self._device(
             index, lambda h: int(self._nvml.nvmlDeviceGetBAR1MemoryInfo(h).bar1Total)
+        )
+
+    def pcie_throughput(self, index: int, counter: int) -> Maybe[int]:
+        """PCIe throughput in KB/s over NVML's 20 ms sample window."""
+        return self._device(
+            index,
+            lambda h: int(self._nvml.nvmlDeviceGetPcieThroughput(h, counter)),
         )
 
     def topology_common_ancestor(self, index_a: int, index_b: int) -> Maybe[int]:
@@ -868,11 +952,14 @@ class PynvmlBackend:
         )
 
     def fabric_info(self, index: int) -> Maybe[FabricInfo]:
-        """Fabric info, trying the v3, v2 and legacy structures in turn."""
+        """Fabric info: the versioned call with the newest structure the bindings and the
+        driver both know (v3, v2 under either name), else the legacy v1 call (no health)."""
         nvml = self._nvml
 
-        def versioned(handle: Any, struct_name: str) -> FabricInfo:
+        def versioned(handle: Any, struct_name: str, version: int) -> FabricInfo:
             record = getattr(nvml, struct_name)()
+            if not int(getattr(record, "version", 0)):
+                record.version = _struct_version(record, version)
             nvml.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(record))
             return FabricInfo(
                 state=int(record.state),
@@ -892,17 +979,24 @@ class PynvmlBackend:
                 cluster_uuid=format_uuid_bytes(bytes(record.clusterUuid)),
             )
 
+        if self._closed:
+            return Unavailable.from_name("UNINITIALIZED")
         result: FabricInfo | Unavailable = Unavailable.from_name("FUNCTION_NOT_FOUND")
-        for struct_name in ("c_nvmlGpuFabricInfo_v3_t", "c_nvmlGpuFabricInfo_v2_t"):
-            if nvml is None or not hasattr(nvml, struct_name):
+        tried: set[int] = set()
+        for struct_name, version in FABRIC_STRUCTS:
+            if version in tried or not hasattr(nvml, struct_name):
                 continue
-            result = self._device(index, versioned, struct_name)
+            tried.add(version)
+            result = self._device(index, versioned, struct_name, version)
             if not (
                 isinstance(result, Unavailable)
                 and result.error in ("ARGUMENT_VERSION_MISMATCH", "FUNCTION_NOT_FOUND")
             ):
                 return result
-        if isinstance(result, Unavailable) and result.error == "FUNCTION_NOT_FOUND":
+        if isinstance(result, Unavailable) and result.error in (
+            "FUNCTION_NOT_FOUND",
+            "ARGUMENT_VERSION_MISMATCH",
+        ):
             return self._device(index, legacy)
         return result
 

@@ -24,12 +24,14 @@ CHECK_IDS: tuple[str, ...] = (
     "pcie.link-speed",
     "pcie.errors",
     "pcie.shared-uplink",
+    "pcie.link-flap",
     "nvlink.state",
     "nvlink.errors",
     "nvlink.fabric",
     "p2p.capability",
     "p2p.acs-iommu",
     "p2p.fallback",
+    "p2p.integrity",
     "numa.cross-socket",
     "numa.process-affinity",
     "numa.nic-affinity",
@@ -50,6 +52,12 @@ CHECK_IDS: tuple[str, ...] = (
     "nccl.nic-inventory",
     "nccl.acs-redirect",
     "nccl.lspci-link",
+    "nccl.ras",
+    "nccl.watchdog",
+    "nccl.inspector",
+    "kernel.xid",
+    "kernel.aer",
+    "kernel.iommu-fault",
 )
 """Every check id, in catalogue order. Ids are a stable contract: never rename one."""
 

@@ -10,7 +10,7 @@ from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import CHECK_IDS, CheckSpec, Finding, load_checks
 from pcidoc.errors import PcidocError
 from pcidoc.model.capture import Capture
-from pcidoc.model.report import SEVERITY_ORDER, CheckResult, Report, ReportSource
+from pcidoc.model.report import SEVERITY_ORDER, CheckResult, FindingNote, Report, ReportSource
 from pcidoc.model.units import plurals
 
 if TYPE_CHECKING:
@@ -101,6 +101,10 @@ def merge_findings(spec: CheckSpec, findings: list[Finding]) -> CheckResult:
         confidence=worst.confidence,
         needs=worst.needs,
         docs_url=spec.docs_url,
+        findings=[
+            FindingNote(severity=f.severity, summary=plurals(f.summary), subjects=list(f.subjects))
+            for f in notable
+        ],
     )
 
 

@@ -134,7 +134,7 @@ def cmd_fleet(args: argparse.Namespace, progress: Callable[[str], None]) -> int:
         raise PcidocError("--jobs must be at least 1")
     report = analyse(args.paths, workers=args.jobs, progress=progress, names=args.names)
     for bad in report.unreadable:
-        progress(f"pcidoc: skipped {bad.error}")
+        progress(f"pcidoc: skipped {bad.text()}")
     if args.output:
         progress(f"pcidoc: wrote {write_fleet_file(report, args.output)}")
     sys.stdout.write(fleet_json(report) if args.json else fleet_text(report, args.verbose))

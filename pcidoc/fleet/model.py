@@ -103,6 +103,10 @@ class UnreadableInput(Model):
     path: str
     error: str
 
+    def text(self) -> str:
+        """``PATH: why``: the error names the file already; the path is added only when not."""
+        return self.error if self.error.startswith(self.path) else f"{self.path}: {self.error}"
+
 
 class FleetReport(Model):
     """Many machines' diagnoses compared with their peers."""

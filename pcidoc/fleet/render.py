@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from pcidoc.fleet.model import FleetReport
+from pcidoc.fleet.model import FleetNode, FleetReport
 from pcidoc.model.units import plurals
 
 _MARK = {
@@ -15,6 +15,25 @@ _MARK = {
     "pass": "ok  ",
     "skip": "skip",
 }
+
+
+def peer_status(report: FleetReport, node: FleetNode) -> str:
+    """What the comparison with its peers says of a node that differs in nothing: it matches
+    its group only when the group was large enough to compare and the node has GPUs."""
+    if node.differs:
+        more = f" (+{len(node.differs) - 1} more)" if len(node.differs) > 1 else ""
+        return node.differs[0].text + more
+    if node.gpus == 0:
+        return "no GPUs: nothing to compare with its peers"
+    group = next((g for g in report.groups if g.id == node.group), None)
+    if group is not None and not group.peers_comparable:
+        from pcidoc.fleet.analyze import MIN_PEERS
+
+        return plurals(
+            f"too few nodes to compare ({len(group.nodes)} node(s) in its group; "
+            f"{MIN_PEERS} needed)"
+        )
+    return "matches its peer group"
 
 
 def fleet_json(report: FleetReport) -> str:
@@ -63,14 +82,15 @@ def fleet_text(report: FleetReport, verbose: bool = False, limit: int = 40) -> s
     for node in shown:
         mark = "*" if node.outlier else " "
         top = next((f for f in node.findings if f.severity == node.worst), None)
-        detail = f"  {top.id}: {top.summary}" if top else ""
-        lines.append(f"  {_MARK[node.worst]}{mark} {node.name}{detail}"[:160])
+        detail = f"  {top.id}: {top.summary}" if top else f"  ({peer_status(report, node)})"
+        # Never cut: a terminal wraps a long line, a cut one loses the words that matter.
+        lines.append(f"  {_MARK[node.worst]}{mark} {node.name}{detail}")
     if len(shown) < len(report.nodes):
         lines.append(f"  ... {len(report.nodes) - len(shown)} more (use --verbose or --json)")
     if report.unreadable:
         lines.append("")
         lines.append("Unreadable (skipped):")
-        lines += [f"  {u.error}" for u in report.unreadable]
+        lines += [f"  {u.text()}" for u in report.unreadable]
     return "\n".join(lines) + "\n"
 
 
@@ -102,58 +122,73 @@ def fleet_markdown(report: FleetReport) -> str:
         out.append("")
     out += ["## Groups", ""]
     out += [
-        f"- {g.id}: {plurals(f'{len(g.nodes)} node(s)')}: {_md(g.signature)}" for g in report.groups
+        f"- {g.id}: {plurals(f'{len(g.nodes)} node(s)')}: {_md(g.signature)}"
+        + ("" if g.peers_comparable else " (too few nodes to compare)")
+        for g in report.groups
     ]
     out += [
         "",
         "## Nodes, worst first",
         "",
-        "| node | worst | outlier | group |",
-        "|---|---|---|---|",
+        "| node | worst | outlier | group | compared with its peers |",
+        "|---|---|---|---|---|",
     ]
     out += [
-        f"| {_md(n.name)} | {n.worst} | {'yes' if n.outlier else ''} | {n.group} |"
+        f"| {_md(n.name)} | {n.worst} | {'yes' if n.outlier else ''} | {n.group} "
+        f"| {_md(peer_status(report, n))} |"
         for n in report.nodes
     ]
     if report.unreadable:
         out += ["", "## Unreadable files (skipped)", ""]
-        out += [f"- {_md(u.error)}" for u in report.unreadable]
+        out += [f"- {_md(u.text())}" for u in report.unreadable]
     return "\n".join(out) + "\n"
 
 
 def fleet_html(report: FleetReport) -> str:
-    """A self-contained HTML page of the fleet report (every string escaped)."""
+    """A self-contained HTML page of the fleet report (every string escaped), styled with the
+    check report's stylesheet."""
+    from pcidoc.present._common import VERDICTS
+    from pcidoc.present.html import severity_badge, stylesheet
+
     e = html.escape
+
+    def differs(node: FleetNode) -> str:
+        if node.differs:
+            return "<br>".join(e(d.text) for d in node.differs)
+        return f'<span class="muted">{e(peer_status(report, node))}</span>'
+
     rows = "".join(
-        f"<tr><td>{e(n.name)}</td><td class='{n.worst}'>{n.worst}</td>"
-        f"<td>{'yes' if n.outlier else ''}</td><td>{e(n.group)}</td>"
-        f"<td>{'<br>'.join(e(d.text) for d in n.differs)}</td></tr>"
+        f"<tr><td>{e(n.name)}</td><td>{severity_badge(n.worst)}</td>"
+        f"<td>{'yes' if n.outlier else ''}</td><td>{e(n.group)}</td><td>{differs(n)}</td></tr>"
         for n in report.nodes
     )
     excl = "".join(f"<li><b>{e(x.name)}</b>: {e(x.reason)}</li>" for x in report.exclude)
     shared = "".join(
-        f"<li>[{e(f.group)}, {plurals(f'{f.nodes} node(s)')}] <b>{e(f.id)}</b> {f.severity}: "
-        f"{e(f.summary)}</li>"
+        f"<li>{severity_badge(f.severity)} [{e(f.group)}, {plurals(f'{f.nodes} node(s)')}] "
+        f'<code class="cid">{e(f.id)}</code>: {e(f.summary)}</li>'
         for f in report.fleet_findings
     )
     groups = "".join(
-        f"<li>{e(g.id)}: {plurals(f'{len(g.nodes)} node(s)')}: {e(g.signature)}</li>"
+        f"<li>{e(g.id)}: {plurals(f'{len(g.nodes)} node(s)')}: {e(g.signature)}"
+        + ("" if g.peers_comparable else ' <span class="muted">(too few nodes to compare)</span>')
+        + "</li>"
         for g in report.groups
     )
-    bad = "".join(f"<li>{e(u.error)}</li>" for u in report.unreadable)
-    style = (
-        "body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;text-align:left}"
-        ".fail,.error{color:#b00}.warn{color:#a60}"
-    )
+    bad = "".join(f"<li>{e(u.text())}</li>" for u in report.unreadable)
+    worst = report.worst
+    badge = f'<span class="verdict sev-{e(worst)}">{e(VERDICTS.get(worst, worst.upper()))}</span>'
     return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>pcidoc fleet report</title>"
-        f"<style>{style}</style></head><body><h1>pcidoc fleet report</h1>"
-        f"<p>{e(_headline(report))}</p>"
-        + (f"<h2>Exclude (drain)</h2><ul>{excl}</ul>" if excl else "")
-        + (f"<h2>Fleet-wide findings</h2><ul>{shared}</ul>" if shared else "")
-        + f"<h2>Groups</h2><ul>{groups}</ul>"
-        + "<h2>Nodes, worst first</h2><table><tr><th>node</th><th>worst</th><th>outlier</th>"
-        + f"<th>group</th><th>differs</th></tr>{rows}</table>"
-        + (f"<h2>Unreadable files (skipped)</h2><ul>{bad}</ul>" if bad else "")
-        + "</body></html>\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="generator" content="pcidoc">\n'
+        f"<title>pcidoc fleet report</title>\n<style>{stylesheet()}</style>\n</head>\n<body>\n"
+        f"<h1>pcidoc fleet report {badge}</h1>\n<p>{e(_headline(report))}</p>\n"
+        + (f"<h2>Exclude (drain)</h2><ul>{excl}</ul>\n" if excl else "")
+        + (f"<h2>Fleet-wide findings</h2><ul>{shared}</ul>\n" if shared else "")
+        + f"<h2>Groups</h2><ul>{groups}</ul>\n"
+        + '<h2>Nodes, worst first</h2><div class="tablewrap"><table class="findings"><thead><tr>'
+        + "<th>node</th><th>worst</th><th>outlier</th><th>group</th>"
+        + f"<th>compared with its peers</th></tr></thead><tbody>{rows}</tbody></table></div>\n"
+        + (f"<h2>Unreadable files (skipped)</h2><ul>{bad}</ul>\n" if bad else "")
+        + "</body>\n</html>\n"
     )

@@ -7,17 +7,22 @@ over the updated facts (its checks are pure and take milliseconds). Each change 
 line:
 
 * ``link_changed``: a GPU's negotiated PCIe generation or width changed (``downtrained`` when the
-  new rate is lower);
+  new rate is lower); with ``port`` when it is the link of the port the GPU hangs off (sysfs);
 * ``replays_grew`` / ``aer_grew`` / ``nvlink_errors_grew``: a cumulative error counter grew
   (with the delta and the rate per second);
 * ``nvlink_down`` / ``nvlink_up``;
 * ``check_changed``: a check changed severity (with the new summary);
-* ``sample_error``: the sampler could not read some counters (once per distinct message).
+* ``sample_error``: the sampler could not read some counters (once per distinct message);
+* ``nccl_ras``: the ranks NCCL's RAS service on this node names changed (queried read-only on
+  ``localhost:28028`` every 30 s when a job listens; the report also feeds ``nccl.ras``).
 
 The first line is ``started`` with the initial worst verdict. The ``--prom`` file is rewritten
 atomically after every sample (verdict metrics of :mod:`pcidoc.fleet.prom` plus the time of the
-last sample). Ctrl-C ends the loop with exit code 130. Clock, sleep and the NVML backend are
-injectable so that tests drive the loop with the fake backend on a fake clock.
+last sample, and per device the link transitions and transitions per minute). Every change of
+a GPU's or its upstream port's link is kept with its time (:mod:`pcidoc.fleet.flaps`) and judged
+by ``pcie.link-flap`` at each diagnosis. Ctrl-C ends the loop with exit code 130. Clock, sleep
+and the NVML backend are injectable so that tests drive the loop with the fake backend on a fake
+clock.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pcidoc.errors import ExitCode, PcidocError
 
 if TYPE_CHECKING:
     from pcidoc.collect.counters import CounterSampler
+    from pcidoc.fleet.flaps import PortReader
     from pcidoc.model.capture import Capture
     from pcidoc.model.counters import CounterSample
     from pcidoc.model.report import Report
@@ -52,6 +58,8 @@ class Watcher:
         sampler: A counter sampler over its GPUs.
         wall_time: Returns the time stamp written into events (ISO 8601 UTC).
         node: Node name for the events and the metrics.
+        port_reader: Reads (gen, width) of a GPU's upstream port by bus id (sysfs); None to
+            record the GPUs' own links only.
     """
 
     def __init__(
@@ -60,8 +68,15 @@ class Watcher:
         sampler: CounterSampler,
         wall_time: Callable[[], str],
         node: str | None = None,
+        ras: Any = None,
+        port_reader: PortReader | None = None,
     ) -> None:
+        from pcidoc.fleet.flaps import FlapRecorder
+
         self.capture = capture
+        self.ras = ras
+        """A :class:`~pcidoc.collect.nccl_ras_client.RasWatch` (NCCL RAS on this node), or None."""
+        self.flaps = FlapRecorder(port_reader)
         self.sampler = sampler
         self.wall_time = wall_time
         self.node = node or capture.host.hostname or ""
@@ -73,6 +88,48 @@ class Watcher:
         self.utilisation: dict[tuple[str, str], float] = {}
         """(GPU label, ``tx``/``rx``) -> throughput between the last two samples as a fraction
         of the negotiated link's per-direction rate."""
+
+    def _record_links(self, sample: CounterSample) -> list[dict[str, Any]]:
+        """Record every GPU's and upstream port's link; events for the ports that changed (the
+        GPUs' own changes are reported by :meth:`step`)."""
+        gpus = {g.index: g for g in self.capture.gpus}
+        events: list[dict[str, Any]] = []
+        for counters in sample.gpus:
+            gpu = gpus.get(counters.index)
+            if gpu is None:
+                continue
+            pcie = gpu.pcie
+            self.flaps.record(
+                sample.t,
+                gpu.label,
+                gpu.bus_id,
+                "gpu",
+                counters.link_gen,
+                counters.link_width,
+                pcie.max_gen if pcie else None,
+                pcie.max_width if pcie else None,
+            )
+            if gpu.path:
+                port = gpu.path[0].bus_id
+                changed = self.flaps.read_port(sample.t, gpu.label, port)
+                if changed is not None:
+                    events.append(
+                        self._event(
+                            "link_changed",
+                            gpu=gpu.label,
+                            bus_id=gpu.bus_id,
+                            port=port,
+                            after=_link(*changed),
+                        )
+                    )
+        history = self.flaps.history()
+        history.readings = self.samples + 1
+        from pcidoc.model.evidence import ImportedEvidence
+
+        if self.capture.evidence is None:
+            self.capture.evidence = ImportedEvidence()
+        self.capture.evidence.link_histories = [history]
+        return events
 
     def _diagnose(self) -> Report:
         from pcidoc import doctor
@@ -87,6 +144,7 @@ class Watcher:
         """Diagnose the collected machine and take the first sample (the baseline)."""
         self.previous = self.sampler.sample()
         self._apply(self.previous)
+        self._record_links(self.previous)
         self.report = self._diagnose()
         self._severity = {c.id: c.severity for c in self.report.checks}
         self.samples = 1
@@ -119,8 +177,8 @@ class Watcher:
             links = {link.link: link for link in gpu.nvlinks}
             for link_counter in counters.nvlinks:
                 link = links.get(link_counter.link)
-                if link is not None and link_counter.up is not None:
-                    link.state = "up" if link_counter.up else "down"
+                if link is not None and link_counter.state is not None:
+                    link.state = link_counter.state  # type: ignore[assignment]
 
     def step(self) -> list[dict[str, Any]]:
         """Take one sample; return the change events it caused."""
@@ -168,8 +226,9 @@ class Watcher:
                 was = links_before.get(link.link)
                 if was is None:
                     continue
-                if was.up is not None and link.up is not None and was.up != link.up:
-                    kind = "nvlink_up" if link.up else "nvlink_down"
+                # A link dozing off (sleep) or waking is routine: only up <-> down is news.
+                if {was.state, link.state} == {"up", "down"}:
+                    kind = "nvlink_up" if link.state == "up" else "nvlink_down"
                     events.append(self._event(kind, **who, link=link.link))
                 if was.errors is not None and link.errors is not None and link.errors > was.errors:
                     events.append(
@@ -186,6 +245,7 @@ class Watcher:
                 self._errors.add(message)
                 events.append(self._event("sample_error", message=message))
         self._apply(new)
+        events.extend(self._record_links(new))
         self.previous = new
         self.utilisation = {}
         for r in rates(old, new):
@@ -195,6 +255,8 @@ class Watcher:
             for direction, gbps in (("tx", r.pcie_tx_gbps), ("rx", r.pcie_rx_gbps)):
                 if gbps is not None:
                     self.utilisation[(f"GPU{r.index}", direction)] = round(gbps / ceiling, 4)
+        if self.ras is not None:
+            events.extend(self.ras.poll(self.capture, self._event))
         self.report = self._diagnose()
         for check in self.report.checks:
             was_severity = self._severity.get(check.id)
@@ -232,6 +294,22 @@ class Watcher:
             ["node"],
             registry=registry,
         ).labels(node=self.node).set(self.samples)
+        transitions = Gauge(
+            "pcidoc_link_transitions",
+            "Changes of negotiated PCIe generation or width since pcidoc watch started",
+            ["node", "device"],
+            registry=registry,
+        )
+        per_minute = Gauge(
+            "pcidoc_link_transitions_per_minute",
+            "Link changes per minute since pcidoc watch started",
+            ["node", "device"],
+            registry=registry,
+        )
+        for device, (count, rate) in self.flaps.counts().items():
+            transitions.labels(node=self.node, device=device).set(count)
+            if rate is not None:
+                per_minute.labels(node=self.node, device=device).set(rate)
         return registry
 
 
@@ -298,7 +376,10 @@ def watch_command(
             reason = capture.unavailable.get("gpus") or getattr(failure, "reason", "no GPUs")
             raise PcidocError(f"watch needs NVML and at least one GPU ({reason})")
         sampler = CounterSampler.for_capture(backend, capture)
-        watcher = Watcher(capture, sampler, utc_now)
+        from pcidoc.collect.nccl_ras_client import RasWatch
+        from pcidoc.fleet.flaps import sysfs_port_link
+
+        watcher = Watcher(capture, sampler, utc_now, ras=RasWatch(), port_reader=sysfs_port_link)
         handle = open(args.jsonl, "a", encoding="utf-8") if args.jsonl else None  # noqa: SIM115
         try:
 

@@ -36,7 +36,9 @@ class Model(_Base):
     schema still loads; missing required keys and wrong types are validation errors.
     """
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, defer_build=True)
+    model_config = ConfigDict(
+        extra="ignore", populate_by_name=True, defer_build=True, protected_namespaces=()
+    )
 
 
 class FactModel(Model):

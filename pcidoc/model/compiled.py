@@ -45,6 +45,8 @@ _MODULES = (
     "pcidoc.model.lite",
     "pcidoc.model.facts",
     "pcidoc.model.measurements",
+    "pcidoc.model.runtime",
+    "pcidoc.model.kernel",
     "pcidoc.model.evidence",
     "pcidoc.model.capture",
     "pcidoc.model.report",
@@ -167,137 +169,15 @@ def core() -> Any:
         spec = PathFinder.find_spec(name, list(locations)) if locations else None
         if spec is None or spec.loader is None:
             raise ImportError(f"No module named {name!r}", name=name)
-        created = spec.loader.create_module(spec)  # an extension module creates itself
-        if created is None:
-            raise ImportError(f"{name} is not an extension module", name=name)
-        module = sys.modules[name] = created
+        from importlib.util import module_from_spec
+
+        module = sys.modules[name] = module_from_spec(spec)  # the real module, spec and all
         try:
             spec.loader.exec_module(module)
         except BaseException:
             del sys.modules[name]
             raise
     return module
-
-
-_prime_sentinel = False
-
-
-def serialize_without_package() -> None:
-    """Let this process's first model serialization skip the ``pydantic_core`` package.
-
-    For pcidoc's own process (``pcidoc.cli.run``, the ``pcidoc`` command) only, not for code
-    that imports pcidoc or calls ``pcidoc.cli.main``: see :func:`prime_missing_sentinel`.
-    """
-    global _prime_sentinel
-    _prime_sentinel = True
-
-
-class _Unset:
-    """pcidoc's stand-in for ``pydantic_core.MISSING``: no pcidoc model field ever holds it."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<no value (pcidoc)>"
-
-
-_ENGINE_TYPE_TABLE = (
-    ("decimal", ("Decimal",)),
-    ("fractions", ("Fraction",)),
-    ("pathlib", ("Path",)),
-    ("uuid", ("UUID",)),
-    ("ipaddress", ("IPv4Address", "IPv6Address", "IPv4Network", "IPv6Network")),
-)
-"""The standard-library classes the engine looks up when it first serializes a model (its table
-for values in fields typed ``Any``), by module, for the engine version the store is made with."""
-
-
-class _NotInPcidocModels:
-    """Base of the stand-in classes :func:`prime_missing_sentinel` hands the engine for its type
-    table: no pcidoc model holds an instance of one."""
-
-    __slots__ = ()
-
-
-def prime_missing_sentinel() -> None:
-    """Hand the engine its ``MISSING`` sentinel without importing the ``pydantic_core`` package.
-
-    The engine's field serializer looks ``MISSING`` up once, with ``import pydantic_core``, to
-    leave out fields whose value is that sentinel, and keeps it for the life of the process.
-    Importing the package for it costs ~30 ms of CPU (``typing_extensions``, ``inspect`` and the
-    ~85 typed dictionaries of ``core_schema``): a quarter of ``pcidoc check --json``. So, when
-    allowed (:func:`serialize_without_package`), light models are in use, and the package is
-    not loaded yet, one tiny serialization runs while ``sys.modules`` holds a stand-in package
-    whose ``MISSING`` is an object no pcidoc field holds (none is declared with it), and the
-    stand-in is removed at once. Output is unchanged; a later ``import pydantic_core`` loads
-    the real package.
-
-    The one difference: in this process the engine does not recognise the real
-    ``pydantic_core.MISSING``, so a pydantic model of someone else's with a ``MISSING`` field
-    would print it instead of leaving it out. That is why only the ``pcidoc`` command itself
-    allows it. Light models require the exact ``pydantic_core`` the store was made with, so this
-    runs only against the engine version it is tested with; any failure leaves the cell empty
-    and the engine imports the real package as usual.
-
-    The same first serialization builds the engine's table of standard-library types it
-    recognises in fields typed ``Any`` (:data:`_ENGINE_TYPE_TABLE`): it imports ``decimal``,
-    ``fractions``, ``pathlib``, ``uuid`` (and with it ``platform``) and ``ipaddress`` for it,
-    about 8 ms of a ~100 ms command, although no pcidoc model holds a value of those types. So
-    the priming hands the engine stand-in classes for the modules not imported yet, and removes
-    them at once. pcidoc's only ``Any`` positions are the measurements' ``conditions``, which
-    hold JSON-parsed values from the probes (a test keeps it so); in this process another
-    program's ``Decimal`` or ``UUID`` in an ``Any`` field would fail to serialize instead of
-    becoming a string, the second reason only the ``pcidoc`` command allows it.
-
-    The stand-ins are in ``sys.modules`` only during that one serialization; a process with
-    threads primes before it starts them (the TUI does, in ``pcidoc.cli.cmd_tui``), so that no
-    other thread imports a stand-in in that moment.
-    """
-    global _prime_sentinel
-    if not _prime_sentinel:
-        return
-    _prime_sentinel = False
-    if "pydantic_core" in sys.modules or not lite_mode():
-        return
-    import types
-
-    engine = core()
-
-    class _Probe:
-        pass
-
-    serializer = engine.SchemaSerializer(
-        {
-            "type": "model",
-            "cls": _Probe,
-            "schema": {
-                "type": "model-fields",
-                "fields": {"a": {"type": "model-field", "schema": {"type": "int"}}},
-            },
-        }
-    )
-    probe = _Probe()
-    probe.__dict__["a"] = 0
-    stand_in = types.ModuleType("pydantic_core", "pcidoc's stand-in while priming the engine")
-    stand_in.MISSING = _Unset()  # type: ignore[attr-defined]
-    stand_ins = {"pydantic_core": stand_in}
-    for module, names in _ENGINE_TYPE_TABLE:
-        if module not in sys.modules:
-            table = types.ModuleType(module, "pcidoc's stand-in while priming the engine")
-            for name in names:
-                setattr(table, name, type(name, (_NotInPcidocModels,), {}))
-            stand_ins[module] = table
-    sys.modules.update(stand_ins)
-    try:
-        serializer.to_python(probe)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException:  # an engine panic (pyo3 PanicException) is a BaseException
-        pass
-    finally:
-        for module, stand_in in stand_ins.items():
-            if sys.modules.get(module) is stand_in:
-                del sys.modules[module]
 
 
 def class_key(cls: type) -> str:

@@ -1,7 +1,8 @@
 """Live counter samples: cumulative PCIe/NVLink byte and error counters read at one instant.
 
-The sampler reads cumulative counters (never NVML's 20 ms ``GetPcieThroughput``); rates are
-the difference of two samples divided by the time between them (:func:`rates`).
+The sampler reads cumulative counters; rates are the difference of two samples divided by the
+time between them (:func:`rates`). Only on drivers without cumulative PCIe byte counters (before
+R555) does a sample carry a directly read PCIe rate (NVML's 20 ms ``GetPcieThroughput``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,16 @@ class NvLinkCounter:
     tx_bytes: int | None = None
     rx_bytes: int | None = None
     up: bool | None = None
+    """True only for an active link (a sleeping link is not up)."""
     errors: int | None = None
-    """Sum of replay + recovery + CRC counters."""
+    """Sum of replay + recovery + CRC counters (on Blackwell: recovery events + effective
+    errors); ``None`` when the GPU and driver offer no NVLink error counter."""
+    state: str | None = None
+    """``up``, ``down`` or ``sleep`` (NVML field 165); derived from ``up`` when not given."""
+
+    def __post_init__(self) -> None:
+        if self.state is None and self.up is not None:
+            object.__setattr__(self, "state", "up" if self.up else "down")
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,10 @@ class GpuCounters:
     link_width: int | None = None
     pstate: int | None = None
     nvlinks: tuple[NvLinkCounter, ...] = ()
+    pcie_tx_bytes_per_s: float | None = None
+    """PCIe TX rate read directly (``nvmlDeviceGetPcieThroughput``) where the cumulative byte
+    counters do not exist (driver branches before R555); used only when they are missing."""
+    pcie_rx_bytes_per_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,10 @@ def _delta(new: int | None, old: int | None, wrap: int = _WRAP_64) -> int | None
     return diff
 
 
+def _direct(bytes_per_s: float | None) -> float | None:
+    return None if bytes_per_s is None else bytes_per_s / 1e9
+
+
 def rates(old: CounterSample, new: CounterSample) -> list[GpuRates]:
     """Per-GPU rates (GB/s = 1e9 B/s) between two samples of the same GPUs."""
     dt = new.t - old.t
@@ -107,11 +124,13 @@ def rates(old: CounterSample, new: CounterSample) -> list[GpuRates]:
                 nv_rx[link.link] = d_rx / dt / 1e9
             if d_err is not None:
                 nv_err[link.link] = d_err
+        tx_gbps = tx / dt / 1e9 if tx is not None else _direct(gpu.pcie_tx_bytes_per_s)
+        rx_gbps = rx / dt / 1e9 if rx is not None else _direct(gpu.pcie_rx_bytes_per_s)
         result.append(
             GpuRates(
                 index=gpu.index,
-                pcie_tx_gbps=None if tx is None else tx / dt / 1e9,
-                pcie_rx_gbps=None if rx is None else rx / dt / 1e9,
+                pcie_tx_gbps=tx_gbps,
+                pcie_rx_gbps=rx_gbps,
                 replays_delta=_delta(gpu.replay_count, prev.replay_count),
                 aer_delta=_delta(gpu.aer_correctable, prev.aer_correctable),
                 link_gen=gpu.link_gen,

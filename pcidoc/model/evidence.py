@@ -12,6 +12,15 @@ stays here.
 from __future__ import annotations
 
 from pcidoc.model.base import Field, Model
+from pcidoc.model.kernel import KernelLog, LinkHistory
+from pcidoc.model.runtime import (
+    FlightRecorderDump,
+    InspectorRecord,
+    NcclRasReport,
+    NcclWatchdog,
+    P2PIntegrity,
+    ProfilerTrace,
+)
 
 
 class Quoted(Model):
@@ -287,6 +296,17 @@ class ImportedEvidence(Model):
     env_reports: list[EnvReport] = Field(default_factory=list)
     test_runs: list[PerfRun] = Field(default_factory=list)
     amd_topologies: list[AmdTopology] = Field(default_factory=list)
+    nccl_ras: list[NcclRasReport] = Field(default_factory=list)
+    nccl_watchdogs: list[NcclWatchdog] = Field(default_factory=list)
+    flight_records: list[FlightRecorderDump] = Field(default_factory=list)
+    inspector: list[InspectorRecord] = Field(default_factory=list)
+    profiler_traces: list[ProfilerTrace] = Field(default_factory=list)
+    p2p_integrity: list[P2PIntegrity] = Field(default_factory=list)
+    """Run-time evidence (:mod:`pcidoc.model.runtime`)."""
+    kernel_logs: list[KernelLog] = Field(default_factory=list)
+    """Kernel logs (``dmesg``, ``journalctl -k``, ``kern.log``; see :mod:`pcidoc.model.kernel`)."""
+    link_histories: list[LinkHistory] = Field(default_factory=list)
+    """Repeated link readings (``pcidoc watch``, pasted snapshots)."""
     topo_file_env: str | None = None
     """``NCCL_TOPO_FILE`` of a live machine, when set (its content is in ``nccl_topologies``)."""
     topo_file_error: str | None = None
@@ -302,5 +322,13 @@ class ImportedEvidence(Model):
             or self.env_reports
             or self.test_runs
             or self.amd_topologies
+            or self.nccl_ras
+            or self.nccl_watchdogs
+            or self.flight_records
+            or self.inspector
+            or self.profiler_traces
+            or self.p2p_integrity
+            or self.kernel_logs
+            or self.link_histories
             or self.topo_file_env
         )

@@ -12,7 +12,9 @@ from typing import Literal
 
 from pcidoc.model.base import FactModel, Field, Model
 
-LinkState = Literal["up", "down"]
+LinkState = Literal["up", "down", "sleep"]
+"""NVLink state; ``sleep`` is a trained link in its low-power state (field 165 = 2): neither
+up nor down."""
 P2PCap = Literal["read", "write", "nvlink", "atomics", "pci"]
 P2P_CAPS: tuple[str, ...] = ("read", "write", "nvlink", "atomics", "pci")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pcidoc.model.compiled import core, prime_missing_sentinel
+from pcidoc.model.compiled import core
 
 if TYPE_CHECKING:
     from pydantic_core import CoreConfig, SchemaSerializer, SchemaValidator
@@ -76,7 +76,6 @@ def _validator(cls: type) -> SchemaValidator:
 def _serializer(cls: type) -> SchemaSerializer:
     serializer = _SERIALIZERS.get(cls)
     if serializer is None:
-        prime_missing_sentinel()
         schema, config = _entry(cls)
         serializer = _SERIALIZERS[cls] = SchemaSerializer(schema, config)
     return serializer

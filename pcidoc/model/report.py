@@ -29,7 +29,7 @@ class Evidence(Model):
     """One fact or number a check used."""
 
     label: str
-    value: str | float | int | bool | None = None
+    value: str | bool | int | float | None = None
     unit: str | None = None
     subject: str | None = None
     """What the value is about or for: ``GPU<n>``, ``GPU<a>-GPU<b>``, a NIC name, a bus id, a
@@ -51,6 +51,15 @@ class Evidence(Model):
         return f"{who}{self.label}: {shown}{unit}"
 
 
+class FindingNote(Model):
+    """One finding of a check worse than pass (a check may find several: one per GPU, per
+    pair...)."""
+
+    severity: Severity
+    summary: str
+    subjects: list[str] = Field(default_factory=list)
+
+
 class CheckResult(Model):
     """The outcome of one check."""
 
@@ -67,6 +76,9 @@ class CheckResult(Model):
     needs: str | None = None
     """For ``skip``: what would provide the missing input (``run with --probes quick``)."""
     docs_url: str | None = None
+    findings: list[FindingNote] = Field(default_factory=list)
+    """Every finding worse than pass, worst first, each with its own summary and subjects (the
+    check's summary names the worst and counts the others as "(+N more)")."""
 
 
 class ReportSource(Model):

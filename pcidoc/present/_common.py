@@ -223,6 +223,14 @@ _SINGULAR_UNITS: dict[str, str] = {
 }
 
 
+def findings_of(check: CheckResult) -> list[tuple[str, str]]:
+    """``(severity, summary)`` of every finding when the check found several (its summary names
+    the worst and "(+N more)"): what each presenter lists so that no finding is hidden."""
+    if len(check.findings) < 2:
+        return []
+    return [(f.severity, f.summary) for f in check.findings]
+
+
 def evidence_text(item: Evidence) -> str:
     """``subject: label: value unit``, with a count unit in the singular for a count of one."""
     text = item.text()

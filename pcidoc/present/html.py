@@ -35,6 +35,7 @@ from pcidoc.present._common import (
     docs_link,
     evidence_text,
     exit_code,
+    findings_of,
     machine_title,
     plural,
     split_code,
@@ -99,6 +100,16 @@ def _css() -> str:
         f".c-{name} {{ background: {bg}; color: {fg}; }}" for name, (bg, fg) in LINK_COLOURS.items()
     )
     return _CSS.replace("/*SEV*/", sev).replace("/*MARKS*/", marks).replace("/*LINKS*/", links)
+
+
+def stylesheet() -> str:
+    """The report's stylesheet (the fleet report uses it too, so the two pages look alike)."""
+    return _css()
+
+
+def severity_badge(severity: str) -> str:
+    """A coloured ``✗ fail`` span, as in the findings table."""
+    return _sev(severity)
 
 
 _CSS = """
@@ -341,6 +352,10 @@ def _details(check: CheckResult) -> str:
         f'<p><b>{esc(check.title)}</b> <span class="muted">confidence '
         f"{esc(check.confidence)}</span></p>",
     ]
+    findings = findings_of(check)
+    if findings:
+        items = "".join(f"<li>{_sev(sev)} {_inline(text)}</li>" for sev, text in findings)
+        parts.append(f'<p>Findings ({len(findings)}):</p><ul class="evidence">{items}</ul>')
     if check.evidence:
         items = "".join(f"<li>{esc(evidence_text(e))}</li>" for e in check.evidence)
         parts.append(f'<p>Evidence:</p><ul class="evidence">{items}</ul>')

@@ -34,6 +34,7 @@ from pcidoc.present._common import (
     docs_link,
     evidence_text,
     exit_code,
+    findings_of,
     machine_title,
     plural,
     split_code,
@@ -232,6 +233,10 @@ def _details(check: CheckResult) -> list[str]:
     )
     lines = [f"<details{opened}><summary>{summary}</summary>", ""]
     lines.append(f"**{escape_text(check.title)}**. Confidence: {check.confidence}.")
+    findings = findings_of(check)
+    if findings:
+        lines += ["", f"Findings ({len(findings)}):", ""]
+        lines += [f"- {sev}: {inline(text)}" for sev, text in findings]
     if check.evidence:
         lines += ["", "Evidence:", ""]
         lines += [f"- {escape_text(evidence_text(item))}" for item in check.evidence]

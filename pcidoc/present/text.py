@@ -30,6 +30,7 @@ from pcidoc.present._common import (
     docs_link,
     evidence_text,
     exit_code,
+    findings_of,
     gpu_models,
     machine_title,
     severity_counts,
@@ -366,7 +367,17 @@ def render_topology(
     console.print()
     notes = notes or []
     if not view.labels:
-        console.print(Text("No topology matrix in this capture.", style="yellow"))
+        reason = capture.unavailable.get("topology") or capture.unavailable.get("gpus")
+        if not reason and not capture.gpus:
+            reason = "no GPUs"
+        console.print(
+            Text(f"No topology matrix in this capture{f': {reason}' if reason else ''}.", "yellow")
+        )
+        hint = "To see one: `pcidoc topo --demo`, or `pcidoc topo --from FILE` with a capture "
+        hint += "taken on a GPU machine (`pcidoc capture`)."
+        console.print(_inline(hint, "dim", backticks=not _has_colour(console)))
+        # The doctor's note says the same thing: once is enough.
+        notes = [n for n in notes if not n.startswith("no topology matrix")]
         if notes:
             console.print()
             console.print(Text("Notable", style="bold"))
@@ -469,9 +480,17 @@ def _check_detail(check: CheckResult, marks: dict[str, str], ticks: bool) -> Gro
     head.append(f" — {check.title}")
     head.append(f"  (confidence {check.confidence})", style="dim")
     body: list[Text | Table] = [_inline(check.summary, backticks=ticks)]
+    bullet = "  •" if marks is MARKS else "  *"
+    findings = findings_of(check)
+    if findings:
+        body.append(Text(f"Findings ({len(findings)})", style="bold"))
+        body.append(
+            _hanging(
+                [(bullet, _inline(f"{sev}: {text}", backticks=ticks)) for sev, text in findings]
+            )
+        )
     if check.evidence:
         body.append(Text("Evidence", style="bold"))
-        bullet = "  •" if marks is MARKS else "  *"
         body.append(_hanging([(bullet, Text(evidence_text(item))) for item in check.evidence]))
     if check.remediation:
         body.append(Text("What to do", style="bold"))

@@ -20,7 +20,9 @@ Methods and the reference tool each one matches (``research/probes.md`` ยง1.3, ย
   chunk's arrival, so fill and drain (which depend on the chunk count, i.e. the mode) stay out;
 * latency: 16-byte copies behind a gate, time per copy, with peer access on and off
   (p2pBandwidthLatencyTest's latency matrices: the clearest sign of real P2P vs staging);
-* verification: one pattern copy per ordered pair, compared byte for byte.
+* verification (first, outside the timed loops): pattern copies of several sizes and offsets
+  per ordered pair through the timed copy path, compared byte for byte; a copy that never
+  completes names its pair as hanging.
 
 Every pair's result is emitted as soon as it is measured (one matrix cell), so a probe killed
 at its deadline leaves what it measured; the parent folds the cells (:mod:`merge`).
@@ -91,6 +93,8 @@ class _P2PProbe:
         self.phase = 0
         self.copier = cudautil.load_peer_copier(torch)
         self.copies_by_pair: dict[str, int] = {}
+        self.hung: str | None = None
+        """The pair whose verified copy never completed (nothing more is done on the GPUs)."""
 
     def report(self, done: float, message: str) -> None:
         self.emit.progress((self.phase + done) / self.phases, message)
@@ -135,20 +139,27 @@ class _P2PProbe:
         self.gates = [cudautil.calibrate_gate(torch, s) for s in self.streams]
         self._set_all_peer_access(True)
         try:
+            # Bytes first (outside every timed loop): a pair that returns wrong data or hangs
+            # is named before anything is timed on it.
             for phase, step in enumerate(
-                (self._unidirectional, self._bidirectional, self._staged, self._latency)
+                (
+                    self._verify,
+                    self._unidirectional,
+                    self._bidirectional,
+                    self._staged,
+                    self._latency,
+                )
             ):
                 self.phase = phase
                 step()
-            self.phase = 4
-            self._verify()
         finally:
-            self._set_all_peer_access(True)
-            del self.src, self.dst
-            for device in self.devices:
-                with contextlib.suppress(Exception):
-                    torch.cuda.synchronize(device)
-            torch.cuda.empty_cache()
+            if self.hung is None:  # a hung copy would block these: the parent cleans up
+                self._set_all_peer_access(True)
+                del self.src, self.dst
+                for device in self.devices:
+                    with contextlib.suppress(Exception):
+                        torch.cuda.synchronize(device)
+                torch.cuda.empty_cache()
         self.emit.progress(1.0, "done")
 
     # ----------------------------------------------------------------------- peer access
@@ -403,36 +414,149 @@ class _P2PProbe:
     # -------------------------------------------------------------------------- verify
 
     def _verify(self) -> None:
-        torch = self.torch
-        size = min(self.p.verify_bytes, self.size)
-        size -= size % cudautil.PATTERN_BLOCK
-        if size <= 0:
+        """Byte-verify peer copies of every ordered pair (both directions), before any timing:
+        several sizes and offsets (unaligned, the buffer's end, past the first GiB when memory
+        allows), through the same copy path the timed loops use. A copy that does not complete
+        within ``verify_timeout_s`` is reported as hanging and ends the probe (the GPUs are
+        not in a state to time anything)."""
+        plan = verify_plan(self.p, self.size)
+        if not plan:
             return
+        far = self._far_buffers(max(size for size, _ in plan))
         for step, (a, b) in enumerate(self.pairs):
             self.report(step / len(self.pairs), f"{self.label(a, b)} verify")
-            seed = 5000 + a * 131 + b
-            src, dst = self.src[a][:size], self.dst[b][:size]
-            cudautil.fill_pattern(torch, src, seed)
+            checker = _PairCheck(self, a, b)
+            for size, offset in plan:
+                checker.copy(self.src[a], self.dst[b], size, offset)
+            if far is not None:
+                offset = far[2]
+                checker.copy(far[0][a], far[1][b], plan[-1][0], offset)
+            checker.emit()
+
+    def _far_buffers(self, chunk: int) -> tuple[list[Any], list[Any], int] | None:
+        """Source and destination buffers reaching past ``verify_far_offset_bytes`` on every
+        GPU, when that fits comfortably in free memory (else None, said in the log)."""
+        torch, offset = self.torch, self.p.verify_far_offset_bytes
+        need = offset + chunk
+        free = min(torch.cuda.mem_get_info(d)[0] for d in self.devices)
+        if offset <= 0 or 2 * need > 0.5 * free:
+            self.emit.log("info", f"P2P verification past {offset} bytes skipped (free memory)")
+            return None
+        src = [torch.empty(need, dtype=torch.uint8, device=d) for d in self.devices]
+        dst = [torch.empty(need, dtype=torch.uint8, device=d) for d in self.devices]
+        return src, dst, offset
+
+
+def verify_plan(p: P2PParams, buffer_bytes: int) -> list[tuple[int, int]]:
+    """``(size, offset)`` of each verified copy into the timing buffers: every size at offset
+    0, ``verify_bytes`` also unaligned and at the buffer's end (sizes are whole pattern
+    blocks)."""
+    block = cudautil.PATTERN_BLOCK
+    sizes = sorted({s - s % block for s in (*p.verify_sizes, p.verify_bytes) if s >= block})
+    sizes = [s for s in sizes if s <= buffer_bytes]
+    if not sizes:
+        return []
+    plan = [(size, 0) for size in sizes]
+    main = p.verify_bytes - p.verify_bytes % block
+    top = main if main in sizes else sizes[0]
+    for offset in (4097, buffer_bytes - top):
+        if offset > 0 and offset + top <= buffer_bytes and (top, offset) not in plan:
+            plan.append((top, offset))
+    return plan
+
+
+class _PairCheck:
+    """The verified copies of one ordered pair, folded into one result."""
+
+    def __init__(self, probe: _P2PProbe, a: int, b: int) -> None:
+        self.probe, self.a, self.b = probe, a, b
+        self.copies = 0
+        self.bytes = 0
+        self.wrong = 0
+        self.first_bad: str | None = None
+        self.staged_ok: bool | None = None
+
+    def copy(self, src_buf: Any, dst_buf: Any, size: int, offset: int) -> None:
+        probe, torch = self.probe, self.probe.torch
+        a, b = self.a, self.b
+        seed = 5000 + a * 131 + b * 7 + size % 9973 + offset % 997
+        src = src_buf[offset : offset + size]
+        dst = dst_buf[offset : offset + size]
+        cudautil.fill_pattern(torch, src, seed)
+        dst.zero_()
+        torch.cuda.synchronize(probe.devices[a])
+        torch.cuda.synchronize(probe.devices[b])
+        stream = probe.streams[a]
+        with torch.cuda.stream(stream):
+            probe._copy(a, b, src, dst)()
+            done = torch.cuda.Event()
+            done.record(stream)
+        if not wait_event(done, probe.p.verify_timeout_s):
+            self._hang(size, offset)
+        torch.cuda.synchronize(probe.devices[b])
+        wrong = cudautil.count_mismatches(torch, dst, seed)
+        self.copies += 1
+        self.bytes += size
+        if wrong:
+            self.wrong += wrong
+            if self.first_bad is None:
+                self.first_bad = f"{wrong} of {size} bytes differ at offset {offset}"
+                self.staged_ok = self._staged_control(src, dst, seed)
+
+    def _staged_control(self, src: Any, dst: Any, seed: int) -> bool | None:
+        """The same bytes through host memory: right there means the peer path is at fault."""
+        try:
             dst.zero_()
-            torch.cuda.synchronize(self.devices[a])
-            torch.cuda.synchronize(self.devices[b])
-            with torch.cuda.device(self.devices[a]):
-                dst.copy_(src)
-            torch.cuda.synchronize(self.devices[a])
-            torch.cuda.synchronize(self.devices[b])
-            wrong = cudautil.count_mismatches(torch, dst, seed)
-            path = "peer access" if self.can[a][b] else "no peer access (driver-staged)"
-            self.emit.result(
-                "p2p_verification",
-                {
-                    "src": self.indices[a],
-                    "dst": self.indices[b],
-                    "ok": wrong == 0,
-                    "detail": f"{size} bytes via {path}; "
-                    + ("all bytes matched" if wrong == 0 else f"{wrong} bytes differ"),
-                    "source": "probe",
-                },
-            )
+            dst.copy_(src.to("cpu").to(dst.device))
+            self.probe.torch.cuda.synchronize(self.probe.devices[self.b])
+            return cudautil.count_mismatches(self.probe.torch, dst, seed) == 0
+        except Exception:  # a control that fails must not hide the finding
+            return None
+
+    def _hang(self, size: int, offset: int) -> None:
+        probe = self.probe
+        label = probe.label(self.a, self.b)
+        detail = (
+            f"a {size}-byte peer copy at offset {offset} did not complete within "
+            f"{probe.p.verify_timeout_s:g} s (hanging)"
+        )
+        probe.emit.result("p2p_verification", self._record(False, detail))
+        probe.hung = label
+        raise RuntimeError(f"{label}: {detail}")
+
+    def _record(self, ok: bool, detail: str) -> dict[str, Any]:
+        return {
+            "src": self.probe.indices[self.a],
+            "dst": self.probe.indices[self.b],
+            "ok": ok,
+            "detail": detail,
+            "source": "probe",
+        }
+
+    def emit(self) -> None:
+        probe = self.probe
+        can = probe.can[self.a][self.b]
+        path = "peer access" if can else "no peer access (driver-staged)"
+        how = f"{self.copies} copies, {self.bytes} bytes via {path} ({probe.copier.method})"
+        if not self.wrong:
+            detail = f"{how}; all bytes matched"
+        else:
+            detail = f"{how}; {self.wrong} bytes differ (first: {self.first_bad})"
+            if self.staged_ok:
+                detail += "; the same bytes staged through host memory arrived intact"
+        probe.emit.result("p2p_verification", self._record(not self.wrong, detail))
+
+
+def wait_event(event: Any, timeout_s: float) -> bool:
+    """True once ``event`` completed; False after ``timeout_s`` (polled, never blocking)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not event.query():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
 
 
 def run(params: dict[str, Any], emit: Emitter) -> None:

@@ -75,6 +75,14 @@ class P2PParams:
     trial_target_s: float = 0.05
     """Copies per trial are sized from each pair's warm-up copy so a trial lasts about this
     long (at most ``copies``): a pair that crawls (translating IOMMU) cannot eat the deadline."""
+    verify_sizes: tuple[int, ...] = (64 * KiB, 1 * MiB)
+    """Copy sizes byte-verified per ordered pair besides ``verify_bytes`` (several sizes: a
+    broken path may corrupt only small or only large copies)."""
+    verify_far_offset_bytes: int = 1024 * MiB
+    """One more verified copy at this offset into a buffer when GPU memory allows: a mapping
+    that is right in the first GiB and wrong past it is a known IOMMU/BAR failure."""
+    verify_timeout_s: float = 10.0
+    """A verified copy not completed after this long is reported as hanging (its pair named)."""
 
 
 @dataclass(frozen=True)

@@ -534,12 +534,6 @@ class ProbeSession:
             KeyboardInterrupt: Ctrl-C or SIGTERM/SIGHUP; the running probe's processes have
                 been ended, and what it had measured is in the capture.
         """
-        # In the pcidoc command, the engine's priming puts stand-in modules in sys.modules for
-        # a moment (pcidoc.model.compiled.prime_missing_sentinel): before the probes' reader
-        # threads start, not while they run. A no-op anywhere else, or when done already.
-        from pcidoc.model.compiled import prime_missing_sentinel
-
-        prime_missing_sentinel()
         try:
             self._run()
         finally:

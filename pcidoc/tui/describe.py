@@ -23,7 +23,7 @@ from pcidoc.model.facts import P2P_CAPS, P2P_CODES, Gpu, GpuProcess, Nic, PcieHo
 from pcidoc.model.links import meaning
 from pcidoc.model.measurements import P2PMatrixMeasurement
 from pcidoc.model.report import CheckResult, Report, ReportSource
-from pcidoc.model.units import format_bytes, format_gbps, link_label, plurals
+from pcidoc.model.units import format_bytes, format_gbps, link_label
 from pcidoc.present._common import (
     MARKS,
     docs_link,
@@ -37,7 +37,7 @@ from pcidoc.present._common import (
 from pcidoc.present.text import CELL_STYLES, CODE_STYLE, SEVERITY_STYLES
 
 if TYPE_CHECKING:
-    from pcidoc.doctor.finding import Finding
+    from pcidoc.model.report import FindingNote
 
 __all__ = [
     "CELL_STYLES",
@@ -325,30 +325,11 @@ def _hanging(rows: list[tuple[Text, Text]]) -> Table:
     return grid
 
 
-def check_findings(report: Report, check_id: str) -> list[Finding]:
-    """Every finding of one check on the report's machine, worst first (what "(+N more)" in
-    its summary counts): the same check function, run again on the same facts and
-    measurements (checks are pure functions of them)."""
-    from pcidoc.doctor.context import Context
-    from pcidoc.doctor.registry import load_checks
-    from pcidoc.model.report import SEVERITY_ORDER
-
-    spec = load_checks().get(check_id)
-    if spec is None:
-        return []
-    try:
-        outcome = spec.function(Context(report.machine))
-    except Exception:  # the report already says the check crashed
-        return []
-    findings = outcome if isinstance(outcome, list) else [outcome]
-    return sorted(findings, key=lambda f: -SEVERITY_ORDER[f.severity])
-
-
-def _findings_part(findings: Sequence[Finding]) -> Table:
+def _findings_part(findings: Sequence[FindingNote]) -> Table:
     rows = []
     for finding in findings:
         mark = Text(f" {MARKS[finding.severity]}", style=SEVERITY_STYLES[finding.severity])
-        line = inline(plurals(finding.summary))
+        line = inline(finding.summary)
         if finding.subjects:
             line.append(f"  ({', '.join(finding.subjects[:4])}", style="dim")
             more = len(finding.subjects) - 4
@@ -357,7 +338,7 @@ def _findings_part(findings: Sequence[Finding]) -> Table:
     return _hanging(rows)
 
 
-def check_detail(check: CheckResult, findings: Sequence[Finding] = ()) -> Group:
+def check_detail(check: CheckResult) -> Group:
     """Everything about one check: summary, every finding when it has several (its summary
     shows only the worst, "+N more"), evidence with units, numbered remediation."""
     head = Text()
@@ -374,7 +355,7 @@ def check_detail(check: CheckResult, findings: Sequence[Finding] = ()) -> Group:
             head.append(f" +{len(check.subjects) - 8} more", style="dim")
     head.append("\n")
     parts: list[RenderableType] = [head, inline(check.summary)]
-    notable = [f for f in findings if f.severity not in ("pass", "skip")]
+    notable = [f for f in check.findings if f.severity not in ("pass", "skip")]
     if len(notable) > 1:
         parts.append(Text(f"\nFindings ({len(notable)})", style="bold"))
         parts.append(_findings_part(notable))
@@ -836,6 +817,61 @@ def describe_cell(capture: Capture, row: str, col: str) -> Text:
 # ---------------------------------------------------------------------------------- host
 
 
+def link_changes(capture: Capture | None) -> str:
+    """``GPU1 4×, GPU0 upstream 1×`` from the capture's link histories ('' when none)."""
+    if capture is None or capture.evidence is None:
+        return ""
+    counts: dict[str, int] = {}
+    for history in capture.evidence.link_histories:
+        for trace in history.traces:
+            counts[trace.device] = counts.get(trace.device, 0) + trace.transitions()
+    if not counts:
+        return ""
+    changed = [f"{device} {n}×" for device, n in counts.items() if n]
+    return ", ".join(changed[:8]) if changed else f"none in {len(counts)} link(s)"
+
+
+def _kernel_device(capture: Capture, bus: str | None) -> str:
+    if bus is None:
+        return "address not printed"
+    for gpu in capture.gpus:
+        if gpu.bus_id and gpu.bus_id.lower() == bus:
+            return f"{gpu.label} ({bus})"
+    return bus
+
+
+def kernel_events(capture: Capture) -> Text:
+    """The kernel log's events per device (Host pane): Xid codes, AER, IOMMU faults."""
+    out = Text()
+    logs = capture.evidence.kernel_logs if capture.evidence is not None else []
+    if not logs:
+        return out
+    out.append("\nKernel log\n", style="bold")
+    per: dict[str, list[str]] = {}
+    for log in logs:
+        if not log.read:
+            _kv(out, "not read", Text(log.unreadable or "unknown reason", style="yellow"))
+            continue
+        _kv(out, "read", f"{log.lines} line(s) from {log.source or 'the log'}")
+        if log.firmware_first:
+            _kv(out, "AER", Text("handled by firmware: a clean log proves little", "yellow"))
+        kinds = (
+            [(e.bus_id, f"Xid {e.code}") for e in log.xids]
+            + [(e.bus_id, "fallen off the bus") for e in log.fallen_off_bus]
+            + [(e.bus_id, f"AER {e.severity}") for e in log.aer]
+            + [(e.bus_id, f"{e.iommu} fault") for e in log.iommu_faults]
+            + [(e.bus_id, "bandwidth notice") for e in log.link_notices]
+        )
+        for bus, kind in kinds:
+            per.setdefault(_kernel_device(capture, bus), []).append(kind)
+    for device, names in per.items():
+        counted = ", ".join(f"{k} ×{names.count(k)}" for k in dict.fromkeys(names))
+        _kv(out, "", Text(f"{device}: {counted}", style="red" if "Xid" in counted else ""))
+    if not per and any(log.read for log in logs):
+        _kv(out, "events", "no Xid, AER or IOMMU fault")
+    return out
+
+
 def host_detail(capture: Capture, title: str, why_no_gpus: str | None = None) -> Text:
     """Host facts: name, kernel, CPU, sockets, NUMA, IOMMU, virtualization, NCCL environment."""
     host = capture.host
@@ -926,6 +962,7 @@ def host_detail(capture: Capture, title: str, why_no_gpus: str | None = None) ->
                 line += f" — {source.citation}"
             _kv(out, "", line)
     out.append_text(process_lines(capture))
+    out.append_text(kernel_events(capture))
     gaps = [f"{key}: {why}" for key, why in capture.unavailable.items() if key != "gpus"]
     if gaps or capture.origin.warnings:
         out.append("\nNot known\n", style="bold")

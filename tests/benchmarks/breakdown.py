@@ -35,9 +35,8 @@ marks = []
 def mark(name):
     marks.append((name, time.process_time()))
 mark("start")
-from pcidoc.model.compiled import core, serialize_without_package
+from pcidoc.model.compiled import core
 core()
-serialize_without_package()  # as pcidoc.cli.run does
 mark("pydantic_core's engine (its extension module alone)")
 import pcidoc.cli
 mark("pcidoc.cli and argparse")

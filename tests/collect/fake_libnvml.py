@@ -4,19 +4,37 @@ bindings (and so :class:`pcidoc.collect.nvml.PynvmlBackend`) without a GPU.
 The real bindings look C symbols up with ``getattr(nvmlLib, name)`` and call them with ctypes
 arguments (``byref(...)`` out-parameters, string buffers). :class:`FakeLibNvml` implements a
 few of those symbols in Python and writes results into the ctypes objects the bindings pass.
-A symbol it does not define makes the bindings raise FUNCTION_NOT_FOUND, exactly as an old
-driver would. All values are synthetic.
+It is as strict as the real library where pcidoc depends on it:
+
+* a symbol it does not define, or one its driver branch lacks
+  (:data:`tests.fakes.fake_nvml.DRIVER_BRANCHES`), makes the bindings raise FUNCTION_NOT_FOUND;
+* ``nvmlInitWithFlags``/``nvmlShutdown`` are reference counted, and every other call answers
+  UNINITIALIZED (1) when no session is open;
+* field ids the branch does not know answer NOT_SUPPORTED in their own ``nvmlReturn``;
+* versioned structures must carry a version the branch accepts (ARGUMENT_VERSION_MISMATCH);
+* the CPU-affinity mask is written only as far as the caller's ``cpuSetSize``.
+
+All values are synthetic.
 """
 
 from __future__ import annotations
 
 import ctypes
+import types
 from typing import Any
 
 import pytest
 
+from tests.fakes.fake_nvml import BLACKWELL_UNSUPPORTED_FIELDS, DRIVER_BRANCHES
+
 HANDLE_BASE = 0x1000
-SUCCESS, NOT_SUPPORTED, GPU_IS_LOST = 0, 3, 15
+SUCCESS, UNINITIALIZED, INVALID_ARGUMENT, NOT_SUPPORTED = 0, 1, 2, 3
+GPU_IS_LOST, ARGUMENT_VERSION_MISMATCH = 15, 25
+
+_SESSIONLESS = frozenset({"nvmlInitWithFlags", "nvmlInit_v2", "nvmlInit", "nvmlShutdown"})
+
+LOCAL_CPUS = (0, 1, 2, 3, 33, 200)
+"""CPUs local to every fake GPU; 200 lies beyond a mask sized for a few CPUs."""
 
 
 def _out(ref: Any) -> Any:
@@ -29,16 +47,52 @@ def _index(handle: Any) -> int:
     return address - HANDLE_BASE
 
 
+def _struct_version(record: Any, version: int) -> int:
+    return ctypes.sizeof(record) | (version << 24)
+
+
 class FakeLibNvml:
-    """Two synthetic GPUs; GPU 1's handle cannot be opened (GPU_IS_LOST)."""
+    """Two synthetic GPUs; GPU 1's handle cannot be opened (GPU_IS_LOST).
+
+    Args:
+        branch: Key of ``DRIVER_BRANCHES``: which fields, calls and structure versions exist.
+        architecture: ``nvmlDeviceArchitecture_t`` of the GPUs (9 Hopper, 10 Blackwell).
+    """
 
     bus_ids = (b"00000000:03:00.0", b"00000000:04:00.0")
 
+    def __init__(self, branch: str = "R580", architecture: int = 9) -> None:
+        self.branch = DRIVER_BRANCHES[branch]
+        self.architecture = architecture
+        self.refs = 0
+        self.fields: dict[int, int] = {197: 123_456_789_012, 94: 7, 165: 2, 215: 4, 219: 1}
+        self.lost: set[int] = {1}
+        self.handle_calls = 0
+
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("nvml"):
+            branch = object.__getattribute__(self, "branch")
+            if name in branch.missing_functions:
+                raise AttributeError(name)  # the bindings turn this into FUNCTION_NOT_FOUND
+            fn = object.__getattribute__(self, name)
+            if name not in _SESSIONLESS and object.__getattribute__(self, "refs") <= 0:
+                return lambda *args: UNINITIALIZED
+            return fn
+        return object.__getattribute__(self, name)
+
+    # -- session --------------------------------------------------------------------------
+
     def nvmlInitWithFlags(self, flags: Any) -> int:
+        self.refs += 1
         return SUCCESS
 
     def nvmlShutdown(self) -> int:
+        if self.refs <= 0:
+            return UNINITIALIZED
+        self.refs -= 1
         return SUCCESS
+
+    # -- system ---------------------------------------------------------------------------
 
     def nvmlSystemGetDriverVersion(self, buffer: Any, size: Any) -> int:
         buffer.value = b"000.00-synthetic"
@@ -52,16 +106,31 @@ class FakeLibNvml:
         _out(ref).value = 12060
         return SUCCESS
 
+    def nvmlSystemGetConfComputeState(self, ref: Any) -> int:
+        record = _out(ref)
+        record.environment, record.ccFeature, record.devToolsMode = 1, 1, 0
+        return SUCCESS
+
+    def nvmlSystemGetConfComputeSettings(self, ref: Any) -> int:
+        record = _out(ref)
+        if int(record.version) != _struct_version(record, 1):
+            return ARGUMENT_VERSION_MISMATCH
+        record.environment, record.ccFeature, record.multiGpuMode = 1, 1, 1
+        return SUCCESS
+
     def nvmlDeviceGetCount_v2(self, ref: Any) -> int:
         _out(ref).value = 2
         return SUCCESS
 
     def nvmlDeviceGetHandleByIndex_v2(self, index: Any, ref: Any) -> int:
-        if index.value == 1:
+        self.handle_calls += 1
+        if index.value in self.lost:
             return GPU_IS_LOST
         slot = ctypes.cast(ctypes.pointer(_out(ref)), ctypes.POINTER(ctypes.c_void_p))
         slot[0] = HANDLE_BASE + index.value
         return SUCCESS
+
+    # -- device ---------------------------------------------------------------------------
 
     def nvmlDeviceGetName(self, handle: Any, buffer: Any, size: Any) -> int:
         buffer.value = f"Fake C-level GPU {_index(handle)} (synthetic)".encode()
@@ -76,7 +145,7 @@ class FakeLibNvml:
         return SUCCESS
 
     def nvmlDeviceGetArchitecture(self, handle: Any, ref: Any) -> int:
-        _out(ref).value = 9
+        _out(ref).value = self.architecture
         return SUCCESS
 
     def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any, ref: Any) -> int:
@@ -104,20 +173,29 @@ class FakeLibNvml:
         return SUCCESS
 
     def nvmlDeviceGetCpuAffinity(self, handle: Any, size: Any, ref: Any) -> int:
-        _out(ref)[0] = 0b1111 | (1 << 33)
+        words = _out(ref)
+        for cpu in LOCAL_CPUS:
+            if cpu // 64 < size:  # like the driver: never past the caller's buffer
+                words[cpu // 64] |= 1 << (cpu % 64)
+        return SUCCESS
+
+    def nvmlDeviceGetPcieThroughput(self, handle: Any, counter: Any, ref: Any) -> int:
+        if int(counter.value) not in (0, 1):
+            return INVALID_ARGUMENT
+        _out(ref).value = (2_000_000, 1_000_000)[int(counter.value)]  # KB/s, synthetic
         return SUCCESS
 
     def nvmlDeviceGetFieldValues(self, handle: Any, count: Any, ref: Any) -> int:
         values = _out(ref)
         for i in range(count.value):
             value = values[i]
-            if value.fieldId == 197:
+            fid = int(value.fieldId)
+            known = fid in self.branch.fields and not (
+                self.architecture >= 10 and fid in BLACKWELL_UNSUPPORTED_FIELDS
+            )
+            if known and fid in self.fields:
                 value.valueType = 3  # unsigned long long
-                value.value.ullVal = 123_456_789_012
-                value.nvmlReturn = SUCCESS
-            elif value.fieldId == 94:
-                value.valueType = 1  # unsigned int
-                value.value.uiVal = 7
+                value.value.ullVal = self.fields[fid]
                 value.nvmlReturn = SUCCESS
             else:
                 value.nvmlReturn = NOT_SUPPORTED
@@ -125,7 +203,7 @@ class FakeLibNvml:
 
     def nvmlDeviceGetNvLinkState(self, handle: Any, link: Any, ref: Any) -> int:
         if link >= 2:
-            return 2  # INVALID_ARGUMENT: no such link
+            return INVALID_ARGUMENT  # no such link
         _out(ref).value = 1
         return SUCCESS
 
@@ -141,12 +219,30 @@ class FakeLibNvml:
         _out(ref).value = 2
         return SUCCESS
 
+    def nvmlDeviceGetNvLinkErrorCounter(
+        self, handle: Any, link: Any, counter: Any, ref: Any
+    ) -> int:
+        if self.architecture >= 10:
+            return NOT_SUPPORTED  # Blackwell: the DL counters are gone
+        _out(ref).value = 3
+        return SUCCESS
+
     def nvmlDeviceGetGpuFabricInfoV(self, handle: Any, ref: Any) -> int:
         record = _out(ref)
+        accepted = {_struct_version(record, v) for v in self.branch.fabric_versions}
+        if int(record.version) not in accepted:
+            return ARGUMENT_VERSION_MISMATCH
         record.state = 3
         record.status = 0
         record.cliqueId = 5
         record.healthMask = 1  # degraded bandwidth: true
+        return SUCCESS
+
+    def nvmlDeviceGetGpuFabricInfo(self, handle: Any, ref: Any) -> int:
+        record = _out(ref)
+        record.state = 3
+        record.status = 0
+        record.cliqueId = 5
         return SUCCESS
 
 
@@ -158,3 +254,54 @@ def install(monkeypatch: pytest.MonkeyPatch, lib: object | None = None) -> Any:
     monkeypatch.setattr(pynvml, "_nvmlGetFunctionPointer_cache", {})
     monkeypatch.setattr(pynvml, "_nvmlLib_refcount", 0)
     return pynvml
+
+
+_STRING_CALLS = (
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetUUID",
+    "nvmlDeviceGetSerial",
+    "nvmlSystemGetDriverVersion",
+    "nvmlSystemGetNVMLVersion",
+)
+
+
+def old_bindings(generation: str) -> types.SimpleNamespace:
+    """The installed ``pynvml`` as an older nvidia-ml-py generation presents itself.
+
+    * ``"11.495"`` (before 11.515): names, UUIDs, serials and versions come back as ``bytes``;
+      only the legacy fabric call exists.
+    * ``"12.550"`` (12.550-12.575): the versioned fabric structure is called
+      ``c_nvmlGpuFabricInfoV_t`` and its constructor leaves ``version`` at 0.
+
+    Passed to :class:`pcidoc.collect.nvml.PynvmlBackend` as its bindings; the C library
+    underneath is whatever :func:`install` put there.
+    """
+    import pynvml
+
+    names = {name: getattr(pynvml, name) for name in dir(pynvml) if not name.startswith("__")}
+    for hidden in (
+        "c_nvmlGpuFabricInfo_v2_t",
+        "c_nvmlGpuFabricInfo_v3_t",
+        "c_nvmlGpuFabricInfoV_t",
+    ):
+        names.pop(hidden, None)
+    if generation == "11.495":
+        for call in _STRING_CALLS:
+            names[call] = _returning_bytes(getattr(pynvml, call))
+    elif generation == "12.550":
+
+        class GpuFabricInfoV(ctypes.Structure):
+            _fields_ = pynvml.c_nvmlGpuFabricInfo_v2_t._fields_
+
+        names["c_nvmlGpuFabricInfoV_t"] = GpuFabricInfoV
+    else:
+        raise ValueError(generation)
+    return types.SimpleNamespace(**names)
+
+
+def _returning_bytes(fn: Any) -> Any:
+    def call(*args: Any) -> Any:
+        result = fn(*args)
+        return result.encode() if isinstance(result, str) else result
+
+    return call

@@ -132,3 +132,90 @@ def test_overhead_within_budget_for_8_gpus() -> None:
     assert overhead.cpu_s_per_sample < 0.010
     assert overhead.core_percent(1.0) < 1.0
     assert overhead.cpu_s_per_gpu_sample == pytest.approx(overhead.cpu_s_per_sample / 8)
+
+
+@pytest.mark.parametrize("branch", ["R535", "R550"])
+def test_pcie_throughput_falls_back_where_fields_197_198_are_missing(branch: str) -> None:
+    gpu = FakeGpu(bus_id="0000:01:00.0", pcie_tx_bytes_per_s=4.096e9, pcie_rx_bytes_per_s=1.024e9)
+    fake = FakeNvmlBackend([gpu], driver_branch=branch)
+    assert fake.init() is None
+    ticks = _clock(1.0)
+    sampler = CounterSampler(fake, clock=lambda: next(ticks))
+    first = sampler.sample()
+    fake.advance(1.0)
+    second = sampler.sample()
+    assert second.gpus[0].pcie_tx_bytes is None  # no cumulative counter on this branch
+    (r0,) = rates(first, second)
+    assert r0.pcie_tx_gbps == pytest.approx(4.096)
+    assert r0.pcie_rx_gbps == pytest.approx(1.024)
+    assert not [e for e in second.errors if "PCIe" in e]
+
+
+def test_pcie_throughput_failing_too_is_reported_with_both_reasons() -> None:
+    gpu = FakeGpu(bus_id="0000:01:00.0", errors={"pcie_throughput": "NO_PERMISSION"})
+    fake = FakeNvmlBackend([gpu], driver_branch="R550")
+    fake.init()
+    sample = CounterSampler(fake).sample()
+    assert sample.gpus[0].pcie_tx_bytes_per_s is None
+    assert sample.errors == (
+        "GPU0: PCIe byte counters: NVML: NOT_SUPPORTED; PCIe throughput: NVML: NO_PERMISSION",
+    )
+
+
+def _blackwell(branch: str) -> FakeNvmlBackend:
+    links = [
+        FakeNvLink(link=k, errors={"recovery_events": 1, "effective_errors": 2, "replay": 9})
+        for k in range(2)
+    ]
+    gpu = FakeGpu(bus_id="0000:01:00.0", architecture="blackwell", nvlinks=links)
+    fake = FakeNvmlBackend([gpu], driver_branch=branch)
+    fake.init()
+    return fake
+
+
+def test_blackwell_link_errors_come_from_the_r570_fields() -> None:
+    fake = _blackwell("R580")
+    ticks = _clock(1.0)
+    sampler = CounterSampler(fake, clock=lambda: next(ticks))
+    first = sampler.sample()
+    assert [link.errors for link in first.gpus[0].nvlinks] == [3, 3]  # not the DL replay 9
+    fake.gpus[0].nvlinks[1].errors["effective_errors"] += 5  # type: ignore[index]
+    second = sampler.sample()
+    (r0,) = rates(first, second)
+    assert r0.nvlink_errors_delta == {0: 0, 1: 5}
+    assert second.errors == ()
+
+
+def test_no_nvlink_error_counter_at_all_says_not_available_not_zero() -> None:
+    fake = _blackwell("R550")  # synthetic: a driver without the R570 fields
+    ticks = _clock(1.0)
+    sampler = CounterSampler(fake, clock=lambda: next(ticks))
+    first, second = sampler.sample(), sampler.sample()
+    assert [link.errors for link in second.gpus[0].nvlinks] == [None, None]
+    (r0,) = rates(first, second)
+    assert r0.nvlink_errors_delta == {}
+    assert any("NVLink error counters not available" in e for e in second.errors)
+
+
+def test_a_sleeping_link_is_not_up() -> None:
+    gpu = FakeGpu(
+        bus_id="0000:01:00.0", nvlinks=[FakeNvLink(link=0), FakeNvLink(link=1, sleep=True)]
+    )
+    fake = FakeNvmlBackend([gpu])
+    fake.init()
+    links = CounterSampler(fake).sample().gpus[0].nvlinks
+    assert [(link.state, link.up) for link in links] == [("up", True), ("sleep", False)]
+
+
+def test_a_failed_field_call_is_one_reason_not_a_blackwell_explanation() -> None:
+    gpu = FakeGpu(
+        bus_id="0000:01:00.0",
+        nvlinks=[FakeNvLink(link=0)],
+        errors={"field_values": "NO_PERMISSION"},
+    )
+    fake = FakeNvmlBackend([gpu])
+    fake.init()
+    sampler = CounterSampler(fake, links={0: [0]})
+    errors = sampler.sample().errors
+    assert errors[0] == "GPU0: NVML: NO_PERMISSION"
+    assert not [e for e in errors if "NVLink error counters" in e]

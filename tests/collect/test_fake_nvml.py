@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pcidoc.collect.nvml import NvmlBackend, Unavailable
-from tests.fakes.fake_nvml import FakeGpu, FakeNvLink, FakeNvmlBackend
+from tests.fakes.fake_nvml import FakeFabric, FakeGpu, FakeNvLink, FakeNvmlBackend
 
 
 def test_is_a_backend_and_labelled_synthetic() -> None:
@@ -103,3 +103,53 @@ def test_nvlink_bridge_pair_points_links_at_the_peer() -> None:
     assert [fake.nvlink_remote_bus_id(0, k) for k in range(4)] == ["0000:61:00.0"] * 4
     assert fake.nvlink_remote_type(1, 3) == "gpu"
     assert fake.nvlink_state(0, 4) == Unavailable.from_name("INVALID_ARGUMENT")
+
+
+def test_driver_branches_decide_which_fields_answer() -> None:
+    not_supported = Unavailable.from_name("NOT_SUPPORTED")
+    for branch, pcie_bytes in (("R535", False), ("R550", False), ("R570", True), ("R580", True)):
+        gpu = FakeGpu(
+            bus_id="0000:01:00.0",
+            pcie_tx_bytes=5,
+            pcie_counters={173: 1},
+            nvlinks=[FakeNvLink(link=0, errors={"effective_errors": 2})],
+        )
+        fake = FakeNvmlBackend([gpu], driver_branch=branch)
+        fake.init()
+        tx, correctable, effective = fake.field_values(0, [(197, 0), (173, 0), (219, 0)])
+        assert tx == (5 if pcie_bytes else not_supported), branch
+        assert correctable == 1
+        assert effective == (2 if pcie_bytes else not_supported), branch
+        assert fake.pcie_throughput(0, 0) == 0  # the throughput call exists everywhere
+
+
+def test_blackwell_answers_not_supported_for_the_dl_error_counters() -> None:
+    link = FakeNvLink(link=0, errors={"replay": 1, "recovery_events": 3})
+    fake = FakeNvmlBackend(
+        [FakeGpu(bus_id="0000:01:00.0", architecture="blackwell", nvlinks=[link])]
+    )
+    fake.init()
+    assert fake.nvlink_error_counter(0, 0, 0) == Unavailable.from_name("NOT_SUPPORTED")
+    assert fake.field_values(0, [(161, 0), (215, 0)]) == [Unavailable.from_name("NOT_SUPPORTED"), 3]
+
+
+def test_sleeping_link_is_enabled_but_field_165_says_sleep() -> None:
+    fake = FakeNvmlBackend(
+        [FakeGpu(bus_id="0000:01:00.0", nvlinks=[FakeNvLink(link=0, sleep=True)])]
+    )
+    fake.init()
+    assert fake.nvlink_state(0, 0) is True
+    assert fake.field_values(0, [(165, 0)]) == [2]
+
+
+def test_r535_fabric_has_no_health_mask_and_pcie_throughput_is_kb_per_s() -> None:
+    gpu = FakeGpu(
+        bus_id="0000:01:00.0", fabric=FakeFabric(health_mask=1), pcie_rx_bytes_per_s=2048e3
+    )
+    old = FakeNvmlBackend([gpu], driver_branch="R535")
+    old.init()
+    fabric = old.fabric_info(0)
+    assert not isinstance(fabric, Unavailable)
+    assert fabric.health_mask is None
+    assert old.pcie_throughput(0, 1) == 2000
+    assert old.pcie_throughput(0, 2) == Unavailable.from_name("INVALID_ARGUMENT")

@@ -345,3 +345,50 @@ def test_this_machine_is_fast() -> None:
     collect_live(backend=PynvmlBackend())
     elapsed = time.perf_counter() - started
     assert elapsed < 0.5, f"collect_live took {elapsed * 1000:.0f} ms"
+
+
+def test_topology_is_read_from_nvml_before_the_session_closes(tmp_path: Path) -> None:
+    """No sysfs knows these GPUs: the matrix can only come from NVML, and must, although
+    collect_live opens and closes the only session itself (the command line's case)."""
+    proc = FakeProc(tmp_path / "proc")
+    proc.basics()
+    fake = FakeNvmlBackend.pcie_pair()
+    capture = collect_live(
+        sys_root=str(tmp_path / "sys"),
+        proc_root=str(proc.root),
+        etc_root=str(tmp_path / "etc"),
+        backend=fake,
+        environ={},
+        fs_root=str(tmp_path),
+    )
+    assert fake.refs == 0  # the session was closed afterwards
+    assert capture.topology.link("GPU0", "GPU1") == "PIX"
+    assert capture.topology.source == "nvml"
+    assert "topology" not in capture.unavailable
+
+
+def test_sleeping_links_are_neither_up_nor_down_but_still_join_gpus(box: Box) -> None:
+    fake = _box_backend()
+    fake.gpus[0].nvlinks[1].sleep = True  # type: ignore[index]
+    capture = _collect(box, fake)
+    link = capture.gpus[0].nvlinks[1]
+    assert link.state == "sleep"
+    assert link.remote_bus_id == GPU1
+    assert capture.topology.link("GPU0", "GPU1") == "NV2"
+
+
+def test_blackwell_link_errors_and_their_absence(box: Box) -> None:
+    errors = {"recovery_events": 1, "effective_errors": 0, "symbol_errors": 40}
+    fake = _box_backend(gpu0={"architecture": "blackwell"})
+    for link in fake.gpus[0].nvlinks or []:
+        link.errors = dict(errors)
+    capture = _collect(box, fake)
+    read = {"recovery_events": 1, "effective_errors": 0}  # pre-FEC symbol errors stay out
+    assert [link.errors for link in capture.gpus[0].nvlinks] == [read, read]
+    assert capture.gpus[0].nvlinks[0].why("errors") is None
+
+    old = FakeNvmlBackend(fake.gpus, topology=fake.topology, driver_branch="R550")
+    capture = _collect(box, old)
+    link = capture.gpus[0].nvlinks[0]
+    assert link.errors == {}
+    assert "R570" in (link.why("errors") or "")

@@ -4,12 +4,16 @@ driven by a fake C library (no GPU needed)."""
 from __future__ import annotations
 
 import ctypes.util
+import os
 import sys
+import types
+from pathlib import Path
 
 import pytest
 
 from pcidoc.collect.nvml import (
     NVLINK_VERSIONS,
+    ConfCompute,
     NvmlBackend,
     NvmlError,
     PynvmlBackend,
@@ -19,6 +23,7 @@ from pcidoc.collect.nvml import (
     fabric_status_name,
     format_uuid_bytes,
     nvlink_version_name,
+    possible_cpu_count,
     query,
 )
 from tests.collect import fake_libnvml
@@ -166,7 +171,7 @@ def test_pynvml_backend_over_fake_c_library(monkeypatch: pytest.MonkeyPatch) -> 
         assert isinstance(serial, Unavailable)
         assert serial.reason == "NVML: FUNCTION_NOT_FOUND (driver too old for this call)"
         assert backend.mig_mode(0) == (False, True)
-        assert backend.cpu_affinity(0) == "0-3,33"
+        assert (backend.cpu_affinity(0) or "").startswith("0-3,33")
         values = backend.field_values(0, [(197, 0), (198, 0), (94, 0)])
         assert values == [123_456_789_012, Unavailable.from_name("NOT_SUPPORTED"), 7]
         assert backend.nvlink_state(0, 0) is True
@@ -180,6 +185,186 @@ def test_pynvml_backend_over_fake_c_library(monkeypatch: pytest.MonkeyPatch) -> 
         processes = backend.compute_processes(0)
         assert isinstance(processes, Unavailable)
         assert processes.error == "FUNCTION_NOT_FOUND"
-        assert isinstance(backend.conf_compute(), Unavailable)
+        assert backend.conf_compute() == ConfCompute(enabled=True, multi_gpu_mode="protected_pcie")
+    finally:
+        backend.shutdown()
+
+
+def _backend(monkeypatch: pytest.MonkeyPatch, lib: fake_libnvml.FakeLibNvml, **kwargs: object):
+    fake_libnvml.install(monkeypatch, lib)
+    return PynvmlBackend(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_failed_handle_is_asked_again_not_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    lib = fake_libnvml.FakeLibNvml()
+    backend = _backend(monkeypatch, lib)
+    assert backend.init() is None
+    try:
+        assert backend.device_open(1) == Unavailable.from_name("GPU_IS_LOST")
+        lib.lost.clear()  # the GPU answers again (it was busy, or came back after a reset)
+        assert backend.device_open(1) is None
+        assert backend.name(1) == "Fake C-level GPU 1 (synthetic)"
+        calls = lib.handle_calls
+        backend.name(1)
+        assert lib.handle_calls == calls  # a handle that worked is reused
+    finally:
+        backend.shutdown()
+
+
+def test_after_the_last_shutdown_every_call_is_uninitialized(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lib = fake_libnvml.FakeLibNvml()
+    backend = _backend(monkeypatch, lib)
+    assert backend.init() is None
+    assert backend.init() is None
+    assert backend.name(0) == "Fake C-level GPU 0 (synthetic)"
+    backend.shutdown()
+    assert backend.device_count() == 2  # one session still open
+    backend.shutdown()
+    assert lib.refs == 0
+    uninitialized = Unavailable.from_name("UNINITIALIZED")
+    assert backend.name(0) == uninitialized
+    assert backend.device_count() == uninitialized
+    assert backend.topology_common_ancestor(0, 1) == uninitialized
+    assert backend.fabric_info(0) == uninitialized
+    assert backend.conf_compute() == uninitialized
+
+
+def test_the_fake_library_itself_refuses_calls_without_a_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pynvml = fake_libnvml.install(monkeypatch)
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        pynvml.nvmlDeviceGetCount()
+
+
+def test_cpu_affinity_mask_covers_every_possible_cpu_id(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cpu = tmp_path / "devices" / "system" / "cpu"
+    cpu.mkdir(parents=True)
+    (cpu / "possible").write_text("0-255\n")
+    backend = _backend(monkeypatch, fake_libnvml.FakeLibNvml(), sys_root=str(tmp_path))
+    assert backend.init() is None
+    try:
+        assert backend.cpu_affinity(0) == "0-3,33,200"
+    finally:
+        backend.shutdown()
+
+
+def test_possible_cpu_count_reads_sysfs_and_never_undercounts(tmp_path: Path) -> None:
+    cpu = tmp_path / "devices" / "system" / "cpu"
+    cpu.mkdir(parents=True)
+    (cpu / "possible").write_text("0-3,64-67\n")
+    assert possible_cpu_count(str(tmp_path)) == max(68, os.cpu_count() or 1)
+    assert possible_cpu_count(str(tmp_path / "missing")) == max(1, os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize(
+    ("generation", "branch", "health_mask"),
+    [
+        (None, "R580", 1),  # current bindings, v3 accepted
+        (None, "R570", 1),  # v3 refused (ARGUMENT_VERSION_MISMATCH), v2 accepted
+        (None, "R550", 1),
+        (None, "R535", None),  # no versioned call: legacy structure, no health mask
+        ("12.550", "R550", 1),  # the v2 structure under its 12.550-12.575 name
+        ("12.550", "R580", 1),
+        ("11.495", "R580", None),  # bindings without any versioned structure
+    ],
+)
+def test_fabric_info_on_every_binding_generation_and_branch(
+    monkeypatch: pytest.MonkeyPatch, generation: str | None, branch: str, health_mask: int | None
+) -> None:
+    lib = fake_libnvml.FakeLibNvml(branch=branch)
+    fake_libnvml.install(monkeypatch, lib)
+    bindings = fake_libnvml.old_bindings(generation) if generation else None
+    backend = PynvmlBackend(bindings)
+    assert backend.init() is None
+    try:
+        fabric = backend.fabric_info(0)
+        assert not isinstance(fabric, Unavailable), fabric
+        assert (fabric.state, fabric.clique_id, fabric.health_mask) == (3, 5, health_mask)
+    finally:
+        backend.shutdown()
+
+
+def test_old_bindings_returning_bytes_give_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_libnvml.install(monkeypatch)
+    old = fake_libnvml.old_bindings("11.495")
+    assert old.nvmlDeviceGetName is not None
+    backend = PynvmlBackend(old)
+    assert backend.init() is None
+    try:
+        assert backend.driver_version() == "000.00-synthetic"
+        assert backend.nvml_version() == "00.000.00-synthetic"
+        assert backend.name(0) == "Fake C-level GPU 0 (synthetic)"
+        assert backend.uuid(0) == "GPU-00000000-0000-4000-8000-000000000000"
+        assert backend.pci_bus_id(0) == "0000:03:00.0"
+    finally:
+        backend.shutdown()
+
+
+@pytest.mark.parametrize("branch", ["R535", "R550", "R570", "R580"])
+def test_field_ids_follow_the_driver_branch(monkeypatch: pytest.MonkeyPatch, branch: str) -> None:
+    backend = _backend(monkeypatch, fake_libnvml.FakeLibNvml(branch=branch))
+    assert backend.init() is None
+    try:
+        values = backend.field_values(0, [(197, 0), (94, 0), (165, 0), (219, 0)])
+        assert not isinstance(values, Unavailable)
+        pcie_bytes, replays, state, effective = values
+        has_bytes = branch in ("R570", "R580")
+        assert pcie_bytes == (
+            123_456_789_012 if has_bytes else Unavailable.from_name("NOT_SUPPORTED")
+        )
+        assert (replays, state) == (7, 2)
+        assert effective == (1 if has_bytes else Unavailable.from_name("NOT_SUPPORTED"))
+        assert backend.pcie_throughput(0, 0) == 2_000_000  # KB/s on every branch
+        assert backend.pcie_throughput(0, 1) == 1_000_000
+    finally:
+        backend.shutdown()
+
+
+def test_blackwell_has_no_dl_error_counters(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _backend(monkeypatch, fake_libnvml.FakeLibNvml(architecture=10))
+    assert backend.init() is None
+    try:
+        assert backend.architecture(0) == "blackwell"
+        assert backend.nvlink_error_counter(0, 0, 0) == Unavailable.from_name("NOT_SUPPORTED")
+        replay, recovery = backend.field_values(0, [(161, 0), (215, 0)])  # type: ignore[misc]
+        assert replay == Unavailable.from_name("NOT_SUPPORTED")
+        assert recovery == 4
+    finally:
+        backend.shutdown()
+
+
+def test_conf_compute_settings_need_their_structure_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ctypes
+
+    import pynvml
+
+    class Unversioned(ctypes.Structure):  # a constructor that leaves ``version`` at 0
+        _fields_ = pynvml.c_nvmlSystemConfComputeSettings_v1_t._fields_
+
+    fake_libnvml.install(monkeypatch, fake_libnvml.FakeLibNvml())
+    bindings = types.SimpleNamespace(
+        **{name: getattr(pynvml, name) for name in dir(pynvml) if not name.startswith("__")}
+    )
+    bindings.c_nvmlSystemConfComputeSettings_v1_t = Unversioned
+    backend = PynvmlBackend(bindings)
+    assert backend.init() is None
+    try:
+        assert backend.conf_compute() == ConfCompute(enabled=True, multi_gpu_mode="protected_pcie")
+    finally:
+        backend.shutdown()
+
+
+def test_r535_has_no_conf_compute_settings_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = _backend(monkeypatch, fake_libnvml.FakeLibNvml(branch="R535"))
+    assert backend.init() is None
+    try:
+        assert backend.conf_compute() == ConfCompute(enabled=True, multi_gpu_mode=None)
     finally:
         backend.shutdown()

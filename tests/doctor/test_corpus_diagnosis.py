@@ -228,12 +228,12 @@ EXPECTED: dict[str, list[Expect]] = {
     ],
     # "CANNOT Access Peer; ... P2P=Enabled == Disabled (~5.7 GB/s)": refused, fallback copy.
     "p2p-bandwidth/rtx2080ti-x2-pix-no-p2p-5.7gbps-autodl.txt": [
-        expect("p2p.capability", "warn", subjects=pairs("0-1"), says="consumer GPUs"),
+        expect("p2p.capability", "info", subjects=pairs("0-1"), says="consumer GPUs"),
         expect("p2p.fallback", "info", subjects=pairs("0-1"), says=["5.7", "fallback"]),
     ],
     # "driver 525.105.17 has P2P properly disabled on GeForce ... Enabled == Disabled".
     "p2p-bandwidth/rtx4090x2-driver525-p2p-denied-puget-kinghorn.txt": [
-        expect("p2p.capability", "warn", subjects=pairs("0-1"), says="consumer GPUs"),
+        expect("p2p.capability", "info", subjects=pairs("0-1"), says="consumer GPUs"),
         expect("p2p.fallback", "info", subjects=pairs("0-1"), says="fallback"),
     ],
     # "P2P writes ~10-11 GB/s, reads ~12.4 GB/s vs ~22 GB/s disabled": broken P2P, disable it.
@@ -283,7 +283,7 @@ EXPECTED: dict[str, list[Expect]] = {
     ],
     # "GNS = GPU not supported (stock GeForce driver, no P2P)".
     "p2p-matrix/rtx5090x2-tr3975wx-gns-club3090-1140.txt": [
-        expect("p2p.capability", "warn", subjects=pairs("0-1"), says="GNS"),
+        expect("p2p.capability", "info", subjects=pairs("0-1"), says="GNS"),
     ],
     # -------------------------------------------------------------------------- pcie-query
     # "Max 4 / Current 4 / Device Max 4 but 'Host Max : 3' ... Replays Since Reset 0":

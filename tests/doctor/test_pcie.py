@@ -727,7 +727,12 @@ def test_hostile_inputs_do_not_crash_the_checks():
     cap.host.uptime_s = -1.0
     cap.measurements.transfers.append(transfer(7, 3.0, gen=3, context="concurrent"))
     report = run(cap, ReportSource(kind="synthetic"), only=["pcie"], generated_at=STAMP)
-    assert [c.id for c in report.checks] == ["pcie.link-speed", "pcie.errors", "pcie.shared-uplink"]
+    assert [c.id for c in report.checks] == [
+        "pcie.link-speed",
+        "pcie.errors",
+        "pcie.shared-uplink",
+        "pcie.link-flap",
+    ]
     assert all(c.severity != "error" for c in report.checks), [
         (c.id, c.summary) for c in report.checks
     ]

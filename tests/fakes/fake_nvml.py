@@ -15,6 +15,18 @@ call can be made to fail with any NVML error name:
 
 Counters (PCIe bytes, NVLink KiB, replays) advance with :meth:`FakeNvmlBackend.advance`, driven
 by per-GPU and per-link rates, so a sampler sees deterministic rates.
+
+The fake is as strict as the real library where pcidoc depends on it:
+
+* ``driver_branch`` (:data:`DRIVER_BRANCHES`: R535, R550, R570, R580) decides which field ids
+  answer; every other field is NOT_SUPPORTED (fields 197/198 first appear with R555, the
+  per-link NVLink counters 201-222 with R570). The fabric health mask needs the versioned
+  fabric call (R550 and later). Blackwell GPUs answer NOT_SUPPORTED for the DL error fields
+  161-163 and ``nvmlDeviceGetNvLinkErrorCounter`` on every branch.
+* ``init``/``shutdown`` are reference counted and every call after the last ``shutdown``
+  answers UNINITIALIZED.
+* A sleeping link (``FakeNvLink(sleep=True)``) reports "enabled" through
+  ``nvlink_state`` and 2 (SLEEP) through field 165, as NVML does.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from pcidoc.collect.nvml import (
     FI_PCIE_REPLAY_COUNTER,
     FI_PCIE_REPLAY_ROLLOVER_COUNTER,
     NVLINK_ERROR_COUNTERS,
+    PCIE_THROUGHPUT_KB,
     ComputeProcess,
     ConfCompute,
     FabricInfo,
@@ -52,6 +65,47 @@ from pcidoc.collect.nvml import (
 T = TypeVar("T")
 
 SYNTHETIC_DRIVER = "000.00-synthetic"
+
+_BASE_FIELDS = frozenset({91, 94, 95, 138, 139, 161, 162, 163, 164, 165, 169, *range(173, 184)})
+_R555_FIELDS = frozenset({197, 198})
+_R570_FIELDS = frozenset(range(201, 223)) - {205, 216, 217, 218}  # 205, 216-218: deprecated
+
+
+@dataclass(frozen=True)
+class DriverBranch:
+    """What one NVIDIA driver branch offers pcidoc (facts from ``nvml.h`` history).
+
+    Attributes:
+        name: ``R535``...
+        fields: Field ids (among those pcidoc reads) that the branch answers.
+        fabric_versions: Versions of the versioned fabric structure the driver accepts (empty:
+            only the legacy ``nvmlDeviceGetGpuFabricInfo``, no health mask).
+        missing_functions: C symbols the branch's ``libnvidia-ml`` does not export.
+    """
+
+    name: str
+    fields: frozenset[int]
+    fabric_versions: tuple[int, ...]
+    missing_functions: frozenset[str] = frozenset()
+
+
+DRIVER_BRANCHES: dict[str, DriverBranch] = {
+    "R535": DriverBranch(
+        "R535",
+        _BASE_FIELDS,
+        (),
+        frozenset({"nvmlDeviceGetGpuFabricInfoV", "nvmlSystemGetConfComputeSettings"}),
+    ),
+    "R550": DriverBranch("R550", _BASE_FIELDS, (2,)),
+    "R570": DriverBranch("R570", _BASE_FIELDS | _R555_FIELDS | _R570_FIELDS, (2,)),
+    "R580": DriverBranch("R580", _BASE_FIELDS | _R555_FIELDS | _R570_FIELDS, (2, 3)),
+}
+"""The driver branches the fakes model (synthetic stand-ins, not recordings of drivers)."""
+
+BLACKWELL_UNSUPPORTED_FIELDS = frozenset({161, 162, 163})
+"""Per-link DL error fields that Blackwell (and later) GPUs answer NOT_SUPPORTED."""
+
+_NVLINK_COUNT_FIELDS = {215: "recovery_events", 219: "effective_errors", 221: "symbol_errors"}
 
 _NVLINK_ERROR_FIELDS = {
     FI_NVLINK_ERROR_DL_REPLAY: "replay",
@@ -76,6 +130,7 @@ class FakeNvLink:
         rx_kib: Cumulative RX data counter (field 139, KiB).
         tx_kib_per_s: How fast ``tx_kib`` grows under :meth:`FakeNvmlBackend.advance`.
         rx_kib_per_s: How fast ``rx_kib`` grows.
+        sleep: The link is in its low-power SLEEP state (field 165 reads 2).
     """
 
     link: int
@@ -89,6 +144,7 @@ class FakeNvLink:
     rx_kib: int = 0
     tx_kib_per_s: float = 0.0
     rx_kib_per_s: float = 0.0
+    sleep: bool = False
 
 
 @dataclass
@@ -169,6 +225,7 @@ class FakeNvmlBackend:
         nvml_version: NVML version string.
         cuda_driver_version: NVML's CUDA version integer (``12040`` = 12.4).
         conf_compute: Confidential-computing state, ``None`` -> NOT_SUPPORTED.
+        driver_branch: Key of :data:`DRIVER_BRANCHES` (which fields and calls exist).
     """
 
     synthetic = True
@@ -188,7 +245,9 @@ class FakeNvmlBackend:
         nvml_version: str = "00.000.00-synthetic",
         cuda_driver_version: int = 12040,
         conf_compute: ConfCompute | None = None,
+        driver_branch: str = "R580",
     ) -> None:
+        self.branch = DRIVER_BRANCHES[driver_branch]
         self.gpus: list[FakeGpu] = list(gpus)
         for index, gpu in enumerate(self.gpus):
             if gpu.uuid is None:
@@ -396,7 +455,17 @@ class FakeNvmlBackend:
 
     def conf_compute(self) -> Maybe[ConfCompute]:
         """Confidential-computing state."""
-        return self._system("conf_compute", lambda: self._conf_compute)
+
+        def read() -> ConfCompute | None:
+            cc = self._conf_compute
+            if (
+                cc is not None
+                and "nvmlSystemGetConfComputeSettings" in self.branch.missing_functions
+            ):
+                return ConfCompute(enabled=cc.enabled)  # no settings call: mode unknown
+            return cc
+
+        return self._system("conf_compute", read)
 
     # -- device ---------------------------------------------------------------------------
 
@@ -453,6 +522,10 @@ class FakeNvmlBackend:
         error = gpu.field_errors.get((field_id, scope)) or gpu.field_errors.get(field_id)
         if error:
             return Unavailable.from_name(error)
+        if field_id not in self.branch.fields or (
+            gpu.architecture == "blackwell" and field_id in BLACKWELL_UNSUPPORTED_FIELDS
+        ):
+            return Unavailable.from_name("NOT_SUPPORTED")
         value: Any = None
         if field_id == FI_PCIE_COUNT_TX_BYTES:
             value = gpu.pcie_tx_bytes
@@ -470,6 +543,7 @@ class FakeNvmlBackend:
             FI_NVLINK_GET_SPEED,
             FI_NVLINK_GET_STATE,
             *_NVLINK_ERROR_FIELDS,
+            *_NVLINK_COUNT_FIELDS,
         ):
             link = gpu.link(scope) if gpu.nvlinks is not None else None
             if link is None:
@@ -483,7 +557,9 @@ class FakeNvmlBackend:
             elif field_id == FI_NVLINK_GET_SPEED:
                 value = link.speed_mbps
             elif field_id == FI_NVLINK_GET_STATE:
-                value = 1 if link.up else 0
+                value = (2 if link.sleep else 1) if link.up else 0
+            elif field_id in _NVLINK_COUNT_FIELDS:
+                value = link.errors.get(_NVLINK_COUNT_FIELDS[field_id])
             else:
                 value = link.errors.get(_NVLINK_ERROR_FIELDS[field_id])
         else:
@@ -531,6 +607,17 @@ class FakeNvmlBackend:
     def bar1_total(self, index: int) -> Maybe[int]:
         """BAR1 size."""
         return self._device("bar1_total", index, lambda g: g.bar1_total)
+
+    def pcie_throughput(self, index: int, counter: int) -> Maybe[int]:
+        """KB/s over NVML's sample window: the GPU's steady PCIe rate (every branch)."""
+
+        def read(gpu: FakeGpu) -> int | None:
+            if counter not in (0, 1):
+                raise NvmlError("INVALID_ARGUMENT")
+            rate = (gpu.pcie_tx_bytes_per_s, gpu.pcie_rx_bytes_per_s)[counter]
+            return int(rate // PCIE_THROUGHPUT_KB)
+
+        return self._device("pcie_throughput", index, read)
 
     def _pair(self, method: str, a: int, b: int, getter: Callable[[], T | None]) -> Maybe[T]:
         self.calls[method] += 1
@@ -589,11 +676,14 @@ class FakeNvmlBackend:
     def nvlink_error_counter(self, index: int, link: int, counter: int) -> Maybe[int]:
         """Link error counter."""
         names = {v: k for k, v in NVLINK_ERROR_COUNTERS.items()}
-        return self._device(
-            "nvlink_error_counter",
-            index,
-            lambda g: self._link(g, link).errors.get(names.get(counter, "")),
-        )
+
+        def read(gpu: FakeGpu) -> int | None:
+            found = self._link(gpu, link)
+            if gpu.architecture == "blackwell":
+                raise NvmlError("NOT_SUPPORTED")
+            return found.errors.get(names.get(counter, ""))
+
+        return self._device("nvlink_error_counter", index, read)
 
     def fabric_info(self, index: int) -> Maybe[FabricInfo]:
         """Fabric info."""
@@ -607,7 +697,8 @@ class FakeNvmlBackend:
                 status=fabric.status,
                 clique_id=fabric.clique_id,
                 cluster_uuid=fabric.cluster_uuid,
-                health_mask=fabric.health_mask,
+                # Without the versioned call only the legacy v1 structure (no mask) exists.
+                health_mask=fabric.health_mask if self.branch.fabric_versions else None,
             )
 
         return self._device("fabric_info", index, read)

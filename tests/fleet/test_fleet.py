@@ -93,6 +93,25 @@ def test_bad_files_are_named_and_skipped(tmp_path: Path, capsys: pytest.CaptureF
     assert "broken.json" in err and code == 3
 
 
+def test_a_skipped_file_is_named_once(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from pcidoc.fleet.model import UnreadableInput
+    from pcidoc.fleet.render import fleet_html, fleet_markdown, fleet_text
+
+    folder = tmp_path / "caps"
+    write_fleet(folder, 2)
+    broken = folder / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    main(["fleet", str(folder)])
+    _, err = capsys.readouterr()
+    line = next(x for x in err.splitlines() if "skipped" in x)
+    assert line.count(str(broken)) == 1, line
+    report = analyse([str(folder)])
+    for text in (fleet_text(report), fleet_markdown(report), fleet_html(report)):
+        assert text.count("broken.json") == 1
+    # An error that does not name its file gets the path in front (the TUI shows text() too).
+    assert UnreadableInput(path="x.json", error="damaged").text() == "x.json: damaged"
+
+
 def test_no_readable_input_is_one_line_exit_3(tmp_path: Path, capsys) -> None:
     (tmp_path / "x.json").write_text("[]", encoding="utf-8")
     assert main(["fleet", str(tmp_path / "x.json")]) == 3
@@ -245,3 +264,50 @@ def test_counts_read_as_english_in_every_output(tmp_path: Path, suffix: str, cap
     assert "(s)" not in text
     assert "1 nodes" not in text
     assert "1 node" in text and "1 hardware group" in text
+
+
+def test_a_lone_node_or_a_gpu_less_one_is_not_said_to_match_its_peers(tmp_path: Path) -> None:
+    from pcidoc.fleet.render import fleet_html, fleet_markdown, fleet_text
+
+    folder = tmp_path / "caps"
+    write_fleet(folder, 3)
+    lone = base_node("lone")
+    lone.gpus = lone.gpus[:4]  # another signature: a group of one
+    save_capture(lone, folder / "lone.json")
+    bare = base_node("bare")
+    bare.gpus = []
+    save_capture(bare, folder / "bare.json")
+    report = analyse([str(folder)], workers=1)
+    assert "(too few nodes to compare)" in fleet_text(report, verbose=True)
+    for text in (fleet_markdown(report), fleet_html(report)):
+        bare = next(x for x in text.replace("<tr>", "\n").splitlines()[::-1] if "bare" in x)
+        assert "no GPUs: nothing to compare" in bare and "matches its peer group" not in bare
+        assert "too few nodes to compare" in text
+    assert "matches its peer group" in fleet_markdown(report)  # the three alike still do
+
+
+def test_fleet_html_uses_the_check_reports_stylesheet(fleet_dir: Path) -> None:
+    from pcidoc.fleet.render import fleet_html
+    from pcidoc.present.html import stylesheet
+
+    page = fleet_html(analyse([str(fleet_dir)], workers=1))
+    assert stylesheet() in page and page.startswith("<!DOCTYPE html>")
+    assert '<span class="sev sev-fail">' in page and 'class="verdict sev-fail"' in page
+
+
+def test_fleet_lines_are_not_cut(tmp_path: Path) -> None:
+    from pcidoc.fleet.render import fleet_text
+
+    folder = tmp_path / "caps"
+
+    def slow(i: int, cap) -> None:
+        if i == 0:
+            cap.host.hostname = "node-with-a-rather-long-name-" + "x" * 60
+            cap.gpus[3].pcie.current_width = 8
+
+    write_fleet(folder, 4, slow)
+    report = analyse([str(folder)], workers=1)
+    node = next(n for n in report.nodes if n.name.startswith("node-with"))
+    top = next(f for f in node.findings if f.severity == node.worst)
+    text = fleet_text(report)
+    assert top.summary in text and any(len(line) > 160 for line in text.splitlines())

@@ -54,3 +54,14 @@ async def test_escape_before_any_node_stays_on_the_fleet(fleet_dir: Path) -> Non
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen)
+
+
+async def test_a_skipped_file_is_named_once_on_the_fleet_screen(fleet_dir: Path) -> None:
+    broken = fleet_dir / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    app = _app(fleet_dir)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.pause()
+        text = plain(app.screen.query_one("#fleet-unreadable"))
+        assert "skipped" in text and text.count("broken.json") == 1, text

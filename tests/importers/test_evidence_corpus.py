@@ -47,6 +47,11 @@ def _topo(c: Capture) -> Any:
     return c.evidence.nccl_topologies[0]
 
 
+def _klog(c: Capture) -> Any:
+    assert c.evidence is not None and c.evidence.kernel_logs
+    return c.evidence.kernel_logs[0]
+
+
 def _transports(c: Capture) -> set[str]:
     return {conn.transport for conn in _log(c).connections}
 
@@ -341,6 +346,92 @@ EXPECTED: dict[str, tuple[list[Fact], dict[str, set[str]], dict[str, str]]] = {
     "amd/rccl-tests-ainic-allreduce-tail-360gbps-avg-142-collective-test-concluded-rccl-2078.txt": (
         [(lambda c: c.measurements.collectives[0].peak_busbw().busbw_gbps, 360.98)],  # type: ignore[union-attr]
         {},
+        {},
+    ),
+    "kernel-log/aer-correctable-dll-timeout-badtlp-amd-root-port-03.1-desktop-pop-os-3363.txt": (
+        [
+            (lambda c: {e.severity for e in _klog(c).aer}, {"corrected"}),
+            (lambda c: {e.bus_id for e in _klog(c).aer}, {"0000:00:03.1"}),
+            (lambda c: {e.layer for e in _klog(c).aer}, {"Data Link Layer"}),
+            (lambda c: {b for e in _klog(c).aer for b in e.bits}, {"Timeout", "BadTLP"}),
+        ],
+        {"kernel.aer": {"warn"}, "kernel.xid": {"pass"}, "kernel.iommu-fault": {"pass"}},
+        {"kernel.aer": "00:03.1"},
+    ),
+    "kernel-log/aer-uncorrected-fatal-cmpltto-sdes-root-port-reset-gpu-03-hardware-returnn-1500.txt": (  # noqa: E501
+        [
+            (lambda c: [(e.severity, e.bus_id) for e in _klog(c).aer], [("fatal", "0000:00:03.0")]),
+            (lambda c: _klog(c).aer[0].bits, ["SDES", "CmpltTO"]),
+            (
+                lambda c: "0000:03:00.0" in {r.bus_id for r in _klog(c).aer_recovery},
+                True,
+            ),
+        ],
+        {"kernel.aer": {"fail"}},
+        {"kernel.aer": "0000:03:00.0"},
+    ),
+    "kernel-log/amd-vi-io-page-fault-07-p2p-samples-crash-iommu-on-cuda-samples-48.txt": (
+        [
+            (
+                lambda c: {(f.iommu, f.kind, f.bus_id) for f in _klog(c).iommu_faults},
+                {("AMD-Vi", "IO_PAGE_FAULT", "0000:07:00.0")},
+            ),
+            (lambda c: _klog(c).iommu_faults[0].address, "0x80000040"),
+        ],
+        {"kernel.iommu-fault": {"fail"}, "kernel.aer": {"pass"}},
+        {"kernel.iommu-fault": "iommu=pt"},
+    ),
+    "kernel-log/fallen-off-bus-multiline-no-xid-b3-probe-failed-open-570-nvsentinel-155.txt": (
+        [
+            (lambda c: [e.bus_id for e in _klog(c).fallen_off_bus], ["0000:b3:00.0"]),
+            (lambda c: _klog(c).xids, []),
+        ],
+        {"kernel.xid": {"fail"}},
+        {"kernel.xid": "fallen off the bus"},
+    ),
+    "kernel-log/rtx-pro-6000-x8-pex890xx-clean-boot-iommu-off-aer-firmware-first-rtx6kpro.txt": (
+        [
+            (lambda c: len(_klog(c).nvidia_devices), 8),
+            (lambda c: (_klog(c).xids, _klog(c).aer, _klog(c).iommu_faults), ([], [], [])),
+            (lambda c: _klog(c).firmware_first is not None, True),
+        ],
+        {
+            "kernel.xid": {"pass"},
+            "kernel.aer": {"pass", "info"},
+            "kernel.iommu-fault": {"pass"},
+            "pcie.link-flap": {"skip", "pass", "info"},
+        },
+        {"kernel.aer": "firmware"},
+    ),
+    "kernel-log/xid145-xid137-nvlink-rlw-link11-b200-redacted-pci-nccl-2241.txt": (
+        [
+            (
+                lambda c: [(e.code, e.link, e.bus_id) for e in _klog(c).xids],
+                [(145, 11, None), (137, 11, None)],
+            ),
+        ],
+        {"kernel.xid": {"warn", "fail"}},
+        {"kernel.xid": "nvlink 11"},
+    ),
+    "link-flap/amd-gpu-behind-card-switch-sysfs-16gt-x8-vs-endpoint-32gt-x16-pp-dpm-pcie-levels-resources-512.txt": (  # noqa: E501
+        [
+            (
+                lambda c: {
+                    (t.bus_id, t.samples[0].gen, t.samples[0].width)
+                    for t in c.evidence.link_histories[0].traces
+                },  # type: ignore[union-attr]
+                {("0000:01:00.0", 4, 8), ("0000:03:00.0", 5, 16)},
+            ),
+        ],
+        {"pcie.link-flap": {"warn"}},
+        {"pcie.link-flap": "0000:01:00.0: trained at gen4 x8 of gen5 x16"},
+    ),
+    "link-flap/rtx-pro-6000-x8-16-query-snapshots-all-gen5-x16-stable-rtx6kpro.txt": (
+        [
+            (lambda c: c.evidence.link_histories[0].readings, 16),  # type: ignore[union-attr]
+            (lambda c: len(c.evidence.link_histories[0].traces), 8),  # type: ignore[union-attr]
+        ],
+        {"pcie.link-flap": {"pass"}},
         {},
     ),
 }

@@ -27,6 +27,10 @@ class FakeEvent:
     def synchronize(self) -> None:
         assert self.t is not None, "synchronize() on an event that was never recorded"
 
+    def query(self) -> bool:
+        assert self.t is not None, "query() on an event that was never recorded"
+        return True
+
     def wait(self, stream: Any = None) -> None:
         pass
 
@@ -73,7 +77,10 @@ class FakeLibcudart:
     """The CUDA runtime entry points the P2P probe calls through ctypes; "device" memory is
     host memory here, so a peer copy is a ``memmove``. Records what it was asked to do."""
 
-    def __init__(self) -> None:
+    def __init__(self, peer_data: str = "copy") -> None:
+        self.peer_data = peer_data
+        """``copy`` (a correct copy) or ``zeros`` (the destination reads back zeros, as peer
+        copies through a broken IOMMU mapping do)."""
         self.peer_copies = 0
         self.peer_access: set[tuple[int, int]] = set()
         self.disabled_calls = 0
@@ -103,7 +110,10 @@ class FakeLibcudart:
         self, dst: int, dst_device: int, src: int, src_device: int, size: int, stream: int
     ) -> int:
         assert stream, "peer copies go on an explicit stream"
-        ctypes.memmove(dst, src, size)
+        if self.peer_data == "zeros":
+            ctypes.memset(dst, 0, size)
+        else:
+            ctypes.memmove(dst, src, size)
         self.peer_copies += 1
         return 0
 

@@ -144,6 +144,7 @@ P2P_OVERRIDES = {
     "latency_copies": 5,
     "latency_trials": 1,
     "verify_bytes": 256 * KiB,
+    "verify_far_offset_bytes": 2 * MiB,
 }
 
 
@@ -232,7 +233,7 @@ def test_wrong_bytes_are_reported(tmp_path, monkeypatch) -> None:
     verifications = [r.measurement for r in outcome.results if r.kind == "p2p_verification"]
     assert verifications
     assert not any(v.ok for v in verifications)
-    assert "7 bytes differ" in (verifications[0].detail or "")
+    assert "7 of 65536 bytes differ" in (verifications[0].detail or "")
 
 
 def test_p2p_without_libcudart_falls_back_to_copy_and_says_so(tmp_path, monkeypatch) -> None:
@@ -258,3 +259,67 @@ def test_copies_per_trial_follow_the_warm_up() -> None:
     assert p2p.copies_for(0.5, 0.05, 8) == 1  # a crawling pair: one copy per trial
     assert p2p.copies_for(0.001, 0.05, 8) == 8  # a fast one: the mode's cap
     assert p2p.copies_for(0.01, 0.05, 8) == 5
+
+
+def test_p2p_verification_covers_sizes_offsets_and_both_directions() -> None:
+    plan = p2p.verify_plan(p2p.p2p_params({"mode": "quick", "overrides": P2P_OVERRIDES}), 1 * MiB)
+    assert {size for size, _ in plan} == {64 * KiB, 256 * KiB, 1 * MiB}
+    assert {offset for _, offset in plan} == {0, 4097, 1 * MiB - 256 * KiB}
+
+
+def test_peer_copy_that_returns_zeros_fails_p2p_integrity(tmp_path, monkeypatch) -> None:
+    """The fake peer copy writes zeros: every direction fails verification, the host-staged
+    control is right, and the doctor says P2P is enabled but the data is wrong."""
+    from pcidoc.doctor import run
+    from pcidoc.model.report import ReportSource
+    from tests.builders import machine
+
+    params = {
+        "mode": "quick",
+        "overrides": P2P_OVERRIDES,
+        "gpus": [{"index": 0, "ordinal": 0}, {"index": 1, "ordinal": 1}],
+    }
+    outcome = _run(p2p, params, FakeTorch(2), tmp_path, monkeypatch, cudart=FakeLibcudart("zeros"))
+    verifications = [r.measurement for r in outcome.results if r.kind == "p2p_verification"]
+    assert {(v.src, v.dst) for v in verifications} == {(0, 1), (1, 0)}
+    assert not any(v.ok for v in verifications)
+    assert all(
+        "staged through host memory arrived intact" in (v.detail or "") for v in verifications
+    )
+    # 3 sizes at offset 0, 2 more offsets, 1 copy past the (shrunk) far offset
+    assert all((v.detail or "").startswith("6 copies") for v in verifications)
+    capture = machine(2, link="PHB")
+    capture.measurements.p2p_verification = verifications
+    report = run(capture, ReportSource(kind="live"), generated_at="2026-01-01T00:00:00Z")
+    result = report.check("p2p.integrity")
+    assert result is not None and result.severity == "fail"
+    assert "data is wrong" in result.summary
+    assert any("NCCL_P2P_DISABLE=1" in step for step in result.remediation)
+    assert any("iommu=pt" in step for step in result.remediation)
+
+
+def test_peer_copy_that_never_completes_names_the_pair_as_hanging(tmp_path, monkeypatch) -> None:
+    from tests.probes.fake_cuda import FakeEvent
+
+    class StuckEvent(FakeEvent):
+        def query(self) -> bool:
+            return False
+
+    fake = FakeTorch(2)
+    fake.cuda.Event = StuckEvent  # type: ignore[misc]
+    params = {
+        "mode": "quick",
+        "overrides": {**P2P_OVERRIDES, "verify_timeout_s": 0.01},
+        "gpus": [{"index": 0, "ordinal": 0}, {"index": 3, "ordinal": 1}],
+    }
+    # The child raises (its parent reports the error); what it emitted first is in the stream.
+    with pytest.raises(RuntimeError, match=r"GPU0->GPU3: .*hanging"):
+        _run(p2p, params, fake, tmp_path, monkeypatch)
+    builder = OutcomeBuilder(ProbeSpec(name="fake"))
+    for line in (tmp_path / "stream.jsonl").read_bytes().splitlines():
+        builder.feed(line)
+    outcome = builder.finish()
+    verifications = [r.measurement for r in outcome.results if r.kind == "p2p_verification"]
+    assert [(v.src, v.dst, v.ok) for v in verifications] == [(0, 3, False)]
+    assert "hanging" in (verifications[0].detail or "")
+    assert not [r for r in outcome.results if r.kind == "p2p"]  # nothing timed after a hang

@@ -540,3 +540,22 @@ async def test_one_gpu_and_a_capture_without_a_matrix_still_open() -> None:
         await pilot.press("c", "n", "right", "2")
         await settle(pilot)
         assert app.is_running
+
+
+async def test_every_finding_of_a_check_is_in_the_doctor_detail() -> None:
+    # "(+N more)" named only the worst finding; the others were nowhere in the TUI.
+    app = demo_app("synthetic-72gpu")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        doctor = app.main.doctor
+        several = [c for c in doctor.checks if len(c.findings) > 1]
+        assert several, "the 72-GPU demo has a check with several findings"
+        check = several[0]
+        doctor.select(check.id)
+        await pilot.pause()
+        detail = _plain(app, "#check-text")
+        assert f"Findings ({len(check.findings)})" in detail
+        for finding in check.findings:
+            assert finding.summary[:40] in " ".join(detail.split())

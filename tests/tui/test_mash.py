@@ -145,7 +145,7 @@ async def test_a_node_alone_in_its_group_says_too_few_nodes_to_compare(tmp_path:
             str(table.get_row_at(i)[1]): str(table.get_row_at(i)[4]) for i in range(table.row_count)
         }
     alone = next(n.name for n in report.nodes if n.path.endswith("odd.json"))
-    assert rows[alone] == "too few nodes to compare"
+    assert rows[alone].startswith("too few nodes to compare")  # the words of pcidoc fleet
     assert all(what != "matches its peer group" for what in rows.values())
 
 

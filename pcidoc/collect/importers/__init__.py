@@ -47,6 +47,14 @@ SUPPORTED_FORMATS: dict[str, str] = {
     "nccl-tests-launch": "nccl-tests/rccl-tests rank lines across hosts (multi-node launches)",
     "nccl-tests-json": "nccl-tests JSON output (-J / --output_file)",
     "amd-topology": "rocm-smi --showtopo / amd-smi topology (XGMI/PCIe links, NUMA)",
+    "nccl-ras": "NCCL RAS status reports (ncclras text and -f json)",
+    "nccl-watchdog": "PyTorch ProcessGroupNCCL watchdog timeouts (WorkNCCL(SeqNum=...))",
+    "flight-recorder": "PyTorch NCCL flight-recorder dumps (JSON)",
+    "nccl-inspector": "NCCL Inspector records (JSON and Prometheus textfile)",
+    "nccl-profiler-trace": "NCCL example profiler plugin trace (timings, no bandwidth)",
+    "p2p-integrity": "simpleP2P verification, PyTorch peer-copy sessions, IOMMU-group tables",
+    "kernel-log": "dmesg / journalctl -k / kern.log (Xid, AER, IOMMU faults, PCIe notices)",
+    "link-history": "repeated link readings (nvidia-smi --query-gpu / -q -d PCIE, lspci, sysfs)",
 }
 """Format id -> what it is; ids appear in ``origin.sources[].formats``."""
 
@@ -131,7 +139,11 @@ def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
             result.warnings.append("profiler trace: the JSON is incomplete or damaged; not read")
         return None
     from pcidoc.collect.importers import perf_runs
+    from pcidoc.collect.importers.runtime import json_fragment
 
+    runtime = json_fragment(data, name)
+    if runtime is not None:
+        return runtime
     if perf_runs.looks_like_json(data):
         run, measurement = perf_runs.parse_json(data, name)
         fragment = Fragment("nccl-tests-json")

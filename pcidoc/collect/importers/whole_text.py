@@ -4,8 +4,9 @@ reports (whose embedded ``topo -m`` the section scanner reads on its own)."""
 
 from __future__ import annotations
 
-from pcidoc.collect.importers import collect_env, nccl_log, perf_runs
+from pcidoc.collect.importers import collect_env, kernel_log, link_history, nccl_log, perf_runs
 from pcidoc.collect.importers.fragment import Fragment
+from pcidoc.collect.importers.runtime import runtime_fragments
 from pcidoc.collect.importers.text import Doc
 
 
@@ -29,6 +30,7 @@ def extract(doc: Doc, name: str) -> tuple[list[Fragment], list[str]]:
         frag.evidence.test_runs.append(run)
         frag.read.append(perf_runs.summary(run))
         fragments.append(frag)
+    fragments.extend(runtime_fragments(doc, name))
     report = collect_env.extract(doc, name)
     if report is not None:
         frag = Fragment(collect_env.FORMAT)
@@ -36,5 +38,17 @@ def extract(doc: Doc, name: str) -> tuple[list[Fragment], list[str]]:
         frag.read.append(collect_env.summary(report))
         if report.driver_version:
             frag.driver["driver_version"] = report.driver_version
+        fragments.append(frag)
+    kernel = kernel_log.extract(doc, name)
+    if kernel is not None:
+        frag = Fragment(kernel_log.FORMAT)
+        frag.evidence.kernel_logs.append(kernel)
+        frag.read.append(kernel_log.summary(kernel))
+        fragments.append(frag)
+    history = link_history.extract(doc, name)
+    if history is not None:
+        frag = Fragment(link_history.FORMAT)
+        frag.evidence.link_histories.append(history)
+        frag.read.append(link_history.summary(history))
         fragments.append(frag)
     return fragments, warnings

@@ -4,6 +4,7 @@
 
 from pcidoc.doctor.checks import (  # noqa: F401
     env,
+    kernel,
     nccl,
     numa,
     nvlink,

@@ -21,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from pcidoc.fleet.model import FleetNode, FleetReport
+from pcidoc.fleet.render import peer_status
 from pcidoc.model.units import plurals
 
 if TYPE_CHECKING:
@@ -39,18 +40,6 @@ _STYLE = {
     "pass": "green",
     "skip": "dim",
 }
-
-
-def _what(node: FleetNode, comparable: bool) -> str:
-    """What differs from the peers, or why nothing does: the words of ``pcidoc fleet``."""
-    if node.differs:
-        more = f" (+{len(node.differs) - 1} more below)" if len(node.differs) > 1 else ""
-        return node.differs[0].text + more
-    if not node.gpus:
-        return "no GPU in this capture: nothing to compare"
-    if not comparable:
-        return "too few nodes to compare"
-    return "matches its peer group"
 
 
 class FleetScreen(Screen[str | None]):
@@ -82,7 +71,6 @@ class FleetScreen(Screen[str | None]):
         self.current = current
         """Path of the node on display behind this screen, if any."""
         self.paths: list[str] = [node.path for node in report.nodes]
-        self.comparable = {group.id: group.peers_comparable for group in report.groups}
 
     def compose(self) -> ComposeResult:
         s = self.report.summary
@@ -108,7 +96,7 @@ class FleetScreen(Screen[str | None]):
                 skipped = Text()
                 for bad in self.report.unreadable[:3]:
                     skipped.append("skipped ", style="red")
-                    skipped.append(f"{bad.path}: {bad.error}\n")
+                    skipped.append(f"{bad.text()}\n")
                 more = len(self.report.unreadable) - 3
                 if more > 0:
                     skipped.append(
@@ -140,7 +128,7 @@ class FleetScreen(Screen[str | None]):
                 Text(node.name, style="bold" if node.outlier else ""),
                 Text(node.worst.upper(), style=_STYLE[node.worst]),
                 node.group,
-                _what(node, self.comparable.get(node.group, True)),
+                peer_status(self.report, node),
                 key=node.path,
             )
         if self.current in self.paths:
@@ -164,7 +152,7 @@ class FleetScreen(Screen[str | None]):
                 detail.append("differs: ", style="bold" if difference.degrades else "dim")
                 detail.append(difference.text + "\n")
             if not node.differs:
-                detail.append(_what(node, self.comparable.get(node.group, True)) + "\n", "dim")
+                detail.append(peer_status(self.report, node) + "\n", style="dim")
         self.query_one("#fleet-detail", Static).update(detail)
 
     def node_at(self, row: int) -> FleetNode | None:

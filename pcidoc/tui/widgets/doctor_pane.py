@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on
@@ -21,11 +21,8 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from pcidoc.model.report import CheckResult, Report
-from pcidoc.tui.describe import check_detail, check_findings, check_line
+from pcidoc.tui.describe import check_detail, check_line
 from pcidoc.tui.widgets.probe_panel import ProbePanel
-
-if TYPE_CHECKING:
-    from pcidoc.doctor.finding import Finding
 
 _PAIR = re.compile(r"^((?:GPU|NIC)\d+)-((?:GPU|NIC)\d+)$")
 _DEVICE = re.compile(r"^(?:GPU|NIC)\d+$")
@@ -79,8 +76,6 @@ class DoctorPane(Container):
         """The checks on display (after the filter and the search)."""
         self.hide_passed = False
         """``f``: show only the checks that found something (info and worse)."""
-        self._finding_cache: dict[str, list[Finding]] = {}
-        """The findings of the checks shown so far, of :attr:`report` (cleared with it)."""
         self.search = ""
         """``/``: only the checks whose id, title or summary contain this (any case)."""
 
@@ -119,7 +114,6 @@ class DoctorPane(Container):
     def show_report(self, report: Report | None) -> None:
         """Show a report's checks, keeping the selected check when it is still there."""
         self.report = report
-        self._finding_cache.clear()
         self._fill()
 
     def _visible(self, report: Report) -> list[CheckResult]:
@@ -190,8 +184,7 @@ class DoctorPane(Container):
     def _show(self, check: CheckResult | None) -> None:
         text = self.query_one("#check-text", Static)
         if check is not None:
-            findings = self._findings(check) if check.severity not in ("pass", "skip") else []
-            text.update(check_detail(check, findings))
+            text.update(check_detail(check))
         elif self.report is not None and self.report.checks:
             ways = []
             if self.search.strip():
@@ -202,15 +195,6 @@ class DoctorPane(Container):
         else:
             text.update(Text("no checks", style="dim"))
         self.query_one("#check-detail", VerticalScroll).scroll_home(animate=False)
-
-    def _findings(self, check: CheckResult) -> list[Finding]:
-        """Every finding of a check whose summary names only the worst (cached per report)."""
-        report = self.report
-        if report is None:
-            return []
-        if check.id not in self._finding_cache:
-            self._finding_cache[check.id] = check_findings(report, check.id)
-        return self._finding_cache[check.id]
 
     # ----------------------------------------------------------------------- actions
 

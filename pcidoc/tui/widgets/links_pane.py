@@ -23,7 +23,7 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuCounters, GpuRates
 from pcidoc.model.facts import Gpu
 from pcidoc.model.units import link_label
-from pcidoc.tui.describe import gpu_pcie_ceiling
+from pcidoc.tui.describe import gpu_pcie_ceiling, link_changes
 from pcidoc.tui.hanging import Phrases
 
 HISTORY = 120
@@ -285,6 +285,9 @@ class LinksPane(Container):
             phrases.append(Text("Errors: totals since boot, +N since the last sample.", "dim"))
         else:
             phrases.append(Text("Errors: totals since boot.", style="dim"))
+        flaps = link_changes(self.capture)
+        if flaps:
+            phrases.append(Text(f"Link changes (pcie.link-flap): {flaps}.", style="bold"))
         if self.sort != "gpu":
             words = next(w for name, w, _ in SORTS if name == self.sort)
             phrases.append(Text(f"Sorted by {words} (o).", style="bold"))
@@ -448,8 +451,8 @@ class LinksPane(Container):
         for nv in gpu.nvlinks:
             state = nv.state
             live = live_links.get(nv.link)
-            if live is not None and live.up is not None:
-                state = "up" if live.up else "down"
+            if live is not None and live.state is not None:
+                state = live.state  # type: ignore[assignment]
             if self.live:
                 errors = _total(
                     live.errors if live is not None else None,

@@ -6,12 +6,15 @@
 from pcidoc.doctor.checks.nccl import (  # noqa: F401  (registers on import)
     acs_redirect,
     env_ignored,
+    inspector,
     lspci_link,
     network,
     nic_inventory,
+    ras,
     shm,
     tests_launch,
     topo_file,
     transport,
     version,
+    watchdog,
 )

@@ -19,6 +19,15 @@ if TYPE_CHECKING:
         NcclTopology,
         PerfRun,
     )
+    from pcidoc.model.kernel import KernelLog, LinkHistory
+    from pcidoc.model.runtime import (
+        FlightRecorderDump,
+        InspectorRecord,
+        NcclRasReport,
+        NcclWatchdog,
+        P2PIntegrity,
+        ProfilerTrace,
+    )
 
 RDMA_PREFIXES = ("mlx", "ib", "bnxt_re", "irdma", "efa", "hfi", "qedr", "rdma", "erdma", "ionic")
 """RDMA device name prefixes (Mellanox/NVIDIA, Broadcom, Intel, AWS EFA, Cornelis, QLogic...)."""
@@ -37,6 +46,14 @@ class NoEvidence:
     env_reports: tuple[EnvReport, ...] = ()
     test_runs: tuple[PerfRun, ...] = ()
     amd_topologies: tuple[AmdTopology, ...] = ()
+    nccl_ras: tuple[NcclRasReport, ...] = ()
+    nccl_watchdogs: tuple[NcclWatchdog, ...] = ()
+    flight_records: tuple[FlightRecorderDump, ...] = ()
+    inspector: tuple[InspectorRecord, ...] = ()
+    profiler_traces: tuple[ProfilerTrace, ...] = ()
+    p2p_integrity: tuple[P2PIntegrity, ...] = ()
+    kernel_logs: tuple[KernelLog, ...] = ()
+    link_histories: tuple[LinkHistory, ...] = ()
     topo_file_env: str | None = None
     topo_file_error: str | None = None
 

@@ -172,9 +172,7 @@ def _refusal_finding(
     where = shown if len(pairs) == 1 else f"{len(pairs)} pairs: {shown}"
     meaning = short_meaning(reason)
     code = "CUDA: no peer access" if reason == "CUDA" else f"{reason}: {meaning}"
-    evidence = _capped(
-        [_ev("P2P refused", f"{reason}: {meaning}", subject=pair_label(a, b)) for a, b, _ in pairs]
-    )
+    evidence = _capped([_ev("P2P refused", code, subject=pair_label(a, b)) for a, b, _ in pairs])
     if klass == "nvlink":
         return Finding(
             "fail",
@@ -223,8 +221,12 @@ def _refusal_finding(
             "host-staged copies (NCCL uses shared memory, see scaling.allreduce), or run "
             "GPU-to-GPU heavy jobs on GPUs with P2P support or NVLink.",
         )
+    # One severity per root cause, whatever the path: the stock driver's policy on consumer GPUs
+    # is not a fault to repair (info, as across sockets); its cost is judged where it is
+    # measured (p2p.fallback, scaling.allreduce). A refusal on other GPUs has a cause to fix.
+    policy = consumer or reason == "GNS"  # GNS is that policy's own code, names or not
     return Finding(
-        "warn",
+        "info" if policy else "warn",
         summary,
         subjects=labels,
         evidence=evidence,

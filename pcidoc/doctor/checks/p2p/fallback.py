@@ -165,48 +165,11 @@ class _Verdicts:
 @check("p2p.fallback", "P2P enabled vs staged copies", needs="probe")
 def p2p_fallback(ctx: Context) -> Finding | list[Finding]:
     """Peer copies with P2P on that are no faster than staging through the host, NVLink pairs
-    not using NVLink, outlier GPUs and byte-verification failures."""
+    not using NVLink and outlier GPUs (wrong bytes are ``p2p.integrity``'s)."""
     enabled, baseline = _uni_or_bidir(ctx)
-    verifications = ctx.measurements.p2p_verification
-    if not enabled and not verifications:
+    if not enabled:
         return ctx.unmeasured("p2p", "no peer-to-peer copy was measured")
     findings: list[Finding] = []
-    bad = [v for v in verifications if not v.ok]
-    if bad:
-        labels = [pair_label(v.src, v.dst) for v in bad]
-        findings.append(
-            Finding(
-                "fail",
-                f"P2P returned wrong data on {_list([f'GPU{v.src}→GPU{v.dst}' for v in bad])}",
-                subjects=labels,
-                evidence=[
-                    _ev(
-                        "byte verification failed",
-                        v.detail or "mismatch",
-                        subject=f"GPU{v.src}→GPU{v.dst}",
-                    )
-                    for v in bad
-                ]
-                + [e for v in bad for e in static_causes(ctx, v.src, v.dst)],
-                remediation=[
-                    "Do not run peer-to-peer work on these pairs until fixed: set "
-                    "`NCCL_P2P_DISABLE=1` (and for vLLM `--disable-custom-all-reduce`).",
-                    "Wrong data with a success status is the signature of a translating IOMMU or a "
-                    "forced P2P path: see p2p.acs-iommu, boot with `iommu=pt` or the IOMMU off, "
-                    "enable Resizable BAR, then re-run `pcidoc check --probes quick`.",
-                ],
-            )
-        )
-    elif verifications:
-        findings.append(
-            Finding(
-                "pass",
-                f"byte-verified peer copies correct on {len(verifications)} pair(s)",
-                evidence=[_ev("byte-verified pairs", len(verifications))],
-            )
-        )
-    if not enabled:
-        return findings
     indices = sorted({i for m in enabled for i in m.gpus})
     mode = "bidirectional" if enabled[0].bidirectional else "unidirectional"
     v = _Verdicts()

@@ -8,11 +8,15 @@
 * ``pcie.shared-uplink``: GPUs behind one switch uplink that contend for it during
   concurrent host transfers, and switch pairs without P2P whose copies cross the uplink twice.
 
-All three are pure functions of the capture; every threshold is in :mod:`pcidoc.doctor.config`.
+* ``pcie.link-flap``: links that change gen/width over repeated readings (``watch``, pasted
+  snapshots) or stay trained low, told apart from idle power saving.
+
+All are pure functions of the capture; every threshold is in :mod:`pcidoc.doctor.config`.
 """
 
 from pcidoc.doctor.checks.pcie import (  # noqa: F401  (registers on import)
     errors,
+    link_flap,
     link_speed,
     shared_uplink,
 )

@@ -1,0 +1,616 @@
+"""The kernel log: ``dmesg`` (plain, ``-T``, ``-H``, ``-x``), ``journalctl -k`` (short and ISO),
+``/var/log/kern.log``/``syslog`` excerpts, and the live reader's last boot.
+
+Kernel lines are found anywhere in a paste (interleaved with other output). Each line loses its
+packaging first — a syslog/journal prefix (``Sep 19 16:18:02 host kernel:``, ISO time), a bare
+``kernel:``, a ``dmesg -x`` facility, the dmesg stamp (``[  12.345678]``, ``[Mon Jan  1 ...]``,
+``[  +0.000844]``, ``[Nov27 10:11]``) — and its message is offered to a table of readers:
+
+* NVIDIA Xid lines (``NVRM: Xid (PCI:0000:3b:00): 79, pid=..., name=..., text``; a redacted
+  ``PCI:...`` keeps the event without a bus id);
+* "fallen off the bus" without an Xid line (the multi-line text newer drivers print in probe);
+* PCIe AER (``PCIe Bus Error: severity=..., type=...``, the ``device [vvvv:dddd] error
+  status/mask`` and ``[12] Timeout`` lines after it, the root port's ``error message received
+  from`` line, ``can't recover`` / ``device recovery failed`` / ``link has been reset``);
+* IOMMU faults (Intel ``DMAR: [DMA Read] Request device [..] fault addr ...``, AMD-Vi
+  ``Event logged [IO_PAGE_FAULT domain=... address=...]``, ARM SMMU context faults);
+* the kernel's ``... available PCIe bandwidth, limited by 2.5 GT/s PCIe x8 link at ...``;
+* NVLink / NVSwitch / fabric manager error lines;
+* whether the firmware keeps AER (``_OSC: platform does not support [AER ...]``, ``OS does not
+  control AER``) and whether the IOMMU is off or in passthrough.
+
+A paste is a kernel log when it holds at least one such event, or enough lines with a kernel
+stamp/prefix (a clean boot log is evidence too).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable
+from typing import Any
+
+from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float
+from pcidoc.model.kernel import (
+    AerEvent,
+    AerRecovery,
+    FallenOffBus,
+    IommuFault,
+    KernelLog,
+    LinkNotice,
+    NvlinkEvent,
+    XidEvent,
+)
+
+FORMAT = "kernel-log"
+
+MAX_EVENTS = 2000
+"""Events kept per kind (the rest are counted in ``KernelLog.dropped``)."""
+
+MIN_STAMPED_LINES = 5
+"""A text with no event is a kernel log only with at least this many kernel-stamped lines."""
+
+# --------------------------------------------------------------------------- line packaging
+
+_MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
+_SYSLOG_RE = lazy(
+    r"^(?P<clock>(?P<mon>[A-Z][a-z]{2})\s+(?P<day>\d{1,2})\s+(?P<hms>\d\d:\d\d:\d\d)(?:\.\d+)?)"
+    r"\s+(?P<host>\S+)\s+kernel(?:\[\d+\])?:\s?"
+)
+_ISO_RE = lazy(
+    r"^(?P<clock>(?P<date>\d{4}-\d\d-\d\d)[T ](?P<hms>\d\d:\d\d:\d\d)(?P<frac>[.,]\d+)?"
+    r"(?:Z|[+-]\d\d:?\d\d)?)\s+(?P<kernel>(?P<host>\S+)\s+kernel(?:\[\d+\])?:\s?)?"
+)
+_KERNEL_TAG_RE = lazy(r"^\s*kernel(?:\[\d+\])?:\s?")
+_FACILITY_RE = lazy(r"^\s*(?:kern|user|daemon|syslog)\s*:\s*[a-z]+\s*:\s?")
+_MONO_RE = lazy(r"^\s*\[\s*(?P<mono>\d+\.\d+)\]\s?")
+_REL_RE = lazy(r"^\s*\[\s*\+\s*(?P<rel>\d+\.\d+)\]\s?")
+_WALL_RE = lazy(
+    r"^\s*\[(?P<clock>[A-Z][a-z]{2}\s+(?P<mon>[A-Z][a-z]{2})\s+(?P<day>\d{1,2})\s+"
+    r"(?P<hms>\d\d:\d\d:\d\d)\s+(?P<year>\d{4}))\]\s?"
+)
+_HUMAN_RE = lazy(
+    r"^\s*\[(?P<clock>(?P<mon>[A-Z][a-z]{2})\s?(?P<day>\d{1,2})\s+(?P<hm>\d\d:\d\d))\]\s?"
+)
+
+
+def _hms(text: str) -> int:
+    parts = [int(p) for p in text.split(":")]
+    while len(parts) < 3:
+        parts.append(0)
+    return parts[0] * 3600 + parts[1] * 60 + parts[2]
+
+
+def _wall_seconds(mon: str, day: str, hms: str, year: int = 2000) -> float | None:
+    month = _MONTHS.get(mon)
+    if month is None:
+        return None
+    return float(calendar.timegm((year, month, int(day), 0, 0, 0)) + _hms(hms))
+
+
+class _Clock:
+    """Turns each line's stamp into seconds (boot-relative, or relative to the first wall-clock
+    stamp) and removes the packaging."""
+
+    def __init__(self) -> None:
+        self.syslog, self.iso = _SYSLOG_RE.compiled, _ISO_RE.compiled
+        self.tag, self.facility = _KERNEL_TAG_RE.compiled, _FACILITY_RE.compiled
+        self.mono, self.rel_re = _MONO_RE.compiled, _REL_RE.compiled
+        self.wall_re, self.human = _WALL_RE.compiled, _HUMAN_RE.compiled
+        self.wall0: float | None = None
+        self.rel = 0.0
+        self.stamped = 0
+        self.hosts: list[str] = []
+
+    def _wall(self, value: float | None) -> float | None:
+        if value is None:
+            return None
+        if self.wall0 is None:
+            self.wall0 = value
+        return value - self.wall0
+
+    def _host(self, name: str) -> None:
+        if name not in self.hosts and len(self.hosts) < 64:
+            self.hosts.append(name)
+
+    def _prefix(self, line: str) -> tuple[str, float | None, str | None, bool]:
+        """Without the syslog/journal/ISO prefix; the last item says whether it named the
+        kernel (an ISO time alone, as CI logs print, does not make a kernel line)."""
+        match = self.syslog.match(line)
+        if match:
+            self._host(match["host"])
+            when = _wall_seconds(match["mon"], match["day"], match["hms"])
+            return line[match.end() :], self._wall(when), match["clock"], True
+        match = self.iso.match(line)
+        if match:
+            y, m, d = (int(x) for x in match["date"].split("-"))
+            frac = float("0." + match["frac"][1:]) if match["frac"] else 0.0
+            try:
+                when = float(calendar.timegm((y, m, d, 0, 0, 0)) + _hms(match["hms"])) + frac
+            except (ValueError, OverflowError):
+                when = None
+            if match["host"]:
+                self._host(match["host"])
+            return line[match.end() :], self._wall(when), match["clock"], bool(match["kernel"])
+        match = self.tag.match(line)
+        if match:
+            return line[match.end() :], None, None, True
+        return line, None, None, False
+
+    def _stamp(self, line: str) -> tuple[str, float | None, str | None, bool]:
+        match = self.mono.match(line)
+        if match:
+            return line[match.end() :], float(match["mono"]), None, True
+        match = self.rel_re.match(line)
+        if match:
+            self.rel += float(match["rel"])
+            return line[match.end() :], self.rel, None, True
+        match = self.wall_re.match(line)
+        if match:
+            when = _wall_seconds(match["mon"], match["day"], match["hms"], int(match["year"]))
+            return line[match.end() :], self._wall(when), match["clock"], True
+        match = self.human.match(line)
+        if match:
+            when = _wall_seconds(match["mon"], match["day"], match["hm"])
+            return line[match.end() :], self._wall(when), match["clock"], True
+        return line, None, None, False
+
+    def strip(self, raw: str) -> tuple[str, float | None, str | None, bool]:
+        """(message, seconds, clock text, whether the line carried kernel packaging)."""
+        line, when, clock, packaged = self._prefix(raw)
+        facility = self.facility.match(line)
+        if facility:
+            line, packaged = line[facility.end() :], True
+        line, stamp_time, stamp_clock, stamped = self._stamp(line)
+        if stamped:
+            # The dmesg stamp is the better clock when a syslog prefix has one too.
+            when = stamp_time if stamp_clock is None else (when if when is not None else stamp_time)
+            clock = clock or stamp_clock
+        if packaged or stamped:
+            self.stamped += 1
+        return line.strip(), when, clock, packaged or stamped
+
+
+# --------------------------------------------------------------------------- message readers
+
+_DEVICE_RE = lazy(
+    r"^(?P<drv>[\w.-]+)\s+(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s*"
+)
+_XID_RE = lazy(
+    r"NVRM:\s*(?:GPU\s+\S+\s*:\s*)?Xid\s*\((?:PCI:)?(?P<bus>[^)]*)\):\s*(?P<code>\d+)\s*,?\s*"
+    r"(?P<rest>.*)$"
+)
+_PID_RE = lazy(r"^pid=\s*'?(?P<pid><?[\w ]+>?)'?\s*,\s*(?:name=(?P<name>[^,]*?)\s*,\s*)?")
+_LINK_NO_RE = lazy(r"\blink\s*(?:#|number\s*)?(\d+)\b", re.IGNORECASE)
+_FALLEN_RE = lazy(r"fallen off the bus", re.IGNORECASE)
+_PROBE_FAIL_RE = lazy(r"NVRM: The NVIDIA probe routine failed")
+_GPU_AT_RE = lazy(r"GPU\s+(?:at\s+)?(?:PCI:)?(?P<bus>[0-9a-fA-F]{2,8}:[0-9a-fA-F:.]{4,})")
+_AER_BUS_ERR_RE = lazy(
+    r"PCIe Bus Error:\s*severity=(?P<sev>[^,]+),\s*type=(?P<type>[^,(]+)\s*,?\s*"
+    r"(?:id=[0-9a-fA-F]+)?\s*(?:\((?P<agent>[^)]*)\))?"
+)
+_AER_RECEIVED_RE = lazy(
+    r"AER:\s*(?:Multiple\s+)?(?P<sev>Corrected|Correctable|Uncorrected\s*\((?:Non-)?Fatal\)|"
+    r"Uncorrectable\s*\((?:Non-)?Fatal\))\s+error(?:\s+message)?\s+received(?::|\s+from)\s*"
+    r"(?:id=)?(?P<src>\S+)",
+    re.IGNORECASE,
+)
+_AER_STATUS_RE = lazy(
+    r"device\s*\[(?P<vd>[0-9a-fA-F]{4}:[0-9a-fA-F]{4})\]\s*error status/mask=(?P<st>[0-9a-fA-F]+)"
+)
+_AER_OLD_STATUS_RE = lazy(r"aer_status:\s*0x(?P<st>[0-9a-fA-F]+)")
+_AER_LAYER_RE = lazy(r"aer_layer=(?P<layer>[^,]+),\s*aer_agent=(?P<agent>.+)$")
+_GHES_SEV_RE = lazy(r"\[Hardware Error\]:\s*event severity:\s*(?P<sev>\w+)", re.IGNORECASE)
+_DPC_RE = lazy(r"DPC:\s*containment event|DPC:\s*.*(?:uncorrectable|fatal) error detected")
+_GPU_ENUM_RE = lazy(r"\[(?:10de|1002):[0-9a-f]{4}\]\s+type\s+00\s+class\s+0x03", re.IGNORECASE)
+_AER_BIT_RE = lazy(r"^(?:AER:\s*)?\[\s*(?P<n>\d+)\]\s+(?P<name>[A-Za-z][\w ]*?)\s*(?:\(First\))?$")
+_AER_RECOVERY = (
+    (lazy(r"can't recover|device recovery failed|recovery failed", re.IGNORECASE), "failed"),
+    (lazy(r"link has been reset|Downstream Port link has been reset", re.IGNORECASE), "reset"),
+    (lazy(r"Device recovery successful|device recovery successful", re.IGNORECASE), "recovered"),
+)
+_DMAR_RE = lazy(
+    r"DMAR:\s*\[(?P<kind>DMA (?:Read|Write)|INTR-REMAP)[^\]]*\]\s*Request device\s*"
+    r"\[(?P<bus>[^\]]+)\]\s*(?:PASID\s+\w+\s+)?fault (?:addr|index)\s*(?P<addr>(?:0x)?[0-9a-fA-F]+)"
+    r"\s*(?:\[fault reason\s*(?P<reason>[^\]]+)\]\s*(?P<rtext>.*))?"
+)
+_AMDVI_RE = lazy(r"AMD-Vi:\s*Event logged\s*\[(?P<kind>[A-Z_]+)\s*(?P<args>[^\]]*)\]?")
+_SMMU_RE = lazy(r"Unhandled context fault:.*?iova=(?P<addr>0x[0-9a-fA-F]+)")
+_ARG_RE = lazy(r"(\w+)=(\S+?)(?:,|\s|$)")
+_NOTICE_RE = lazy(
+    r"(?P<avail>[\d.]+)\s*Gb/s available PCIe bandwidth,\s*limited by\s*(?P<gts>[\d.]+)\s*GT/s\s*"
+    r"(?:PCIe\s*)?x(?P<width>\d+)\s*link at\s*(?P<port>\S+?)\s*"
+    r"\(capable of\s*(?P<cap>[\d.]+)\s*Gb/s with\s*(?P<cgts>[\d.]+)\s*GT/s\s*(?:PCIe\s*)?"
+    r"x(?P<cwidth>\d+)\s*link\)"
+)
+_NVLINK_RE = lazy(
+    r"(?:nvidia-nvlink|nvidia-nvswitch\d*|NVLink|NVSwitch|nv-fabricmanager|fabric manager)"
+    r".*?(?:error|fatal|fail|timeout|train(?:ing)? (?:fail|error)|link down)",
+    re.IGNORECASE,
+)
+_FW_FIRST_RE = lazy(
+    r"_OSC: platform does not support \[[^\]]*\bAER\b|OS does not control AER|"
+    r"AER: Firmware first mode|HEST: Enabling Firmware First|\bpci=noaer\b|"
+    r"firmware first mode is enabled",
+    re.IGNORECASE,
+)
+_AER_NATIVE_RE = lazy(r"_OSC: OS now controls \[[^\]]*\bAER\b")
+_IOMMU_OFF_RE = lazy(
+    r"\b(?:amd_)?iommu=(?:off|pt)\b|intel_iommu=off\b|iommu\.passthrough=1|"
+    r"Default domain type: Passthrough",
+)
+
+
+_KEYWORDS = (
+    "Xid", "NVRM", "fallen off", "AER", "PCIe Bus Error", "DMAR", "AMD-Vi", "context fault",
+    "GT/s", "NVLink", "NVLINK", "Nvlink", "nvlink", "nvswitch", "NVSwitch", "fabric", "_OSC",
+    "iommu", "IOMMU", "Hardware Error", "DPC", "recover", "irmware first", "noaer",
+)  # fmt: skip
+"""What one of the readers looks for (besides a device-prefixed message); other lines are only
+counted. Searched as one alternation of literals (no character class: that is what made the
+search slow)."""
+_KEYWORDS_RE = lazy("|".join(re.escape(word) for word in _KEYWORDS))
+_STAMP_STARTS = frozenset("[0123456789")
+
+
+def _maybe_packaged(raw: str, start: str) -> bool:
+    """Whether the line may start with a kernel stamp or prefix (``[``, an ISO date,
+    ``kernel:``, ``kern :``, a syslog month name): a cheap test before the patterns."""
+    if start in _STAMP_STARTS:
+        return True
+    text = raw.lstrip()
+    return text[:3] in _MONTHS or text.startswith(("kernel", "kern "))
+
+
+_DRIVER_TAGS = ("NVRM:", "nvidia-nvswitch", "nvidia-nvlink", "nvidia ")
+
+
+def _quote(line: str) -> str:
+    return line.strip()[:300]
+
+
+class _Reader:
+    """State of one pass over a text."""
+
+    def __init__(self, log: KernelLog) -> None:
+        self.log = log
+        self.recent: list[str] = []
+        self.last_aer: dict[str | None, AerEvent] = {}
+        self.port_of: dict[str, str] = {}
+        """device -> the port whose ``error received`` line named it."""
+        self.pending_port: tuple[str | None, str | None] | None = None
+        self.packaged = False
+        """Whether the current line carried a kernel stamp or prefix."""
+        self.ghes_severity: str | None = None
+        """``event severity`` of the last firmware (GHES/APEI) hardware error record."""
+
+    def keep(self, items: list[Any], item: Any) -> None:
+        if len(items) < MAX_EVENTS:
+            items.append(item)
+        else:
+            self.log.dropped += 1
+
+    # Each reader returns True when the message was one of its kind.
+
+    def xid(self, msg: str, base: dict[str, Any]) -> bool:
+        match = _XID_RE.search(msg)
+        if not match:
+            return False
+        rest = match["rest"].strip()
+        pid = name = None
+        pid_match = _PID_RE.match(rest)
+        if pid_match:
+            pid_text = pid_match["pid"].strip()
+            pid = int(pid_text) if pid_text.isdigit() else None
+            name = (pid_match["name"] or "").strip() or None
+            if name and name.startswith("<"):
+                name = None
+            rest = rest[pid_match.end() :]
+        link = _LINK_NO_RE.search(rest)
+        base["bus_id"] = normalize_bus_id(match["bus"].strip()) or base.get("bus_id")
+        event = XidEvent(
+            code=int(match["code"]),
+            pid=pid,
+            process=name,
+            text=rest.rstrip(".") or None,
+            link=int(link.group(1)) if link else None,
+            **base,
+        )
+        self.keep(self.log.xids, event)
+        return True
+
+    def fallen(self, msg: str, base: dict[str, Any]) -> bool:
+        probe = bool(_PROBE_FAIL_RE.search(msg))
+        if not (_FALLEN_RE.search(msg) or probe):
+            return False
+        bus = base.get("bus_id")
+        for text in [msg, *reversed(self.recent[-4:])]:
+            at = _GPU_AT_RE.search(text)
+            if at and normalize_bus_id(at["bus"].rstrip(".:")):
+                bus = normalize_bus_id(at["bus"].rstrip(".:"))
+                break
+        if probe:
+            if self.log.fallen_off_bus:
+                self.log.fallen_off_bus[-1].probe_failed = True
+            return True
+        base["bus_id"] = bus
+        if any(e.bus_id == bus and e.time_s == base.get("time_s") for e in self.log.fallen_off_bus):
+            return True
+        self.keep(self.log.fallen_off_bus, FallenOffBus(**base))
+        return True
+
+    def aer_error(self, msg: str, base: dict[str, Any]) -> bool:
+        match = _AER_BUS_ERR_RE.search(msg)
+        if not match:
+            return False
+        device = base.get("bus_id")
+        port, source = self.pending_port or (None, None)
+        event = AerEvent(
+            severity=_severity(match["sev"]),
+            layer=match["type"].strip() or None,
+            agent=(match["agent"] or "").strip() or None,
+            port=port if port and port != device else self.port_of.get(device or ""),
+            source=source,
+            **base,
+        )
+        self.pending_port = None
+        self.keep(self.log.aer, event)
+        self.last_aer[device] = event
+        return True
+
+    def aer_received(self, msg: str, base: dict[str, Any]) -> bool:
+        match = _AER_RECEIVED_RE.search(msg)
+        if not match:
+            return False
+        source = normalize_bus_id(match["src"].rstrip(".,:"))
+        port = base.get("bus_id")
+        self.pending_port = (port, source)
+        if source and port and source != port:
+            self.port_of[source] = port
+        return True
+
+    def aer_firmware(self, msg: str, base: dict[str, Any]) -> bool:
+        """GHES/APEI records (firmware-first AER) and DPC containment events."""
+        ghes = _GHES_SEV_RE.search(msg)
+        if ghes:
+            self.ghes_severity = {"recoverable": "non-fatal", "fatal": "fatal"}.get(
+                ghes["sev"].lower(), "corrected"
+            )
+            self.log.firmware_first = self.log.firmware_first or base["quote"]
+            return True
+        if _DPC_RE.search(msg):
+            event = AerEvent(severity="fatal", layer="DPC containment (link disabled)", **base)
+            self.keep(self.log.aer, event)
+            return True
+        return False
+
+    def aer_detail(self, msg: str, base: dict[str, Any]) -> bool:
+        event = self.last_aer.get(base.get("bus_id"))
+        if event is None and self.ghes_severity and _AER_OLD_STATUS_RE.search(msg):
+            # A firmware-reported error: the kernel prints its status and bits without a
+            # ``PCIe Bus Error`` line; the severity is the GHES record's.
+            event = AerEvent(severity=self.ghes_severity, **base)
+            self.ghes_severity = None
+            self.keep(self.log.aer, event)
+            self.last_aer[base.get("bus_id")] = event
+        if event is None:
+            return False
+        layer = _AER_LAYER_RE.search(msg)
+        if layer:
+            event.layer, event.agent = layer["layer"].strip(), layer["agent"].strip()
+            return True
+        status = _AER_STATUS_RE.search(msg)
+        if status:
+            event.vendor_device = status["vd"].lower()
+            event.status = status["st"].lower()
+            return True
+        old = _AER_OLD_STATUS_RE.search(msg)
+        if old:
+            event.status = old["st"].lower()
+            return True
+        device = _DEVICE_RE.match(msg)
+        bit = _AER_BIT_RE.match(msg[device.end() :] if device else msg)
+        if bit and len(event.bits) < 32:
+            event.bits.append(bit["name"].strip())
+            return True
+        return False
+
+    def aer_recovery(self, msg: str, base: dict[str, Any]) -> bool:
+        if "AER" not in msg and "recovery" not in msg.lower():
+            return False
+        for pattern, outcome in _AER_RECOVERY:
+            if pattern.search(msg):
+                self.keep(self.log.aer_recovery, AerRecovery(outcome=outcome, **base))
+                return True
+        return False
+
+    def iommu(self, msg: str, base: dict[str, Any]) -> bool:
+        fault = _iommu_fault(msg, base)
+        if fault is None:
+            return False
+        self.keep(self.log.iommu_faults, fault)
+        return True
+
+    def notice(self, msg: str, base: dict[str, Any]) -> bool:
+        match = _NOTICE_RE.search(msg)
+        if not match:
+            return False
+        event = LinkNotice(
+            available_gbps=to_float(match["avail"]),
+            capable_gbps=to_float(match["cap"]),
+            limited_by=normalize_bus_id(match["port"].rstrip(".,")),
+            speed_gts=to_float(match["gts"]),
+            width=int(match["width"]),
+            capable_gts=to_float(match["cgts"]),
+            capable_width=int(match["cwidth"]),
+            **base,
+        )
+        self.keep(self.log.link_notices, event)
+        return True
+
+    def nvlink(self, msg: str, base: dict[str, Any]) -> bool:
+        if not (self.packaged or msg.startswith(_DRIVER_TAGS)) or not _NVLINK_RE.search(msg):
+            return False
+        link = _LINK_NO_RE.search(msg)
+        event = NvlinkEvent(text=msg[:300], link=int(link.group(1)) if link else None, **base)
+        self.keep(self.log.nvlink, event)
+        return True
+
+    def platform(self, msg: str, base: dict[str, Any]) -> bool:
+        if _FW_FIRST_RE.search(msg):
+            self.log.firmware_first = self.log.firmware_first or base["quote"]
+            return True
+        if _AER_NATIVE_RE.search(msg):
+            self.log.aer_native = True
+            return True
+        if _IOMMU_OFF_RE.search(msg):
+            self.log.iommu_off = self.log.iommu_off or base["quote"]
+            return True
+        return False
+
+
+def _severity(text: str) -> str:
+    lowered = text.lower()
+    if "non-fatal" in lowered or "nonfatal" in lowered:
+        return "non-fatal"
+    if "fatal" in lowered:
+        return "fatal"
+    return "corrected"
+
+
+def _iommu_fault(msg: str, base: dict[str, Any]) -> IommuFault | None:
+    match = _DMAR_RE.search(msg)
+    if match:
+        return IommuFault(
+            iommu="DMAR",
+            kind=match["kind"],
+            address=match["addr"].lower(),
+            reason=" ".join(x for x in (match["reason"], match["rtext"]) if x).strip() or None,
+            **{**base, "bus_id": normalize_bus_id(match["bus"]) or base.get("bus_id")},
+        )
+    match = _AMDVI_RE.search(msg)
+    if match:
+        args = dict(_ARG_RE.findall(match["args"]))
+        bus = normalize_bus_id(args.get("device", "").rstrip(",")) or base.get("bus_id")
+        return IommuFault(
+            iommu="AMD-Vi",
+            kind=match["kind"],
+            address=args.get("address"),
+            domain=args.get("domain"),
+            **{**base, "bus_id": bus},
+        )
+    match = _SMMU_RE.search(msg)
+    if match:
+        return IommuFault(iommu="SMMU", kind="context fault", address=match["addr"], **base)
+    return None
+
+
+_READERS: tuple[Callable[[_Reader, str, dict[str, Any]], bool], ...] = (
+    _Reader.xid,
+    _Reader.fallen,
+    _Reader.aer_error,
+    _Reader.aer_received,
+    _Reader.aer_firmware,
+    _Reader.aer_detail,
+    _Reader.aer_recovery,
+    _Reader.iommu,
+    _Reader.notice,
+    _Reader.nvlink,
+    _Reader.platform,
+)
+
+
+def _base(msg: str, when: float | None, clock: str | None, raw: str) -> dict[str, Any]:
+    device = _DEVICE_RE.match(msg)
+    return {
+        "time_s": round(when, 6) if when is not None else None,
+        "clock": clock,
+        "bus_id": normalize_bus_id(device["bus"]) if device else None,
+        "driver": device["drv"] if device else None,
+        "quote": _quote(raw),
+    }
+
+
+def _nvidia_device(msg: str, log: KernelLog) -> None:
+    device = _DEVICE_RE.match(msg)
+    gpu = device is not None and (
+        device["drv"] in ("nvidia", "amdgpu") or bool(_GPU_ENUM_RE.search(msg))
+    )
+    if device and gpu:
+        bus = normalize_bus_id(device["bus"])
+        if bus and bus not in log.nvidia_devices and len(log.nvidia_devices) < 4096:
+            log.nvidia_devices.append(bus)
+
+
+def _events(log: KernelLog) -> int:
+    return (
+        len(log.xids)
+        + len(log.fallen_off_bus)
+        + len(log.aer)
+        + len(log.aer_recovery)
+        + len(log.iommu_faults)
+        + len(log.link_notices)
+        + len(log.nvlink)
+    )
+
+
+def extract(doc: Doc, source: str) -> KernelLog | None:
+    """Read every kernel line of ``doc``; None when the text is not a kernel log."""
+    log = KernelLog(source=source)
+    reader = _Reader(log)
+    clock = _Clock()
+    times: list[float] = []
+    platform_lines = 0
+    lines = 0
+    device = _DEVICE_RE.compiled
+    keywords = _KEYWORDS_RE.compiled
+    for raw in doc.lines:
+        start = raw.lstrip()[:1]
+        if not start:
+            continue
+        interesting = keywords.search(raw) is not None
+        if not interesting and not _maybe_packaged(raw, start):
+            continue  # neither kernel packaging nor anything a reader looks for: skip fast
+        msg, when, stamp, packaged = clock.strip(raw)
+        lines += packaged
+        if when is not None:
+            times.append(when)
+        if not interesting and not device.match(msg):
+            continue
+        base = _base(msg, when, stamp, raw)
+        reader.packaged = packaged
+        _nvidia_device(msg, log)
+        for read in _READERS:
+            if read(reader, msg, base):
+                platform_lines += read is _Reader.platform
+                break
+        reader.recent.append(msg)
+        if len(reader.recent) > 8:
+            del reader.recent[0]
+    log.lines = lines
+    if not _events(log) and clock.stamped < MIN_STAMPED_LINES:
+        return None
+    if not _events(log) and not platform_lines and not log.nvidia_devices and log.lines < 20:
+        return None
+    log.hosts = clock.hosts
+    if times:
+        log.span_s = round(max(times) - min(times), 6)
+    return log
+
+
+def summary(log: KernelLog) -> str:
+    """One line for ``origin.sources[].read``."""
+    parts = [f"kernel log: {log.lines} line(s)"]
+    for count, what in (
+        (len(log.xids), "Xid event(s)"),
+        (len(log.fallen_off_bus), "fallen-off-the-bus message(s)"),
+        (len(log.aer), "AER error(s)"),
+        (len(log.iommu_faults), "IOMMU fault(s)"),
+        (len(log.link_notices), "PCIe bandwidth notice(s)"),
+        (len(log.nvlink), "NVLink/fabric error line(s)"),
+    ):
+        if count:
+            parts.append(f"{count} {what}")
+    if log.firmware_first:
+        parts.append("AER handled by firmware")
+    return ", ".join(parts)

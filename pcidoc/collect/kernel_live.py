@@ -1,0 +1,142 @@
+"""The live kernel log: the last boot's kernel messages, bounded, for ``capture.evidence``.
+
+Sources, in order: ``journalctl -k -b -o short-monotonic --no-pager -n MAX_LINES`` (a short
+timeout), then ``/dev/kmsg`` read without blocking (records until the buffer is drained, at most
+:data:`MAX_BYTES`). What they return goes through the kernel-log importer
+(:mod:`pcidoc.collect.importers.kernel_log`). When neither can be read — ``kernel.dmesg_restrict
+= 1`` without root, no ``adm``/``systemd-journal`` group, a container without ``/dev/kmsg`` —
+the capture records a :class:`~pcidoc.model.kernel.KernelLog` with ``read = False`` and the
+reason, and the ``kernel.*`` checks skip with low confidence instead of passing.
+
+``PCIDOC_KERNEL_LOG=off`` turns the reader off (the test suite sets it: tests never read the
+host's log; they pass fake commands and files).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from collections.abc import Callable, Sequence
+
+from pcidoc.model.kernel import KernelLog
+
+MAX_LINES = 20_000
+MAX_BYTES = 4 * 1024 * 1024
+TIMEOUT_S = 5.0
+
+CommandRunner = Callable[[Sequence[str], float], "tuple[int, str, str]"]
+
+
+def run_command(argv: Sequence[str], timeout: float) -> tuple[int, str, str]:
+    """Run a command with a timeout: (exit code, stdout, stderr); 127 when it is missing."""
+    try:
+        done = subprocess.run(
+            list(argv), capture_output=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
+        )
+    except FileNotFoundError:
+        return 127, "", f"{argv[0]}: not found"
+    except (subprocess.TimeoutExpired, OSError) as exc:
+        return 124, "", f"{argv[0]}: {exc.__class__.__name__}"
+    out = done.stdout[:MAX_BYTES].decode("utf-8", "replace")
+    return done.returncode, out, done.stderr[:2000].decode("utf-8", "replace")
+
+
+def _journal(runner: CommandRunner) -> tuple[str | None, str | None]:
+    argv = ["journalctl", "-k", "-b", "-o", "short-monotonic", "--no-pager", "-q"]
+    code, out, err = runner([*argv, "-n", str(MAX_LINES)], TIMEOUT_S)
+    if code == 0 and out.strip():
+        return out, None
+    if code == 127:
+        return None, "journalctl not installed"
+    return None, f"journalctl -k: {(err.strip().splitlines() or ['no output'])[0][:160]}"
+
+
+def _kmsg_record(record: bytes) -> str | None:
+    """``6,339,5140900,-;message`` -> ``[    5.140900] message``."""
+    text = record.decode("utf-8", "replace")
+    head, sep, message = text.partition(";")
+    if not sep:
+        return None
+    fields = head.split(",")
+    try:
+        usec = int(fields[2])
+    except (IndexError, ValueError):
+        return None
+    return f"[{usec / 1e6:12.6f}] {message.splitlines()[0] if message else ''}"
+
+
+def _kmsg(path: str) -> tuple[str | None, str | None]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return None, f"{path}: {exc.strerror or exc.__class__.__name__}"
+    lines: list[str] = []
+    size = 0
+    try:
+        while size < MAX_BYTES and len(lines) < MAX_LINES:
+            try:
+                record = os.read(fd, 8192)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if exc.errno == errno.EPIPE:  # a record was overwritten: read on
+                    continue
+                return None, f"{path}: {exc.strerror}"
+            if not record:
+                break
+            size += len(record)
+            line = _kmsg_record(record)
+            if line is not None:
+                lines.append(line)
+    finally:
+        os.close(fd)
+    return ("\n".join(lines) + "\n", None) if lines else (None, f"{path}: empty")
+
+
+def _restricted(proc_root: str) -> bool:
+    try:
+        with open(os.path.join(proc_root, "sys/kernel/dmesg_restrict"), encoding="ascii") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
+
+
+def read_kernel_log(
+    runner: CommandRunner = run_command,
+    kmsg_path: str = "/dev/kmsg",
+    proc_root: str = "/proc",
+    is_root: bool | None = None,
+) -> KernelLog:
+    """The last boot's kernel log, parsed; ``read=False`` with the reason when refused."""
+    from pcidoc.collect.importers import kernel_log
+    from pcidoc.collect.importers.text import prepare
+
+    text, why_journal = _journal(runner)
+    source = "journalctl -k -b"
+    why_kmsg = None
+    if text is None:
+        text, why_kmsg = _kmsg(kmsg_path)
+        source = kmsg_path
+    if text is None:
+        root = os.geteuid() == 0 if is_root is None else is_root
+        reasons = [r for r in (why_journal, why_kmsg) if r]
+        if _restricted(proc_root) and not root:
+            reasons.insert(0, "kernel.dmesg_restrict=1 and not root")
+        return KernelLog(source="live", read=False, unreadable="; ".join(reasons)[:300])
+    parsed = kernel_log.extract(prepare(text, source), source)
+    return parsed or KernelLog(source=source, lines=text.count("\n"))
+
+
+def attach_kernel_log(capture: object, reader: Callable[[], KernelLog] = read_kernel_log) -> None:
+    """Add the live kernel log to ``capture.evidence`` (unless ``PCIDOC_KERNEL_LOG=off``)."""
+    if os.environ.get("PCIDOC_KERNEL_LOG", "").lower() in ("off", "0", "no"):
+        return
+    from pcidoc.model.evidence import ImportedEvidence
+
+    log = reader()
+    evidence = getattr(capture, "evidence", None)
+    if evidence is None:
+        evidence = ImportedEvidence()
+        capture.evidence = evidence  # type: ignore[attr-defined]
+    evidence.kernel_logs.append(log)

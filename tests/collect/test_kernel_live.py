@@ -1,0 +1,73 @@
+"""The live kernel-log reader with fake commands and files (never the host's log)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from pcidoc.collect.kernel_live import attach_kernel_log, read_kernel_log
+from pcidoc.model.capture import Capture
+
+XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus."
+
+
+def _runner(code: int, out: str, err: str = ""):  # type: ignore[no-untyped-def]
+    calls: list[list[str]] = []
+
+    def run(argv: Sequence[str], timeout: float) -> tuple[int, str, str]:
+        calls.append(list(argv))
+        assert timeout <= 10
+        return code, out, err
+
+    run.calls = calls  # type: ignore[attr-defined]
+    return run
+
+
+def test_journal_of_the_last_boot_is_read_bounded() -> None:
+    runner = _runner(0, f"[ 12.000000] host kernel: {XID}\n")
+    log = read_kernel_log(runner=runner, kmsg_path="/nonexistent/kmsg")
+    assert log.read and [x.code for x in log.xids] == [79]
+    (argv,) = runner.calls  # type: ignore[attr-defined]
+    assert argv[:3] == ["journalctl", "-k", "-b"] and "-n" in argv
+
+
+def test_kmsg_is_the_fallback(tmp_path: Path) -> None:
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text(f"3,100,12500000,-;{XID}\n")
+    log = read_kernel_log(
+        runner=_runner(1, "", "No journal files were found."), kmsg_path=str(kmsg)
+    )
+    assert log.read and log.source == str(kmsg)
+    assert [(x.code, x.time_s) for x in log.xids] == [(79, 12.5)]
+
+
+def test_restricted_log_is_recorded_as_unreadable_and_checks_lower_confidence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proc = tmp_path / "proc"
+    (proc / "sys/kernel").mkdir(parents=True)
+    (proc / "sys/kernel/dmesg_restrict").write_text("1\n")
+    log = read_kernel_log(
+        runner=_runner(1, "", "Failed to open journal: Permission denied"),
+        kmsg_path=str(tmp_path / "missing-kmsg"),
+        proc_root=str(proc),
+        is_root=False,
+    )
+    assert not log.read and log.unreadable is not None
+    assert log.unreadable.startswith("kernel.dmesg_restrict=1 and not root")
+    capture = Capture.empty("live")
+    attach_kernel_log(capture, reader=lambda: log)  # the suite turned the reader off
+    assert capture.evidence is None
+
+    from pcidoc.doctor import run
+    from pcidoc.model.report import ReportSource
+
+    monkeypatch.delenv("PCIDOC_KERNEL_LOG")
+    attach_kernel_log(capture, reader=lambda: log)
+    report = run(capture, ReportSource(kind="live"), generated_at="2026-01-01T00:00:00Z")
+    for check_id in ("kernel.xid", "kernel.aer", "kernel.iommu-fault"):
+        result = report.check(check_id)
+        assert result is not None and result.severity == "skip" and result.confidence == "low"
+        assert "dmesg_restrict" in result.summary

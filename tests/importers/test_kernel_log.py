@@ -1,0 +1,365 @@
+"""The kernel-log and link-history importers on small inputs, and the checks over them: every
+timestamp style, Xid/AER/IOMMU parsing, bus-id joining, flap counting vs idle downclock.
+The log lines are synthetic (written in the kernel's and the driver's formats)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pcidoc.collect.importers import import_texts
+from pcidoc.doctor import run
+from pcidoc.model.capture import Capture
+from pcidoc.model.report import Report, ReportSource
+
+XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python3, GPU has fallen off the bus."
+
+
+def _import(text: str) -> Capture:
+    return import_texts([("log.txt", text)]).capture
+
+
+def _klog(c: Capture):  # type: ignore[no-untyped-def]
+    assert c.evidence is not None and c.evidence.kernel_logs
+    return c.evidence.kernel_logs[0]
+
+
+def _report(text: str) -> Report:
+    return run(_import(text), ReportSource(kind="import"), generated_at="2026-01-01T00:00:00Z")
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "[ 1234.567890] ",
+        "[Mon Jan  5 10:11:12 2026] ",
+        "[  +0.000844] ",
+        "[Jan 5 10:11] ",
+        "Jan  5 10:11:12 gpu-node-7 kernel: ",
+        "Jan  5 10:11:12 gpu-node-7 kernel: [ 1234.567890] ",
+        "2026-01-05T10:11:12.123456+0000 gpu-node-7 kernel: ",
+        "kernel: ",
+        "kern  :warn  : [ 1234.567890] ",
+        "",
+    ],
+)
+def test_xid_is_read_under_every_timestamp_style(prefix: str) -> None:
+    c = _import(f"some unrelated line\n{prefix}{XID}\nanother unrelated line\n")
+    (event,) = _klog(c).xids
+    assert (event.code, event.bus_id, event.pid, event.process) == (
+        79,
+        "0000:3b:00.0",
+        4242,
+        "python3",
+    )
+    assert event.text == "GPU has fallen off the bus"
+
+
+def test_times_are_seconds_since_boot_or_since_the_first_stamp() -> None:
+    mono = _klog(_import(f"[  10.5] {XID}\n[  70.5] {XID}\n")).xids
+    assert [e.time_s for e in mono] == [10.5, 70.5]
+    rel = _klog(_import(f"[  +1.000000] {XID}\n[  +0.500000] {XID}\n")).xids
+    assert [e.time_s for e in rel] == [1.0, 1.5]
+    wall = _klog(
+        _import(f"Jan  5 10:11:12 h kernel: {XID}\nJan  5 10:12:12 h kernel: {XID}\n")
+    ).xids
+    assert [e.time_s for e in wall] == [0.0, 60.0]
+
+
+def test_redacted_bus_id_keeps_the_event_and_the_nvlink_number() -> None:
+    (event,) = _klog(
+        _import("kernel: NVRM: Xid (PCI:...): 145, RLW_RXPIPE Nonfatal Link 11\n")
+    ).xids
+    assert (event.code, event.bus_id, event.link) == (145, None, 11)
+
+
+AER = """\
+[  100.000001] pcieport 0000:00:01.0: AER: Corrected error message received from 0000:3b:00.0
+[  100.000002] nvidia 0000:3b:00.0: PCIe Bus Error: severity=Correctable, type=Physical Layer, \
+(Receiver ID)
+[  100.000003] nvidia 0000:3b:00.0:   device [10de:2330] error status/mask=00000001/0000e000
+[  100.000004] nvidia 0000:3b:00.0:    [ 0] RxErr                  (First)
+"""
+
+
+def test_aer_event_has_severity_layer_bits_and_reporting_port() -> None:
+    (event,) = _klog(_import(AER)).aer
+    assert (event.severity, event.layer, event.agent, event.bus_id, event.port) == (
+        "corrected",
+        "Physical Layer",
+        "Receiver ID",
+        "0000:3b:00.0",
+        "0000:00:01.0",
+    )
+    assert (event.vendor_device, event.status, event.bits) == ("10de:2330", "00000001", ["RxErr"])
+
+
+def test_one_corrected_error_is_info_a_burst_is_a_storm_uncorrectable_fails() -> None:
+    assert _report(AER).check("kernel.aer").severity == "info"  # type: ignore[union-attr]
+    burst = AER + AER.replace("100.00", "100.10") + AER.replace("100.00", "100.20")
+    assert _report(burst).check("kernel.aer").severity == "warn"  # type: ignore[union-attr]
+    spread = AER + AER.replace("100.00", "400.00") + AER.replace("100.00", "900.00")
+    assert _report(spread).check("kernel.aer").severity == "info"  # type: ignore[union-attr]
+    fatal = AER.replace("severity=Correctable", "severity=Uncorrected (Fatal)")
+    assert _report(fatal).check("kernel.aer").severity == "fail"  # type: ignore[union-attr]
+
+
+def test_clean_log_with_firmware_first_passes_with_low_confidence() -> None:
+    lines = [f"[    1.{i:06d}] usb 1-1: new device {i}" for i in range(10)]
+    lines.append("[    2.000000] acpi PNP0A08:00: _OSC: platform does not support [AER LTR]")
+    result = _report("\n".join(lines) + "\n").check("kernel.aer")
+    assert result is not None and (result.severity, result.confidence) == ("pass", "low")
+    assert "firmware" in result.summary
+    native = "\n".join(lines[:-1]) + "\n[ 2.0] acpi PNP0A08:00: _OSC: OS now controls [PME AER]\n"
+    result = _report(native).check("kernel.aer")
+    assert result is not None and (result.severity, result.confidence) == ("pass", "high")
+
+
+@pytest.mark.parametrize(
+    ("line", "kind", "bus", "address"),
+    [
+        (
+            "[ 5.1] DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr 0x7f3c0000 "
+            "[fault reason 0x06] PTE Read access is not set",
+            "DMA Read",
+            "0000:3b:00.0",
+            "0x7f3c0000",
+        ),
+        (
+            "[ 5.1] DMAR: [DMA Write] Request device [0000:3b:00.0] fault addr 7f3c0000 "
+            "[fault reason 05] PTE Write access is not set",
+            "DMA Write",
+            "0000:3b:00.0",
+            "7f3c0000",
+        ),
+        (
+            "[ 5.1] nvidia 0000:3b:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x000d "
+            "address=0x1f0000000 flags=0x0020]",
+            "IO_PAGE_FAULT",
+            "0000:3b:00.0",
+            "0x1f0000000",
+        ),
+        (
+            "[ 5.1] AMD-Vi: Event logged [IO_PAGE_FAULT device=3b:00.0 domain=0x000d "
+            "address=0x000000001f000000 flags=0x0020]",
+            "IO_PAGE_FAULT",
+            "0000:3b:00.0",
+            "0x000000001f000000",
+        ),
+    ],
+)
+def test_iommu_faults(line: str, kind: str, bus: str, address: str) -> None:
+    (fault,) = _klog(_import(line + "\n")).iommu_faults
+    assert (fault.kind, fault.bus_id, fault.address) == (kind, bus, address)
+
+
+def test_bus_ids_join_the_capture_gpus_in_a_mixed_import() -> None:
+    query = (
+        "==============NVSMI LOG==============\n\nAttached GPUs : 1\n"
+        "GPU 00000000:3B:00.0\n    Product Name : NVIDIA H100 80GB HBM3\n"
+    )
+    fault = (
+        "[ 5.1] nvidia 0000:3b:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x000d "
+        "address=0x1f0000000 flags=0x0020]\n"
+    )
+    capture = import_texts([("q.txt", query), ("dmesg.txt", fault + f"[ 6.0] {XID}\n")]).capture
+    assert [g.bus_id for g in capture.gpus] == ["0000:3b:00.0"]
+    report = run(capture, ReportSource(kind="import"), generated_at="2026-01-01T00:00:00Z")
+    iommu, xid = report.check("kernel.iommu-fault"), report.check("kernel.xid")
+    assert iommu is not None and iommu.severity == "fail" and iommu.subjects == ["GPU0"]
+    assert "GPU0 (0000:3b:00.0)" in iommu.summary
+    assert xid is not None and xid.severity == "fail" and xid.subjects == ["GPU0"]
+
+
+def test_link_notice_width_limit_on_a_gpu_warns_speed_only_is_info() -> None:
+    notice = (
+        "[ 3.0] nvidia 0000:3b:00.0: 63.008 Gb/s available PCIe bandwidth, limited by 8.0 GT/s "
+        "PCIe x8 link at 0000:3a:00.0 (capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)\n"
+    )
+    (event,) = _klog(_import(notice)).link_notices
+    assert (event.limited_by, event.speed_gts, event.width, event.capable_width) == (
+        "0000:3a:00.0",
+        8.0,
+        8,
+        16,
+    )
+    assert _report(notice).check("pcie.link-flap").severity == "warn"  # type: ignore[union-attr]
+    speed_only = notice.replace("PCIe x8 link at", "PCIe x16 link at")
+    assert _report(speed_only).check("pcie.link-flap").severity == "info"  # type: ignore[union-attr]
+
+
+def _csv(readings: list[list[tuple[int, int, int]]]) -> str:
+    header = "pci.bus_id, pcie.link.gen.current, pcie.link.width.current, utilization.gpu [%]\n"
+    blocks = []
+    for reading in readings:
+        rows = [
+            f"00000000:{0x18 + i:02X}:00.0, {gen}, {width}, {util} %"
+            for i, (gen, width, util) in enumerate(reading)
+        ]
+        blocks.append("\n".join(rows))
+    return header + "\n".join(blocks) + "\n"
+
+
+def test_flap_counting_tells_idle_downclock_from_instability() -> None:
+    idle = _csv([[(1, 16, 0), (5, 16, 0)], [(5, 16, 0), (1, 16, 0)], [(1, 16, 0), (5, 16, 0)]])
+    history = _import(idle).evidence.link_histories[0]  # type: ignore[union-attr]
+    assert (history.readings, len(history.traces)) == (3, 2)
+    assert _report(idle).check("pcie.link-flap").severity == "info"  # type: ignore[union-attr]
+    width = _csv([[(5, 16, 90)], [(5, 8, 90)], [(5, 16, 90)]])
+    assert _report(width).check("pcie.link-flap").severity == "warn"  # type: ignore[union-attr]
+    loaded = _csv([[(5, 16, 95)], [(3, 16, 95)], [(5, 16, 95)]])
+    result = _report(loaded).check("pcie.link-flap")
+    assert result is not None and result.severity == "warn" and "under load" in result.summary
+    stable = _csv([[(5, 16, 90)], [(5, 16, 90)]])
+    assert _report(stable).check("pcie.link-flap").severity == "pass"  # type: ignore[union-attr]
+
+
+def test_repeated_nvidia_smi_q_pcie_readings() -> None:
+    block = (
+        "Timestamp : Mon Jan  5 10:11:{s:02d} 2026\nAttached GPUs : 1\n"
+        "GPU 00000000:3B:00.0\n    PCI\n        GPU Link Info\n            PCIe Generation\n"
+        "                Max                       : 5\n"
+        "                Current                   : {gen}\n"
+        "            Link Width\n                Max                       : 16x\n"
+        "                Current                   : {width}x\n"
+    )
+    text = "\n".join(block.format(s=s, gen=g, width=w) for s, g, w in ((0, 5, 16), (10, 5, 4)))
+    trace = _import(text).evidence.link_histories[0].traces[0]  # type: ignore[union-attr]
+    assert [(s.gen, s.width, s.max_width) for s in trace.samples] == [(5, 16, 16), (5, 4, 16)]
+
+
+GPU_ENUM = "[ 1.0] pci 0000:3b:00.0: [10de:2330] type 00 class 0x030200 PCIe Endpoint\n"
+
+
+def test_gpus_enumerated_in_the_log_are_known_without_a_capture() -> None:
+    assert _klog(_import(GPU_ENUM + f"[ 6.0] {XID}\n")).nvidia_devices == ["0000:3b:00.0"]
+
+
+def test_storm_on_a_port_that_is_not_a_gpus_link_is_only_info() -> None:
+    # An Intel PCH root port reporting for a 1 GbE NIC: a well-known nuisance, not a GPU link.
+    storm = "".join(
+        f"[ 50.{i}00000] pcieport 0000:00:1c.5: AER: Corrected error received: 0000:03:00.0\n"
+        f"[ 50.{i}00001] r8169 0000:03:00.0: PCIe Bus Error: severity=Corrected, "
+        "type=Physical Layer, (Receiver ID)\n"
+        for i in range(5)
+    )
+    alone = _report(storm).check("kernel.aer")
+    assert alone is not None and alone.severity == "info"
+    assert "not on a GPU" in alone.summary
+    on_gpu = storm.replace("0000:03:00.0", "0000:3b:00.0").replace("r8169", "nvidia")
+    assert _report(GPU_ENUM + on_gpu).check("kernel.aer").severity == "warn"  # type: ignore[union-attr]
+
+
+def test_iommu_fault_on_another_device_is_info_when_the_gpus_are_known() -> None:
+    igpu = (
+        "[ 9.0] DMAR: [DMA Read NO_PASID] Request device [00:02.0] fault addr 0x1000 "
+        "[fault reason 0x06] PTE Read access is not set\n"
+    )
+    assert _report(GPU_ENUM + igpu).check("kernel.iommu-fault").severity == "info"  # type: ignore[union-attr]
+    assert _report(igpu).check("kernel.iommu-fault").severity == "warn"  # type: ignore[union-attr]
+    on_gpu = igpu.replace("[00:02.0]", "[3b:00.0]")
+    assert _report(GPU_ENUM + on_gpu).check("kernel.iommu-fault").severity == "fail"  # type: ignore[union-attr]
+
+
+def test_firmware_reported_aer_and_dpc_containment() -> None:
+    text = (
+        "[ 5.0] GHES: APEI firmware first mode is enabled by APEI bit and WHEA _OSC.\n"
+        "[100.0] {1}[Hardware Error]: event severity: recoverable\n"
+        "[100.0] {1}[Hardware Error]:   section_type: PCIe error\n"
+        "[100.1] nvidia 0000:3b:00.0: AER: aer_status: 0x00004000, aer_mask: 0x00000000\n"
+        "[100.1] nvidia 0000:3b:00.0: AER:    [14] CmpltTO                (First)\n"
+        "[100.1] nvidia 0000:3b:00.0: AER: aer_layer=Transaction Layer, aer_agent=Requester ID\n"
+    )
+    log = _klog(_import(text))
+    (event,) = log.aer
+    assert (event.severity, event.bus_id, event.layer, event.bits) == (
+        "non-fatal",
+        "0000:3b:00.0",
+        "Transaction Layer",
+        ["CmpltTO"],
+    )
+    assert log.firmware_first is not None
+    assert _report(text).check("kernel.aer").severity == "fail"  # type: ignore[union-attr]
+    dpc = "[200.0] pcieport 0000:00:03.0: DPC: containment event, status:0x1f01 source:0x0000\n"
+    assert _report(dpc).check("kernel.aer").severity == "fail"  # type: ignore[union-attr]
+
+
+def test_nvswitch_sxid_lines_warn_and_fatal_ones_fail() -> None:
+    nonfatal = (
+        "[ 9.0] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress "
+        "non-posted PRIV error\n"
+    )
+    result = _report(nonfatal).check("kernel.xid")
+    assert result is not None and result.severity == "warn" and "link 32" in result.summary
+    fatal = "[ 9.0] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 30 LTSSM Fault\n"
+    assert _report(fatal).check("kernel.xid").severity == "fail"  # type: ignore[union-attr]
+
+
+def test_healthy_boot_log_has_no_warn_or_fail() -> None:
+    lines = [
+        GPU_ENUM.strip(),
+        "[ 1.1] pci 0000:3b:00.0: 252.048 Gb/s available PCIe bandwidth, limited by 16.0 GT/s "
+        "PCIe x16 link at 0000:3a:00.0 (capable of 504.112 Gb/s with 32.0 GT/s PCIe x16 link)",
+        "[ 2.0] acpi PNP0A08:00: _OSC: OS now controls [PCIeHotplug PME AER PCIeCapability]",
+        "[ 2.1] pcieport 0000:3a:00.0: AER: enabled with IRQ 30",
+        "[ 8.0] nvidia-nvlink: Nvlink Core is being initialized, major device number 510",
+        "[ 8.1] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01",
+        "[ 9.0] nvidia 0000:3b:00.0: enabling device (0000 -> 0002)",
+        "[ 9.5] DMAR: IOMMU enabled",
+        "[12.0] NVRM: Xid (PCI:0000:3b:00): 13, pid=77, name=python, Graphics Exception",
+    ]
+    report = _report("\n".join(lines) + "\n")
+    for check_id in ("kernel.xid", "kernel.aer", "kernel.iommu-fault", "pcie.link-flap"):
+        result = report.check(check_id)
+        assert result is not None and result.severity in ("pass", "info", "skip"), check_id
+
+
+def test_idle_link_below_its_generation_is_info_and_kernel_findings_reach_prom() -> None:
+    from pcidoc.fleet.prom import report_registry
+
+    header = "pci.bus_id, pcie.link.gen.current, pcie.link.gen.max, pcie.link.width.current\n"
+    idle = header + "00000000:3B:00.0, 1, 4, 16\n00000000:3B:00.0, 1, 4, 16\n"
+    result = _report(idle).check("pcie.link-flap")
+    assert result is not None and result.severity == "info" and "Gen1 of Gen4" in result.summary
+    report = _report(f"[ 6.0] {XID}\n")
+    samples = {
+        (s.labels["check"], s.labels["subject"]): s.value
+        for metric in report_registry(report, node="n1").collect()
+        for s in metric.samples
+        if s.name == "pcidoc_check_severity"
+    }
+    assert samples[("kernel.xid", "0000:3b:00.0")] == 5.0  # fail
+
+
+def test_redaction_removes_syslog_host_names_from_kernel_quotes() -> None:
+    import json
+
+    from pcidoc.collect.capture import redact_capture
+
+    text = f"Sep 19 16:18:02 gpu-node-secret kernel: [ 5.0] {XID}\n"
+    capture = _import(text)
+    assert _klog(capture).hosts == ["gpu-node-secret"]
+    red = redact_capture(capture)
+    assert "gpu-node-secret" not in json.dumps(red.model_dump(mode="json"))
+    assert [x.code for x in _klog(red).xids] == [79]
+
+
+def test_transitions_too_fast_for_power_management_warn_without_load_data() -> None:
+    rows = ["timestamp, pci.bus_id, pcie.link.gen.current, pcie.link.width.current"]
+    for i in range(40):  # a change every second for 40 s, utilisation not recorded
+        rows.append(f"2026/08/01 10:00:{i:02d}.000, 00000000:01:00.0, {1 if i % 2 else 5}, 16")
+    result = _report("\n".join(rows) + "\n").check("pcie.link-flap")
+    assert result is not None and result.severity == "warn" and "retraining" in result.summary
+    slow = rows[:1] + [
+        f"2026/08/01 10:0{i}:00.000, 00000000:01:00.0, {1 if i % 2 else 5}, 16" for i in range(5)
+    ]  # a change a minute: idle power saving
+    assert _report("\n".join(slow) + "\n").check("pcie.link-flap").severity == "info"  # type: ignore[union-attr]
+
+
+def test_narrow_link_notice_of_an_unknown_device_warns_of_another_driver_is_info() -> None:
+    notice = (
+        "[ 3.0] pci 0000:01:00.0: 31.504 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe "
+        "x4 link at 0000:00:1c.0 (capable of 126.016 Gb/s with 8.0 GT/s PCIe x16 link)\n"
+    )
+    assert _report(notice).check("pcie.link-flap").severity == "warn"  # type: ignore[union-attr]
+    nvme = notice.replace("pci 0000:01:00.0", "nvme 0000:01:00.0")
+    assert _report(nvme).check("pcie.link-flap").severity == "info"  # type: ignore[union-attr]
