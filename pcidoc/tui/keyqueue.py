@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 
@@ -45,7 +45,7 @@ class KeyQueue:
     does (priority bindings, then the focused widget, bubbling up to the bindings).
     """
 
-    def __init__(self, app: App[object]) -> None:
+    def __init__(self, app: App[Any]) -> None:
         self.app = app
         self._pending: deque[events.Key] = deque()
         self._current: events.Key | None = None
