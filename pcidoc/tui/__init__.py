@@ -8,8 +8,12 @@ other command, never inside a half-drawn screen.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from pcidoc.errors import PcidocError
+
+if TYPE_CHECKING:
+    from pcidoc.tui.app import PcidocApp
 
 
 class TuiCrashed(PcidocError):
@@ -68,6 +72,16 @@ def _run_tui(from_file: str | None, demo: str | None, interval: float, debug: bo
     from pcidoc.tui.services import TuiOptions
 
     app = make_app(capture, source, options=TuiOptions(interval=interval, replay_demos=True))
+    return run_app(app, debug)
+
+
+def run_app(app: PcidocApp, debug: bool = False) -> int:
+    """Run a built app as the process's TUI; its exit code.
+
+    Raises:
+        TuiCrashed: the app ended on an internal error: one line naming the log that holds
+            the traceback (the CLI exits 3), never exit code 0 after a crash.
+    """
     app.freeze_gc = True
     app.debug_errors = debug
     code = app.run()
@@ -83,4 +97,4 @@ def _run_tui(from_file: str | None, demo: str | None, interval: float, debug: bo
     return int(code or 0)
 
 
-__all__ = ["TuiCrashed", "run_tui"]
+__all__ = ["TuiCrashed", "run_app", "run_tui"]

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from datetime import timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import var
@@ -34,6 +35,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuRates, rates
 from pcidoc.model.report import Report, ReportSource
+from pcidoc.tui.keyqueue import KeyQueue
 from pcidoc.tui.messages import (
     CountersSampled,
     ExportFailed,
@@ -191,6 +193,9 @@ class PcidocApp(App[int]):
         written)."""
         self.debug_errors = False
         """Print Textual's full traceback on an internal error (``pcidoc --debug``)."""
+        self.keys = KeyQueue(self)
+        """Every key from the terminal, handled one at a time to its end (a pane switch is
+        complete before the next key of the same burst reaches the pane it opened)."""
 
     # ------------------------------------------------------------------ state, read-only views
 
@@ -272,6 +277,14 @@ class PcidocApp(App[int]):
         self.notices.append((str(severity), message))
         if self.show_toasts:
             super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys from the terminal go through :attr:`keys` (one queue, in order); the key it
+        hands back, and every other event, are handled as Textual does."""
+        if isinstance(event, events.Key) and not event.is_forwarded and not self.keys.owns(event):
+            self.keys.take(event)
+            return
+        await super().on_event(event)
 
     # ------------------------------------------------------------------ internal errors
 
@@ -420,6 +433,42 @@ class PcidocApp(App[int]):
         """Write ``base``.md/.html/.json/.svg (``default_name`` inside ``base`` when it is a
         folder); post what was written or why it failed."""
         from pcidoc.present import render_report_file
+
+        def contents(path: Path) -> str:
+            return svg if path.suffix == ".svg" else render_report_file(report, path)
+
+        self._write_files(base, default_name, (".md", ".html", ".json", ".svg"), contents)
+
+    @work(
+        thread=True,
+        group="export",
+        exclusive=True,
+        exit_on_error=False,
+        name="write_fleet_export",
+        description="write fleet report files",
+    )
+    def write_fleet_export(self, fleet: FleetReport, base: str, default_name: str) -> None:
+        """Write the fleet report as ``base``.md/.html/.json."""
+        from pcidoc.fleet.render import fleet_html, fleet_json, fleet_markdown
+
+        renderers = {".md": fleet_markdown, ".html": fleet_html, ".json": fleet_json}
+        self._write_files(
+            base, default_name, tuple(renderers), lambda path: renderers[path.suffix](fleet)
+        )
+
+    def _write_files(
+        self,
+        base: str,
+        default_name: str,
+        suffixes: tuple[str, ...],
+        contents: Callable[[Path], str],
+    ) -> None:
+        """Write one file per suffix through the project's one safe writer
+        (:func:`pcidoc.fileio.write_output`: no device, FIFO or planted link is written
+        through, a full disk leaves the old file or none, never an empty one); stop at the
+        first refusal and post it, else post what was written."""
+        from pcidoc.errors import PcidocError
+        from pcidoc.fileio import write_output
         from pcidoc.tui.screens.export import export_target
 
         target = export_target(base, self.options.export_dir, default_name)
@@ -430,13 +479,14 @@ class PcidocApp(App[int]):
             return
         written: list[str] = []
         try:
-            for suffix in (".md", ".html", ".json"):
+            for suffix in suffixes:
                 path = target.with_name(target.name + suffix)
-                path.write_text(render_report_file(report, path), encoding="utf-8")
+                write_output(path, contents(path), compress=False)
                 written.append(str(path))
-            svg_path = target.with_name(target.name + ".svg")
-            svg_path.write_text(svg, encoding="utf-8")
-            written.append(str(svg_path))
+        except PcidocError as exc:
+            done = f" (written before it: {', '.join(written)})" if written else ""
+            self.post_message(ExportFailed(f"could not write {exc.message}{done}: {again}"))
+            return
         except OSError as exc:
             reason = exc.strerror or str(exc)
             where = exc.filename or folder
@@ -640,12 +690,14 @@ class PcidocApp(App[int]):
 
     def action_help(self) -> None:
         """Show every key."""
+        from pcidoc.tui.screens.fleet import FleetScreen
         from pcidoc.tui.screens.help import HelpScreen
 
         if isinstance(self.screen, HelpScreen):
             self.screen.dismiss(None)
             return
-        self.push_screen(HelpScreen())
+        context = "fleet" if isinstance(self.screen, FleetScreen) else "main"
+        self.push_screen(HelpScreen(context, fleet=self.fleet is not None))
 
     def action_fleet(self) -> None:
         """Back to the fleet's node list (``pcidoc --fleet DIR`` only)."""
@@ -824,6 +876,7 @@ class PcidocApp(App[int]):
 
     def on_unmount(self) -> None:
         """Stop the workers, then release what the services hold (the live NVML session)."""
+        self.keys.close()
         self.workers.cancel_group(self, "counters")
         self.workers.cancel_group(self, "probes")
         self.services.close()

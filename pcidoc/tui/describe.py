@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -35,6 +36,9 @@ from pcidoc.present._common import (
 )
 from pcidoc.present.text import CELL_STYLES, CODE_STYLE, SEVERITY_STYLES
 
+if TYPE_CHECKING:
+    from pcidoc.model.report import FindingNote
+
 __all__ = [
     "CELL_STYLES",
     "MARKS",
@@ -57,7 +61,7 @@ BADGE_STYLES: dict[str, str] = {
     "capture": "bold black on cyan",
     "import": "bold black on cyan",
     "demo": "#e6e8ec on #4a5263",
-    "synthetic": "bold black on magenta",
+    "synthetic": "bold white on blue",
 }
 """Style of the source badge in the header, by source kind."""
 
@@ -139,6 +143,19 @@ def _versions(capture: Capture) -> str:
     return " · ".join(parts)
 
 
+def _models(capture: Capture) -> Text:
+    """GPU count and models; GPUs no source in the capture names are said to be so (a pasted
+    topology matrix has no model names), not called "unknown GPU"."""
+    models = gpu_models(capture)
+    unnamed = models.endswith(" × unknown GPU") and "," not in models
+    if not unnamed:
+        return Text(models)
+    count = len(capture.gpus)
+    text = Text(f"{count} × GPU" if count > 1 else "1 GPU")
+    text.append(" (model not in this capture)", style="dim")
+    return text
+
+
 def header_text(
     capture: Capture | None,
     source: ReportSource | None,
@@ -167,10 +184,10 @@ def header_text(
     if capture.host.hostname or capture.origin.kind != "import":
         phrases.append((first, ""))
         phrases.append((Text(hostname(capture), style="bold"), " "))
-        phrases.append((Text(gpu_models(capture)), " · "))
+        phrases.append((_models(capture), " · "))
     else:
         phrases.append((first, ""))
-        phrases.append((Text(gpu_models(capture)), " "))
+        phrases.append((_models(capture), " "))
     versions = _versions(capture)
     if versions:
         phrases.append((Text(versions), " · "))
@@ -308,8 +325,22 @@ def _hanging(rows: list[tuple[Text, Text]]) -> Table:
     return grid
 
 
+def _findings_part(findings: Sequence[FindingNote]) -> Table:
+    rows = []
+    for finding in findings:
+        mark = Text(f" {MARKS[finding.severity]}", style=SEVERITY_STYLES[finding.severity])
+        line = inline(finding.summary)
+        if finding.subjects:
+            line.append(f"  ({', '.join(finding.subjects[:4])}", style="dim")
+            more = len(finding.subjects) - 4
+            line.append(f", +{more})" if more > 0 else ")", style="dim")
+        rows.append((mark, line))
+    return _hanging(rows)
+
+
 def check_detail(check: CheckResult) -> Group:
-    """Everything about one check: summary, evidence with units, numbered remediation."""
+    """Everything about one check: summary, every finding when it has several (its summary
+    shows only the worst, "+N more"), evidence with units, numbered remediation."""
     head = Text()
     head.append(
         f"{MARKS[check.severity]} {check.severity.upper()}", style=SEVERITY_STYLES[check.severity]
@@ -324,6 +355,10 @@ def check_detail(check: CheckResult) -> Group:
             head.append(f" +{len(check.subjects) - 8} more", style="dim")
     head.append("\n")
     parts: list[RenderableType] = [head, inline(check.summary)]
+    notable = [f for f in check.findings if f.severity not in ("pass", "skip")]
+    if len(notable) > 1:
+        parts.append(Text(f"\nFindings ({len(notable)})", style="bold"))
+        parts.append(_findings_part(notable))
     if check.needs:
         needs = Text("\nNeeds  ", style="bold")
         needs.append_text(inline(check.needs))
@@ -585,6 +620,23 @@ P2P_CAP_WORDS: dict[str, str] = {"nvlink": "NVLink", "pci": "PCIe"}
 """How the P2P capabilities of ``nvidia-smi topo -p2p r|w|n|a|p`` are named on screen."""
 
 
+def p2p_refused(capture: Capture, a: int, b: int) -> bool:
+    """The driver refuses P2P between GPUs ``a`` and ``b`` (every known ``topo -p2p`` code of
+    the pair says so, or ``cudaDeviceCanAccessPeer`` is no): a "P2P enabled" copy between
+    them was staged through host memory, so its bandwidth is not a share of the P2P path."""
+    p2p = capture.p2p
+    codes = [p2p.status(cap, a, b) for cap in P2P_CAPS]
+    known = [code for code in codes if code not in (None, "X", "U")]
+    if known and "OK" not in known:
+        return True
+    access = p2p.can_access_peer
+    if access is not None and a in p2p.gpus and b in p2p.gpus:
+        i, j = p2p.gpus.index(a), p2p.gpus.index(b)
+        row = access[i] if i < len(access) else []
+        return j < len(row) and row[j] is False
+    return False
+
+
 def _p2p_status(capture: Capture, a: int, b: int) -> Text:
     out = Text()
     out.append("P2P status (nvidia-smi topo -p2p)\n", style="bold")
@@ -624,6 +676,7 @@ def _measured(capture: Capture, a: int, b: int, link: str | None) -> Text:
     out.append("Measured\n", style="bold")
     found = measured_p2p(capture, a, b)
     ceiling = path_ceiling(capture, a, b, link)
+    refused = p2p_refused(capture, a, b)
     if not found:
         out.append("   no P2P copy measured for this pair", style="dim")
         if not capture.measurements.p2p:
@@ -639,7 +692,9 @@ def _measured(capture: Capture, a: int, b: int, link: str | None) -> Text:
         out.append(f"   {_matrix_name(m):<{width}}")
         if m.kind == "bandwidth":
             out.append(format_gbps(value), style="bold")
-            if ceiling is not None and m.p2p == "enabled":
+            if m.p2p == "enabled" and refused:
+                out.append("  staged through host memory: the driver refuses P2P here", "dim")
+            elif ceiling is not None and m.p2p == "enabled":
                 # A bidirectional value is the sum of both directions: compare with 2 × ceiling.
                 share = value / (ceiling.gbps * (2 if m.bidirectional else 1)) * 100
                 style = "green" if share >= 70 else ("yellow" if share >= 40 else "red")
@@ -648,7 +703,7 @@ def _measured(capture: Capture, a: int, b: int, link: str | None) -> Text:
         else:
             out.append(f"{value:.2f} µs", style="bold")
         if m.source and m.source.startswith("synthetic"):
-            out.append("  synthetic", style="magenta")
+            out.append("  synthetic", style="bright_blue")
     out.append("\n   ceiling: ", style="dim")
     if ceiling is None:
         out.append("unknown (link rate not in this capture)", style="dim")

@@ -17,12 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import GpuRates
 from pcidoc.model.links import is_nvlink
 from pcidoc.present._matrix import MatrixView
-from pcidoc.tui.describe import CELL_STYLES, best_p2p_bandwidth, gpu_pcie_ceiling, path_ceiling
+from pcidoc.tui.describe import (
+    CELL_STYLES,
+    best_p2p_bandwidth,
+    gpu_pcie_ceiling,
+    p2p_refused,
+    path_ceiling,
+)
 
 COLOUR_MODES: tuple[str, ...] = ("class", "bandwidth", "traffic")
 """Colour modes in the order the ``c`` key cycles them."""
@@ -75,6 +82,12 @@ class MatrixGrid:
     note: str = ""
     """One line under the legend (what the numbers mean in this mode)."""
 
+    @cached_property
+    def widest_text(self) -> int:
+        """Length of the longest cell text (cells are shared per class: few distinct)."""
+        distinct = {id(cell): cell for row in self.cells for cell in row}
+        return max((len(cell.text) for cell in distinct.values()), default=1)
+
     def short_label(self, index: int) -> str:
         """``G3`` / ``N1`` column header for the narrow layout."""
         label = self.labels[index]
@@ -111,19 +124,22 @@ def _self_cell() -> GridCell:
 
 
 def _class_grid(view: MatrixView, keep: list[int]) -> list[list[GridCell]]:
+    # One cell object per link class: a 90 x 90 matrix has a handful of classes, and cells
+    # are never changed in place (a new grid is built for every change).
+    made: dict[str | None, GridCell] = {}
+
+    def cell(cls: str | None) -> GridCell:
+        found = made.get(cls)
+        if found is None:
+            found = made[cls] = GridCell(
+                view.text(cls), view.code(cls), CELL_STYLES[view.style(cls)]
+            )
+        return found
+
     rows = []
     for i in keep:
-        row = view.rows[i]
-        rows.append(
-            [
-                GridCell(
-                    view.text(row.cells[j]),
-                    view.code(row.cells[j]),
-                    CELL_STYLES[view.style(row.cells[j])],
-                )
-                for j in keep
-            ]
-        )
+        cells = view.rows[i].cells
+        rows.append([cell(cells[j]) for j in keep])
     return rows
 
 
@@ -146,6 +162,10 @@ def _class_legend(view: MatrixView, keep: list[int]) -> list[tuple[str, str, str
 
 def _gpu_of(label: str) -> int | None:
     return int(label[3:]) if label.startswith("GPU") and label[3:].isdecimal() else None
+
+
+STAGED_STYLE = "italic"
+"""A copy the driver staged through host memory (P2P refused): not a P2P rate at all."""
 
 
 def _bandwidth_grid(
@@ -175,8 +195,14 @@ def _bandwidth_grid(
         return cells, "no P2P bandwidth measured for these GPUs"
     best = max(values.values()) or 1.0
     relative = 0
+    staged = 0
     for (i, j), value in values.items():
         ceiling = ceilings[(i, j)]
+        ga, gb = _gpu_of(labels[i]), _gpu_of(labels[j])
+        if ga is not None and gb is not None and p2p_refused(capture, ga, gb):
+            cells[i][j] = GridCell("staged", "s", STAGED_STYLE)
+            staged += 1
+            continue
         if ceiling:
             fraction = value / ceiling
             text = f"{fraction * 100:.0f}%"
@@ -195,6 +221,8 @@ def _bandwidth_grid(
         note = f"P2P {direction} copy: % of the path's ceiling; GB/s where the ceiling is unknown"
     else:
         note = f"P2P {direction} copy as % of the path's ceiling (NVLink rate × links, or PCIe raw)"
+    if staged:
+        note += " · staged: P2P refused, the copy went through host memory (no P2P rate)"
     if matrix.source and matrix.source.startswith("synthetic"):
         note += " · SYNTHETIC numbers"
     return cells, note
@@ -308,6 +336,7 @@ def build_grid(
             ("≥70%", "7-9 +", GOOD_STYLE, ""),
             ("40–70%", "4-6", FAIR_STYLE, ""),
             ("<40%", "0-3", POOR_STYLE, basis),
+            ("staged", "s", STAGED_STYLE, "P2P refused: via host memory"),
             ("·", "·", EMPTY_STYLE, "not measured"),
         ]
     elif mode == "traffic":

@@ -44,6 +44,9 @@ class CounterTrace:
         frames: GPU index → one frame per second (all GPUs have the same length).
         link: GPU index → (PCIe generation, width) reported with every sample.
         nvlink_up: GPU index → NVLink number → up (the capture's states, kept as they are).
+        errors: GPU index → (PCIe replays, AER correctable) totals, the capture's own: a trace
+            replays a machine's faults, it neither invents nor hides them.
+        nvlink_errors: GPU index → NVLink number → error total (the capture's).
     """
 
     label: str
@@ -51,6 +54,8 @@ class CounterTrace:
     frames: dict[int, list[Frame]]
     link: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
     nvlink_up: dict[int, dict[int, bool]] = field(default_factory=dict)
+    errors: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+    nvlink_errors: dict[int, dict[int, int | None]] = field(default_factory=dict)
 
     @property
     def seconds(self) -> int:
@@ -81,7 +86,10 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
 
     Each GPU is offset by its position so the chart and the table are not in lock-step. Rates
     stay below each link's ceiling as the doctor computes it (:mod:`pcidoc.model.linkmodel`:
-    the PCIe link's raw rate, the NVLink per-link rate).
+    the PCIe link's raw rate, the NVLink per-link rate). Everything else comes from the
+    capture, faults included: the negotiated PCIe generation and width (a link trained down
+    stays down), NVLink states (a link down carries nothing), and the replay, AER and NVLink
+    error totals, so the Links pane agrees with the doctor on the same screen.
     """
     from pcidoc.model.linkmodel import nvlink_per_link
     from pcidoc.tui.describe import gpu_pcie_ceiling
@@ -89,6 +97,8 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
     frames: dict[int, list[Frame]] = {}
     link: dict[int, tuple[int | None, int | None]] = {}
     nvlink_up: dict[int, dict[int, bool]] = {}
+    errors: dict[int, tuple[int | None, int | None]] = {}
+    nvlink_errors: dict[int, dict[int, int | None]] = {}
     length = len(_STEP) * steps
     for position, gpu in enumerate(capture.gpus):
         pcie_gbps, _ = gpu_pcie_ceiling(gpu)
@@ -124,7 +134,11 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
         frames[gpu.index] = series
         link[gpu.index] = (gpu.pcie.current_gen, gpu.pcie.current_width)
         nvlink_up[gpu.index] = {nv.link: nv.state != "down" for nv in gpu.nvlinks}
-    return CounterTrace(SYNTHETIC_LABEL, True, frames, link, nvlink_up)
+        errors[gpu.index] = (gpu.replay_count, gpu.aer_correctable)
+        nvlink_errors[gpu.index] = {
+            nv.link: sum(nv.errors.values()) if nv.errors else None for nv in gpu.nvlinks
+        }
+    return CounterTrace(SYNTHETIC_LABEL, True, frames, link, nvlink_up, errors, nvlink_errors)
 
 
 class _Series:
@@ -149,8 +163,9 @@ class _Series:
 class TraceReplaySampler:
     """Reads a :class:`CounterTrace` as if it were NVML: cumulative counters at each call.
 
-    Replays and AER counters stay at zero and NVLinks keep the capture's states: a generated
-    trace must not invent errors or repair links. Same interface as
+    Replay, AER and NVLink error counters stay at the trace's totals (the capture's) and
+    NVLinks keep the capture's states: a generated trace neither invents errors nor repairs
+    links. Same interface as
     :class:`pcidoc.collect.counters.CounterSampler`.
 
     Args:
@@ -222,18 +237,19 @@ class TraceReplaySampler:
                     tx_bytes=int(ltx.cumulative(elapsed)),
                     rx_bytes=int(lrx.cumulative(elapsed)),
                     up=up,
-                    errors=0,
+                    errors=trace.nvlink_errors.get(index, {}).get(k),
                 )
                 for k, up, ltx, lrx in links
             )
             gen, width = trace.link.get(index, (None, None))
+            replays, aer = trace.errors.get(index, (None, None))
             gpus.append(
                 GpuCounters(
                     index=index,
                     pcie_tx_bytes=int(tx.cumulative(elapsed)),
                     pcie_rx_bytes=int(rx.cumulative(elapsed)),
-                    replay_count=0,
-                    aer_correctable=0,
+                    replay_count=replays,
+                    aer_correctable=aer,
                     link_gen=gen,
                     link_width=width,
                     nvlinks=nvlinks,

@@ -141,7 +141,10 @@ async def test_cursor_moves_with_arrows_and_hjkl_and_detail_follows() -> None:
         assert "CNS" in detail and "chipset not supported" in detail
         assert "ACS redirect (ReqRedir+ CmpltRedir+)" in detail
         assert "Gen3 x8 of Gen4 x16" in detail
-        assert "6.1 GB/s" in detail and "77% of ceiling" in detail
+        # CNS: the driver refuses P2P here, so the "P2P enabled" copy was staged through host
+        # memory; it is said so, not given as a share of the P2P path's ceiling.
+        assert "6.1 GB/s" in detail and "staged through host memory" in detail
+        assert "of ceiling" not in detail
         assert "PCIe Gen3 x8" in detail
         matrix.select("GPU2", "GPU3")
         await pilot.pause()
@@ -207,9 +210,11 @@ async def test_c_cycles_the_colour_modes() -> None:
         assert pane.mode == "bandwidth"
         # GPU0 -> GPU1: 25.1 GB/s over a Gen4 x16 path (31.5 GB/s raw) = 80 %.
         assert matrix.grid.cells[0][1].text == "80%"
-        assert matrix.grid.cells[0][2].text == "31%"
+        # GPU0 -> GPU2: the driver refuses P2P (CNS), so the "P2P enabled" copy was staged
+        # through host memory: no share of a P2P path, said as such (not a red "31%").
+        assert matrix.grid.cells[0][2].text == "staged"
         assert matrix.grid.cells[2][3].text == "38%"
-        assert "ceiling" in matrix.grid.note
+        assert "ceiling" in matrix.grid.note and "staged" in matrix.grid.note
         await pilot.press("c")
         await pilot.pause()
         assert pane.mode == "traffic"
@@ -535,3 +540,22 @@ async def test_one_gpu_and_a_capture_without_a_matrix_still_open() -> None:
         await pilot.press("c", "n", "right", "2")
         await settle(pilot)
         assert app.is_running
+
+
+async def test_every_finding_of_a_check_is_in_the_doctor_detail() -> None:
+    # "(+N more)" named only the worst finding; the others were nowhere in the TUI.
+    app = demo_app("synthetic-72gpu")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        doctor = app.main.doctor
+        several = [c for c in doctor.checks if len(c.findings) > 1]
+        assert several, "the 72-GPU demo has a check with several findings"
+        check = several[0]
+        doctor.select(check.id)
+        await pilot.pause()
+        detail = _plain(app, "#check-text")
+        assert f"Findings ({len(check.findings)})" in detail
+        for finding in check.findings:
+            assert finding.summary[:40] in " ".join(detail.split())

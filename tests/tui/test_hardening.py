@@ -10,7 +10,7 @@ import pytest
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 
 from pcidoc.tui.app import PcidocApp
 from pcidoc.tui.screens.export import ExportScreen
@@ -42,9 +42,10 @@ async def open_pane(pilot: Pilot[Any], key: str) -> None:
 
 async def burst(pilot: Pilot[Any], *keys: str) -> None:
     """Keys that arrive in one read (a slow SSH link): all queued before any is handled."""
-    characters = {"enter": "\r", "escape": "\x1b", "down": None, "slash": "/"}
+    characters = {"enter": "\r", "escape": "\x1b", "slash": "/", "question_mark": "?"}
     for key in keys:
-        pilot.app.post_message(events.Key(key, characters.get(key, key)))
+        character = characters.get(key, key if len(key) == 1 else None)
+        pilot.app.post_message(events.Key(key, character))
     await pilot.pause()
 
 
@@ -418,13 +419,44 @@ async def test_export_over_existing_files_asks_before_replacing_them(export_dir:
         await settle(pilot)
         assert isinstance(app.screen, ExportScreen)  # still asking
         warning = plain(app.screen.query_one("#export-warning", Static))
-        assert "mine.md already in" in warning and "enter again replaces it" in warning
+        assert "mine.md already in" in warning and "y replaces it" in warning
         assert old.read_text(encoding="utf-8") == "my notes\n"
-        await pilot.press("enter")
+        await pilot.press("y")
         await settle(pilot)
         assert isinstance(app.screen, MainScreen)
     assert old.read_text(encoding="utf-8") != "my notes\n"
     assert (export_dir / "mine.json").is_file()
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["press", "one-read"])
+async def test_a_double_enter_over_existing_files_replaces_nothing(
+    export_dir: Path, together: bool
+) -> None:
+    # Two Enters in one press call (or in one read over SSH): the first asks, the second
+    # cannot be the answer, whatever the timing of the keys; the files stay as they were.
+    old = export_dir / "mine.md"
+    old.write_text("my notes\n", encoding="utf-8")
+    app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await settle(pilot)
+        field = app.screen.query_one("#export-path", Input)
+        # Typing replaces the proposed name (selected when the dialog opens).
+        await pilot.press(*"mine")
+        await settle(pilot)
+        assert field.value == "mine"
+        if together:
+            await burst(pilot, "enter", "enter")
+        else:
+            await pilot.press("enter", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ExportScreen)  # back to the name, nothing written
+        assert sorted(p.name for p in export_dir.iterdir()) == ["mine.md"]
+        await pilot.press("escape")
+        await settle(pilot)
+    assert old.read_text(encoding="utf-8") == "my notes\n"
+    assert not [m for _, m in app.notices if "Wrote" in m]
 
 
 async def test_a_failed_export_says_how_to_try_again(export_dir: Path) -> None:

@@ -7,8 +7,10 @@ width, and wrapped findings and notes continue under their own text.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from textual.widgets import Static
+from textual.widgets import DataTable, Static
 
 from pcidoc.samples import default_demo, list_samples
 from pcidoc.tui.widgets.topology_matrix import MARK_CHARS, TopologyMatrix
@@ -265,7 +267,8 @@ async def test_links_note_and_legend_wrap_between_phrases(width: int) -> None:
         lines = [s.text.strip() for s in note.render_lines(note.region.reset_offset)]
         phrases = [
             "static values from the capture — live counters need a live GPU machine.",
-            "Util % raw: busier direction ÷ raw ceiling of the current PCIe link.",
+            "TX, RX in GB/s; NVL: NVLinks up of present.",
+            "Util: busier direction ÷ raw ceiling of the current PCIe link.",
             "Errors: totals since boot.",
         ]
         for line in filter(None, lines):
@@ -316,3 +319,41 @@ async def test_the_cursor_cell_stays_on_screen_beside_the_ellipsis(keys: tuple[s
                 cursor_drawn = True
             x += len(segment.text)
         assert cursor_drawn, f"cursor {matrix.selected} not drawn after {keys}"
+
+
+def _fits(table: DataTable[Any]) -> bool:
+    """Every column of ``table`` is on screen, none cut at the right edge."""
+    need = sum(column.get_render_width(table) for column in table.columns.values())
+    return need <= table.scrollable_content_region.width
+
+
+@pytest.mark.parametrize(
+    "sample", ["synthetic-16gpu", "synthetic-72gpu", "a100-sxm4-8gpu-nvswitch"]
+)
+async def test_the_links_tables_are_not_cut(sample: str) -> None:
+    # "NVL TX G" at 80 columns; the NVLink table's Remote column "Re"/"swi" at 120.
+    app = demo_app(sample, replay_demos=True)
+    for size in ((80, 24), (120, 40)):
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await pilot.press("2")
+            await settle(pilot)
+            app.take_sample()
+            await pilot.pause(0.05)
+            app.take_sample()
+            await pilot.pause()
+            assert _fits(app.main.query_one("#gpu-table", DataTable)), size
+            if size[0] >= 120:
+                nvlinks = app.main.query_one("#nvlink-table", DataTable)
+                assert not nvlinks.display or _fits(nvlinks), size
+        app = demo_app(sample, replay_demos=True)
+
+
+@pytest.mark.parametrize(("width", "wide"), [(119, False), (120, True)])
+async def test_the_host_pane_goes_side_by_side_from_120_columns(width: int, wide: bool) -> None:
+    app = demo_app("autodl-2080ti-2gpu")
+    async with app.run_test(size=(width, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        assert app.main.host.has_class("-wide") is wide

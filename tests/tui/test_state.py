@@ -190,7 +190,7 @@ async def test_counters_set_before_the_links_pane_opens_are_in_it() -> None:
         await pilot.press("2")
         table = app.main.query_one("#gpu-table", DataTable)
         assert str(table.get_cell("0", "tx")) == "3.00"
-        assert str(table.get_cell("7", "tx")) == "24.00"
+        assert str(table.get_cell("7", "tx")) == "24.0"
         assert app.last_sample is second and app.rates[7].pcie_tx_gbps == 24.0
 
 

@@ -8,11 +8,13 @@ renders a :class:`~pcidoc.fleet.model.FleetReport`.
 
 from __future__ import annotations
 
+from datetime import timezone
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
@@ -25,6 +27,11 @@ from pcidoc.sanitize import clean_line
 
 if TYPE_CHECKING:
     from pcidoc.tui.app import PcidocApp
+
+
+async def _nothing() -> None:
+    return None
+
 
 _STYLE = {
     "fail": "bold red",
@@ -50,10 +57,14 @@ class FleetScreen(Screen[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Back to the node", show=False),
+        Binding("e", "export", "Export the fleet report"),
         Binding("q", "app.quit", "Quit"),
         # The panes' keys act on the node behind this screen: not while the fleet is shown.
-        Binding("1,2,3,4,w,p,P,x,e,s", "ignore", show=False),
+        Binding("1,2,3,4,w,p,P,x,s,b,o,c,n,f,slash", "ignore", show=False),
     ]
+
+    dismissed = False
+    """True once the node list was left (later calls do nothing)."""
 
     def __init__(self, report: FleetReport, current: str | None = None) -> None:
         super().__init__()
@@ -101,7 +112,8 @@ class FleetScreen(Screen[str | None]):
             yield Static(Text(""), id="fleet-detail")
             yield Static(
                 Text(
-                    "* outlier  ! exclude · enter opens the node · escape returns to it · q quits",
+                    "* outlier  ! exclude · enter opens the node · escape returns to it · "
+                    "e exports · ? keys · q quits",
                     style="dim",
                 )
             )
@@ -152,6 +164,37 @@ class FleetScreen(Screen[str | None]):
     def _selected(self, event: DataTable.RowSelected) -> None:
         self.dismiss(str(event.row_key.value))
 
+    def dismiss(self, result: str | None = None) -> AwaitComplete:
+        """Leave the node list once: a second Enter that reaches it while it is leaving
+        (Textual pops the screen on top at each call) must not pop the main screen."""
+        if self.dismissed or self.app.screen is not self:
+            return AwaitComplete(_nothing())
+        self.dismissed = True
+        return super().dismiss(result)
+
+    def action_export(self) -> None:
+        """Ask for a path, then write the fleet report (Markdown, HTML, JSON)."""
+        from pcidoc.tui.screens.export import FLEET_FILES, ExportScreen
+
+        app: PcidocApp = self.app  # type: ignore[assignment]
+        stamp = app.services.now().astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        default = f"pcidoc-fleet-{stamp}"
+
+        def chosen(base: str | None) -> None:
+            if base:
+                app.write_fleet_export(self.report, base, default)
+
+        app.push_screen(
+            ExportScreen(
+                default,
+                str(app.options.export_dir),
+                what=FLEET_FILES,
+                suffixes=(".md", ".html", ".json"),
+                title="Export the fleet report",
+            ),
+            chosen,
+        )
+
     def action_ignore(self) -> None:
         """Swallow the panes' keys while the node list is on screen."""
 
@@ -190,7 +233,9 @@ def show_fleet(app: PcidocApp) -> None:
 
 
 def run_fleet_tui(report: FleetReport, interval: float = 1.0) -> int:
-    """Run the TUI on a fleet report (``pcidoc --fleet DIR``)."""
+    """Run the TUI on a fleet report (``pcidoc --fleet DIR``); an internal error raises
+    :class:`~pcidoc.tui.TuiCrashed` (one line, exit 3), as ``pcidoc`` alone does."""
+    from pcidoc.tui import run_app
     from pcidoc.tui.app import make_app
     from pcidoc.tui.services import TuiOptions, TuiServices
 
@@ -200,5 +245,4 @@ def run_fleet_tui(report: FleetReport, interval: float = 1.0) -> int:
         services=TuiServices(),
         options=TuiOptions(interval=interval, demo_fallback=False),
     )
-    app.freeze_gc = True
-    return int(app.run() or 0)
+    return run_app(app)

@@ -98,6 +98,10 @@ class MainScreen(Screen[None]):
         self._bind_banner(self.banner)
         self._bind_topology(self.topology)
 
+    def on_resize(self) -> None:
+        """A small terminal (under 30 rows) gives the no-GPU banner two rows, not four."""
+        self.banner.set_class(self.size.height < 30, "-short")
+
     def show_keys(self) -> None:
         """The key bar for the pane on display (and ``x`` while probes run)."""
         pane = self.active_pane
@@ -224,6 +228,7 @@ class MainScreen(Screen[None]):
         def machine(displayed: Displayed | None) -> None:
             if displayed is None:
                 return  # the matrix keeps its first placeholder
+            topology.replay = displayed.replay
             capture = displayed.capture
             if capture is None:
                 topology.show_capture(None)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, VerticalScroll
@@ -78,9 +78,6 @@ class DoctorPane(Container):
         """``f``: show only the checks that found something (info and worse)."""
         self.search = ""
         """``/``: only the checks whose id, title or summary contain this (any case)."""
-        self.typing = False
-        """The search field takes the letters (from ``/`` until enter or escape); after enter
-        the search stays on display but letters are keys again (``q``, ``f``, ``1``...)."""
 
     def on_resize(self) -> None:
         """Side by side from 120 columns, stacked below."""
@@ -210,9 +207,6 @@ class DoctorPane(Container):
         """Open the search field."""
         field = self.query_one("#check-search", Input)
         field.display = True
-        self.typing = True
-        # At once, not after the next refresh: letters typed right after "/" (one read over
-        # SSH) belong to the search, not to the app's keys.
         self.screen.set_focus(field)
 
     def action_clear_search(self) -> None:
@@ -222,25 +216,8 @@ class DoctorPane(Container):
             return
         self._set_search("")
         field.display = False
-        self.typing = False
         self._fill()
         self.query_one("#checks", OptionList).focus()
-
-    def on_key(self, event: events.Key) -> None:
-        """``/`` and the letters after it, handled as they reach the pane: keys that arrive in
-        one read over SSH were all sent to the list before "/" moved the focus, and pass here
-        before any binding runs; letters typed right after "/" go into the search, not to the
-        app's keys (p, e, s...)."""
-        field = self.query_one("#check-search", Input)
-        # A printable key the field typed itself never gets here (the field stops it).
-        if event.key == "slash" and not field.display:
-            self.action_search()
-        elif self.typing and field.display and event.is_printable and event.character:
-            field.insert_text_at_cursor(event.character)
-        else:
-            return
-        event.stop()
-        event.prevent_default()
 
     def _set_search(self, value: str) -> None:
         self.search = value
@@ -256,7 +233,6 @@ class DoctorPane(Container):
 
     @on(Input.Submitted, "#check-search")
     def _search_submitted(self, event: Input.Submitted) -> None:
-        self.typing = False
         self.query_one("#checks", OptionList).focus()
 
     @on(OptionList.OptionHighlighted, "#checks")

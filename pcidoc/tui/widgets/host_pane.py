@@ -32,7 +32,8 @@ class HostPane(VerticalScroll, can_focus=True):
 
     def on_resize(self) -> None:
         """Side by side from 120 columns, one under the other below."""
-        self.set_class(self.size.width >= WIDE_MIN_COLUMNS, "-wide")
+        # The terminal's width, as the docs say (the pane's own is 2 columns less: padding).
+        self.set_class(self.screen.size.width >= WIDE_MIN_COLUMNS, "-wide")
 
     def show(
         self,

@@ -22,7 +22,7 @@ line: the chart then says it needs a taller terminal instead."""
 
 SERIES_COLOURS: dict[str, str] = {
     "PCIe TX": "cyan",
-    "PCIe RX": "magenta",
+    "PCIe RX": "blue+",
     "NVLink TX": "green",
     "NVLink RX": "yellow",
 }

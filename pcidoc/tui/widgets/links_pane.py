@@ -34,31 +34,37 @@ STATIC_NOTE = "static values from the capture — live counters need a live GPU 
 GPU_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gpu", "GPU"),
     ("link", "PCIe link"),
-    ("tx", "TX GB/s"),
-    ("rx", "RX GB/s"),
-    ("util", "Util % raw"),
-    ("replays", "Replays"),
+    ("tx", "TX"),
+    ("rx", "RX"),
+    ("util", "Util"),
+    ("replays", "Replay"),
     ("aer", "AER"),
-    ("nvl", "NVLinks"),
-    ("nvtx", "NVL TX GB/s"),
-    ("nvrx", "NVL RX GB/s"),
+    ("nvl", "NVL"),
+    ("nvtx", "NVL TX"),
+    ("nvrx", "NVL RX"),
 )
+"""Short headers, so that the table fits 80 columns uncut; the note says the unit (GB/s)."""
 
 LINK_COLUMNS: tuple[tuple[str, str], ...] = (
     ("link", "Link"),
     ("state", "State"),
-    ("tx", "TX GB/s"),
-    ("rx", "RX GB/s"),
+    ("tx", "TX"),
+    ("rx", "RX"),
     ("errors", "Errors"),
     ("version", "Ver"),
-    ("speed", "Rated GB/s"),
+    ("speed", "Rated"),
     ("remote", "Remote"),
 )
+"""The selected GPU's NVLinks; its title says the unit (GB/s)."""
 
 
 def _num(value: float | None, digits: int = 2) -> Text:
+    """A rate in GB/s: three significant digits at most (``0.63``, ``12.3``, ``123``), so the
+    table fits 80 columns."""
     if value is None:
         return Text("—", style="dim", justify="right")
+    if digits == 2 and abs(value) >= 10:
+        digits = 1 if abs(value) < 100 else 0
     return Text(f"{value:.{digits}f}", justify="right")
 
 
@@ -66,6 +72,17 @@ def _count(value: int | None, warn: bool = True) -> Text:
     if value is None:
         return Text("—", style="dim", justify="right")
     return Text(str(value), style="bold yellow" if warn and value > 0 else "", justify="right")
+
+
+def _total(value: int | None, delta: int | None) -> Text:
+    """A cumulative error counter and, when it grew since the last sample, by how much: the
+    total is what the doctor judges (4200 replays since boot), the ``+N`` what happens now."""
+    if value is None:
+        return _count(delta) if delta else Text("—", style="dim", justify="right")
+    text = Text(str(value), style="bold yellow" if value > 0 else "", justify="right")
+    if delta:
+        text.append(f" +{delta}", style="bold yellow")
+    return text
 
 
 def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Text:
@@ -78,11 +95,19 @@ def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Te
             # (the link model's ceiling), so say which, marked as not read from this GPU.
             _, label = gpu_pcie_ceiling(gpu)
             return Text(f"{label}?", style="dim")
-        return Text("—", style="dim")
+        return Text("not known", style="dim")
     now = link_label(gen, width)
     top = link_label(pcie.max_gen, pcie.max_width)
     below = (gen or 0) < (pcie.max_gen or 0) or (width or 0) < (pcie.max_width or 0)
     if below:
+        # The maximum in brackets, short ("Gen4 x8 (x16)", "Gen3 x8 (G4 x16)"): the table
+        # fits 80 columns.
+        if gen == pcie.max_gen and pcie.max_width:
+            top = f"x{pcie.max_width}"
+        elif width == pcie.max_width and pcie.max_gen:
+            top = f"Gen{pcie.max_gen}"
+        elif pcie.max_gen and pcie.max_width:
+            top = f"G{pcie.max_gen} x{pcie.max_width}"
         return Text(f"{now} ({top})", style="yellow")
     return Text(now)
 
@@ -99,6 +124,11 @@ def _model_link(gpu: Gpu) -> bool:
     )
 
 
+def _no_link(gpu: Gpu) -> bool:
+    """Neither the negotiated link nor the model's own is known (an imported matrix)."""
+    return gpu.pcie.current_gen is None and gpu.pcie.current_width is None and not _model_link(gpu)
+
+
 def _util(
     gpu: Gpu, tx: float | None, rx: float | None, gen: int | None = None, width: int | None = None
 ) -> Text:
@@ -112,7 +142,7 @@ def _util(
     else:
         ceiling, _ = gpu_pcie_ceiling(gpu)
     if not ceiling:
-        return Text("?", style="dim", justify="right")
+        return Text("—", style="dim", justify="right")  # no link known: no ceiling to divide by
     share = max(tx or 0.0, rx or 0.0) / ceiling * 100
     style = "bold magenta" if share >= 70 else ("bold cyan" if share >= 20 else "")
     return Text(f"{share:.0f}%", style=style, justify="right")
@@ -127,10 +157,11 @@ SORTS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 
 
 def _sort_value(cell: object) -> float:
-    """A table cell as a number for sorting ("—", "?" and "…" last)."""
+    """A table cell as a number for sorting ("—", "?" and "…" last; ``4200 +3`` is 4200)."""
     text = cell.plain if isinstance(cell, Text) else str(cell)
+    words = text.split()
     try:
-        return float(text.strip().rstrip("%"))
+        return float(words[0].rstrip("%")) if words else float("-inf")
     except ValueError:
         return float("-inf")
 
@@ -211,59 +242,48 @@ class LinksPane(Container):
         table.clear()
         if capture is None:
             return
-        self._set_headers()
         self._show_note()
         for gpu in capture.gpus:
             table.add_row(*self._static_row(gpu), key=str(gpu.index))
+        # The selection first, then the order: the GPU selected on the machine before (GPU3
+        # of 72) may not exist on this one (2 GPUs), and the sort restores the selection.
+        keep = self.selected_gpu if capture.gpu(self.selected_gpu or -1) is not None else None
+        if keep is None and capture.gpus:
+            keep = capture.gpus[0].index
+        self.selected_gpu = keep
         self._apply_sort()
-        if capture.gpus:
-            keep = self.selected_gpu if capture.gpu(self.selected_gpu or -1) is not None else None
-            self.selected_gpu = keep if keep is not None else capture.gpus[0].index
-            table.move_cursor(row=table.get_row_index(str(self.selected_gpu)), animate=False)
-        else:
-            self.selected_gpu = None
         self._show_links()
-
-    def _set_headers(self) -> None:
-        table = self.query_one("#gpu-table", DataTable)
-        live = self.live
-        labels = {
-            "replays": "Replays Δ" if live else "Replays",
-            "aer": "AER Δ" if live else "AER",
-        }
-        for key, column in table.columns.items():
-            name = str(key.value)
-            if name in labels:
-                column.label = Text(labels[name])
-        links = self.query_one("#nvlink-table", DataTable)
-        for key, column in links.columns.items():
-            if str(key.value) == "errors":
-                column.label = Text("Errors Δ" if live else "Errors")
-        table.refresh()
 
     def _show_note(self) -> None:
         # Phrases, broken between and never inside (a note that wraps at 80 or 100 columns).
         phrases: list[Text] = []
         if self.live and self.replay:
             every = f" every {self.interval:g} s" if self.interval else ""
-            head = Text(self.replay, style="bold magenta")
+            head = Text(self.replay, style="bold bright_blue")
             head.append(f": a generated training loop on the demo's links{every},")
             phrases += [head, Text("to show how this pane moves on a live GPU machine.")]
         elif self.live:
             every = f" every {self.interval:g} s" if self.interval else ""
             head = Text("LIVE", style="bold green")
-            head.append(f" counters{every}, Δ since the last sample.")
+            head.append(f" counters{every}: rates between the last two samples.")
             phrases.append(head)
         else:
             phrases.append(Text(f"{STATIC_NOTE}.", style="bold yellow"))
-        phrases.append(
-            Text("Util % raw: busier direction ÷ raw ceiling of the current PCIe link.", "dim")
-        )
+        phrases += [
+            Text("TX, RX in GB/s; NVL: NVLinks up of present.", "dim"),
+            Text("Util: busier direction ÷ raw ceiling of the current PCIe link.", "dim"),
+        ]
         if self.capture is not None and any(_model_link(g) for g in self.capture.gpus):
             phrases.append(
                 Text("Link? = the GPU model's own link: the capture has no negotiated one.", "dim")
             )
-        if not self.live:
+        if self.capture is not None and any(_no_link(g) for g in self.capture.gpus):
+            phrases.append(
+                Text("PCIe link not known: not in the capture, so no Util % either.", "dim")
+            )
+        if self.live:
+            phrases.append(Text("Errors: totals since boot, +N since the last sample.", "dim"))
+        else:
             phrases.append(Text("Errors: totals since boot.", style="dim"))
         flaps = link_changes(self.capture)
         if flaps:
@@ -321,8 +341,8 @@ class LinksPane(Container):
                 "tx": _num(tx),
                 "rx": _num(rx),
                 "util": _util(gpu, tx, rx, counters.link_gen, counters.link_width),
-                "replays": _count(rate.replays_delta if rate else None),
-                "aer": _count(rate.aer_delta if rate else None),
+                "replays": _total(counters.replay_count, rate.replays_delta if rate else None),
+                "aer": _total(counters.aer_correctable, rate.aer_delta if rate else None),
                 "nvtx": _num(
                     sum(rate.nvlink_tx_gbps.values()) if rate and rate.nvlink_tx_gbps else None
                 ),
@@ -338,7 +358,7 @@ class LinksPane(Container):
                     style="bold yellow" if count < len(up) else "",
                 )
             for column, value in values.items():
-                table.update_cell(key, column, value)
+                table.update_cell(key, column, value, update_width=True)
             history = self.history.setdefault(counters.index, deque(maxlen=HISTORY))
             history.append((sample.t, tx, rx))
             if rate is not None:
@@ -377,7 +397,7 @@ class LinksPane(Container):
             )
         else:
             table.sort("gpu", key=lambda cell: int(cell.plain.removeprefix("GPU") or 0))
-        if selected is not None:
+        if selected is not None and str(selected) in table.rows:
             table.move_cursor(row=table.get_row_index(str(selected)), animate=False)
 
     # ------------------------------------------------------------------- selection
@@ -417,6 +437,8 @@ class LinksPane(Container):
             return
         head = Text()
         head.append(f"{gpu.label} NVLinks", style="bold")
+        if gpu.nvlinks:
+            head.append("  TX, RX, rated: GB/s", style="dim")
         if not gpu.nvlinks:
             head.append(f"  {self._no_nvlink_facts(gpu)}", style="dim")
         title.update(head)
@@ -432,7 +454,10 @@ class LinksPane(Container):
             if live is not None and live.state is not None:
                 state = live.state  # type: ignore[assignment]
             if self.live:
-                errors = _count(rate.nvlink_errors_delta.get(nv.link) if rate else None)
+                errors = _total(
+                    live.errors if live is not None else None,
+                    rate.nvlink_errors_delta.get(nv.link) if rate else None,
+                )
             else:
                 errors = _count(sum(nv.errors.values()) if nv.errors else None)
             remote = nv.remote_type or ""

@@ -22,20 +22,23 @@ class NoGpuBanner(Static):
         if reason is None:
             self.display = False
             return
+        # What it means and the keys first: on a small terminal the banner has two rows and
+        # the rest is cut (4 shows the whole reason).
         text = Text()
-        text.append("No GPU on this machine: ", style="bold")
-        text.append(reason)
-        text.append(".  ")
-        if demo:
-            text.append("The panes show the DEMO machine ", style="")
-            text.append(demo, style="bold")
-            text.append(": a real machine from a public report, not this one. ")
+        text.append("No GPU on this machine", style="bold")
+        text.append("  ")
         text.append("4", style="bold reverse")
         text.append(" this machine  ")
         text.append("s", style="bold reverse")
         text.append(" other demos  ")
         text.append("b", style="bold reverse")
-        text.append(" hide this")
+        text.append(" hide this\n")
+        if demo:
+            text.append("The panes show the DEMO machine ")
+            text.append(demo, style="bold")
+            text.append(" (a real machine from a public report, not this one). ")
+        text.append("Why: ", style="bold")
+        text.append(f"{reason}.")
         self.update(text)
         self.display = not self.hidden_by_user
 

@@ -32,6 +32,16 @@ from pcidoc.tui.matrix_grid import MatrixGrid
 LAYOUTS: tuple[str, ...] = ("full", "narrow", "compact")
 
 
+def _blank_looks_base(style: Style, base: Style) -> bool:
+    """A space in ``style`` looks like one in ``base`` (the same background, no reverse or
+    underline of its own)."""
+    return (
+        style.bgcolor == base.bgcolor
+        and style.reverse == base.reverse
+        and style.underline == base.underline
+    )
+
+
 @lru_cache(maxsize=256)
 def _style(spec: str) -> Style:
     return Style.parse(spec) if spec else Style()
@@ -132,6 +142,9 @@ class TopologyMatrix(ScrollView, can_focus=True):
         self.layout_name: str = "full"
         self._layout: _Layout | None = None
         self._cache: dict[int, Strip] = {}
+        self._styles_base: Style | None = None
+        self._base_style: Style | None = None
+        self._styles: dict[str, tuple[Style, bool]] = {}
         self._placeholder = "collecting…"
         self._budget: int | None = None
         self.marks: FindingMarks = FindingMarks()
@@ -252,7 +265,7 @@ class TopologyMatrix(ScrollView, can_focus=True):
                 (len(grid.labels[j] if name == "full" else grid.short_label(j)) for j in range(n)),
                 default=1,
             )
-            widest = max([widest, *(len(cell.text) for row in grid.cells for cell in row)])
+            widest = max(widest, grid.widest_text)
             width = widest + (2 if name == "full" else 1)
             for _ in range(n):
                 col_x.append(x)
@@ -324,7 +337,26 @@ class TopologyMatrix(ScrollView, can_focus=True):
     # ---------------------------------------------------------------------- drawing
 
     def _base(self) -> Style:
-        return self.rich_style
+        """The widget's own style, computed once until its styles change (Textual computes
+        it anew at each call, walking the ancestors: once per line of a 90-row matrix)."""
+        if self._base_style is None:
+            self._base_style = self.rich_style
+        return self._base_style
+
+    def notify_style_update(self) -> None:
+        """Styles changed (theme, focus): the base style and the drawn lines are stale."""
+        super().notify_style_update()
+        self._base_style = None
+        self._cache.clear()
+
+    def _cell_styles(self, base: Style) -> dict[str, tuple[Style, bool]]:
+        """``base + style`` of each cell style and whether its spaces look like the base's,
+        built once per base style (the widget's own, which changes with the theme) rather than
+        once per cell."""
+        if self._styles_base != base:
+            self._styles_base = base
+            self._styles = {}
+        return self._styles
 
     def _row_strip(self, r: int) -> Strip:
         cached = self._cache.get(r)
@@ -347,34 +379,60 @@ class TopologyMatrix(ScrollView, can_focus=True):
             segments.append(Segment(" ", base))
         segments.append(Segment(" " * (layout.label_w - len(label) - 1), label_style))
         x = 0
+        compact = layout.name == "compact"
+        styles = self._cell_styles(base)
+        labels = grid.labels
+        marks = self.marks
+        row_label = labels[r]
+        col_x, col_w = layout.col_x, layout.col_w
+        run: list[str] = []
+        run_style: Style | None = None
         for j, cell in enumerate(grid.cells[r]):
-            start = layout.col_x[j]
-            if start > x:
-                segments.append(Segment(" " * (start - x), base))
-            width = layout.col_w[j]
-            text = cell.code if layout.name == "compact" else cell.text
-            style = base + _style(cell.style)
-            pair = self.marks.pair(grid.labels[r], grid.labels[j]) if r != j else None
+            start = col_x[j]
+            gap = " " * (start - x) if start > x else ""
+            width = col_w[j]
+            text = cell.code if compact else cell.text
+            known = styles.get(cell.style)
+            if known is None:
+                combined = base + _style(cell.style)
+                known = styles[cell.style] = (combined, _blank_looks_base(combined, base))
+            style, mergeable = known
+            pair = marks.pair(row_label, labels[j]) if marks.pairs and r != j else None
+            cursor = r == crow and j == ccol
+            pad = width - len(text)
+            left = 0 if compact else pad // 2
+            x = start + width
+            if mergeable and not pair and not cursor:
+                # Spaces in a foreground-only style look like the base: runs of cells of one
+                # style become one segment (a 90 x 90 matrix is mostly a few classes).
+                if style is not run_style:
+                    if run:
+                        segments.append(Segment("".join(run), run_style))
+                        run.clear()
+                    run_style = style
+                run.append(gap + " " * left + text + " " * (pad - left))
+                continue
+            if run:
+                segments.append(Segment("".join(run), run_style))
+                run.clear()
+                run_style = None
             if pair:
                 style = style + _style(MARK_STYLES[pair] + " underline")
-            if (r, j) == (crow, ccol):
+            if cursor:
                 style = style + _CURSOR
-            if layout.name == "compact":
-                segments.append(Segment(text, style))
-                segments.append(Segment(" " * (width - len(text)), base))
-            else:
-                pad = width - len(text)
-                left = pad // 2
-                segments.append(Segment(" " * left, base))
-                segments.append(Segment(text, style))
-                segments.append(Segment(" " * (pad - left), base))
-            x = start + width
+            if gap or left:
+                segments.append(Segment(gap + " " * left, base))
+            segments.append(Segment(text, style))
+            segments.append(Segment(" " * (pad - left), base))
+        if run:
+            segments.append(Segment("".join(run), run_style))
+        length = layout.label_w + x  # every cell text and mark is one cell per character
         if layout.affinity_x is not None:
             cpu, numa = grid.affinity[r]
-            segments.append(
-                Segment("  " + cpu.ljust(layout.cpu_w) + "  " + numa.center(layout.numa_w), base)
-            )
-        strip = Strip(segments).adjust_cell_length(layout.total_w, base)
+            tail = "  " + cpu.ljust(layout.cpu_w) + "  " + numa.center(layout.numa_w)
+            segments.append(Segment(tail, base))
+            length += len(tail)
+        strip = Strip(segments, length).adjust_cell_length(layout.total_w, base)
         self._cache[r] = strip
         return strip
 

@@ -49,6 +49,9 @@ class TopologyPane(Container):
         self.mode: str = "class"
         self.show_nics: bool = True
         self.rates: Mapping[int, GpuRates] | None = None
+        self.replay: str | None = None
+        """The trace the Links pane replays on this machine (SYNTHETIC...), which the traffic
+        colours never show; ``None`` for a live machine or a capture."""
         self.grid: MatrixGrid | None = None
         self._view: MatrixView | None = None
         self._notes: list[str] = []
@@ -113,6 +116,13 @@ class TopologyPane(Container):
         if self.capture is None or not self.capture.topology.labels:
             return
         self.grid = build_grid(self.capture, self.mode, self.show_nics, self.rates, self._view)
+        if self.mode == "traffic" and self.rates is None and self.replay:
+            # The Links pane of this demo moves (a SYNTHETIC trace): say so, and why the
+            # matrix shows only what the capture read, not "live counters need a GPU".
+            self.grid.note = (
+                "static: PCIe utilisation at collection time (diagonal) — the Links pane (2) "
+                "replays a SYNTHETIC counter trace; the matrix colours only counters read from GPUs"
+            )
         self.matrix.set_grid(self.grid)
         self._show_legend()
         self._fit()
