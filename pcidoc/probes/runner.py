@@ -66,6 +66,21 @@ RESULT_MODELS: dict[str, type[Model]] = {
 into; the parent checks every result, whichever interpreter produced it."""
 
 
+INFO_TYPES: dict[str, type] = {
+    "python": str,
+    "python_version": str,
+    "torch_version": str,
+    "cuda_build": str,
+    "nccl_version": str,
+    "cuda_available": bool,
+    "device_count": int,
+    "devices": list,
+    "nccl_env": dict,
+    "plan": dict,
+}
+"""Types of the ``info`` facts the parent relies on; a child sending another type is ignored
+for that fact (with a warning)."""
+
 # ------------------------------------------------------------------------------ data types
 
 
@@ -242,8 +257,20 @@ class OutcomeBuilder:
         elif kind == "info":
             data = message.get("data")
             if isinstance(data, dict):
+                data = self._checked_info(data)
                 with self._lock:
                     self.outcome.info.update(data)
+
+    def _checked_info(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` without the known facts whose type is wrong (the child may be any Python)."""
+        kept = {}
+        for key, value in data.items():
+            expected = INFO_TYPES.get(key)
+            if expected is not None and value is not None and not isinstance(value, expected):
+                self.add_log("warning", f"ignored info {key!r}: not a {expected.__name__}")
+                continue
+            kept[key] = value
+        return kept
 
     def add_error(self, kind: str, message: str, probe: str | None = None) -> None:
         """Record an error of this probe."""

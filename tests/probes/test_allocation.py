@@ -140,6 +140,8 @@ def test_session_probes_only_the_allocated_gpus(monkeypatch) -> None:
     assert [g["index"] for g in transfer.params["gpus"]] == [1, 2]
     assert {t.gpu for t in cap.measurements.transfers} == {1, 2}
     assert any("GPUs of this job: GPUs 1-2 (CUDA_VISIBLE_DEVICES=" in line for line in lines)
+    # ... and which Python and torch measured.
+    assert "pcidoc: probes run by /synthetic/bin/python3 (Python 3.11.0), torch synthetic" in lines
     conditions = cap.measurements.transfers[0].conditions
     assert conditions["allocation"]["gpus"] == [2, 1]
 

@@ -179,3 +179,18 @@ def test_a_bad_python_is_one_line_and_exit_3(tmp_path) -> None:
     )
     assert done.returncode == 3
     assert "--python" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_parent_checks_what_a_foreign_child_sends() -> None:
+    from pcidoc.probes.runner import OutcomeBuilder
+
+    builder = OutcomeBuilder(ProbeSpec(name="transfer"))
+    builder.feed(
+        '{"type":"info","data":{"python":["x"],"torch_version":"2.1.2","device_count":"8"}}'
+    )
+    builder.feed('{"type":"result","kind":"transfer","measurement":{"gpu":"zero"}}')
+    outcome = builder.finish()
+    assert outcome.info == {"torch_version": "2.1.2"}
+    assert outcome.results == [] and outcome.garbage_lines == 1
+    warnings = [m for level, m in outcome.logs if level == "warning"]
+    assert any("'python'" in m for m in warnings) and any("'device_count'" in m for m in warnings)
