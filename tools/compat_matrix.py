@@ -198,12 +198,23 @@ def measure(version: str, python: Path, skip_tests: bool) -> dict:
         lines = [
             line for line in (out + err).splitlines() if re.search(r"\d+ (passed|failed)", line)
         ]
+        row["failed_tests"] = [
+            line.split()[1] for line in out.splitlines() if line.startswith(("FAILED ", "ERROR "))
+        ]
         row["tests"] = {
             "pass": code == 0,
             "detail": lines[-1].strip("= ") if lines else f"exit {code}",
             "s": seconds,
         }
     return row
+
+
+def failed_row(row: dict) -> bool:
+    """True when a part of ``row`` failed (its venv is then kept to look into)."""
+    return any((row.get(k) or {}).get("pass") is False for k in PARTS)
+
+
+PARTS = ("allreduce", "scaling", "foreign", "tests")
 
 
 def _cell(part: dict | None) -> str:
@@ -264,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         stored.write_text(json.dumps(row, indent=1) + "\n")
         rows.append(row)
         print(table([row]).splitlines()[-1], file=sys.stderr, flush=True)
-        if args.delete_after:
+        if args.delete_after and not failed_row(row):
             shutil.rmtree(cache / f"torch-{version}", ignore_errors=True)
     print(table(rows))
     failed = [
