@@ -30,6 +30,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -249,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-tests", action="store_true", help="probes only")
     parser.add_argument("--table", action="store_true", help="print the stored results only")
     args = parser.parse_args(argv)
+    # Started in the background (``nohup ... &``), this process has SIGINT ignored, and so would
+    # every process it starts: the probe tests that deliver Ctrl-C would fail. A handler here
+    # is reset to the default in the children.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
