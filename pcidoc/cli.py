@@ -24,6 +24,13 @@ if TYPE_CHECKING:
     from pcidoc.model.report import Report, ReportSource
 
 PROBE_NAMES = ("transfer", "p2p", "allreduce", "scaling", "fabric")
+PROBE_SUMMARIES = {
+    "transfer": "host<->GPU copy bandwidth of each GPU (pinned, pageable, NUMA placement)",
+    "p2p": "GPU<->GPU copy bandwidth matrix and byte-verified peer copies",
+    "allreduce": "all_reduce bus bandwidth per rank count (NCCL on GPUs, or --backend gloo)",
+    "scaling": "data-parallel training step throughput and efficiency per rank count",
+    "fabric": "multi-node all_reduce and node-pair bandwidth (run under torchrun/srun)",
+}
 
 # `--debug` is accepted after the subcommand too; SUPPRESS keeps the top-level value.
 _HIDDEN_DEBUG: dict[str, Any] = {
@@ -112,10 +119,20 @@ def _add_probe_options(parser: argparse.ArgumentParser, default: str) -> None:
         default=default,
         help=f"measure with the torch probes on this machine's GPUs (default: {default})",
     )
+    _add_python_option(parser)
     parser.add_argument(
         "--force",
         action="store_true",
         help="run probes even when other processes are using the GPUs",
+    )
+
+
+def _add_python_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        help="Python (with torch) that runs the probes (default: $PCIDOC_PYTHON, pcidoc's own "
+        "if it has torch, else the active conda/virtual env's or python3 on PATH with torch)",
     )
 
 
@@ -284,7 +301,7 @@ def _add_probe(sub: Any) -> None:
         description="Run one probe in a child process and print the measurement JSON "
         "(progress on stderr).",
     )
-    probe.add_argument("name", choices=PROBE_NAMES, help="which probe")
+    probe.add_argument("name", nargs="?", choices=PROBE_NAMES, help="which probe (none: list them)")
     probe.add_argument("--gpus", metavar="LIST", help="GPU indices, e.g. 0,1,2,3 (default: all)")
     probe.add_argument(
         "--backend", choices=("nccl", "gloo"), help="collective backend (default: nccl on GPUs)"
@@ -305,6 +322,7 @@ def _add_probe(sub: Any) -> None:
     probe.add_argument(
         "-o", "--output", metavar="FILE", help="fabric: rank 0 also writes its JSON to FILE"
     )
+    _add_python_option(probe)
     probe.add_argument("--debug", **_HIDDEN_DEBUG)
 
 
@@ -637,7 +655,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             )
         from pcidoc.probes.session import measure
 
-        measure(capture, mode=args.probes, force=args.force, progress=_stderr)
+        measure(capture, mode=args.probes, force=args.force, progress=_stderr, python=args.python)
     from pcidoc.collect.capture import utc_now
 
     report = doctor.run(
@@ -740,7 +758,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if args.probes != "none":
         from pcidoc.probes.session import measure
 
-        measure(capture, mode=args.probes, force=args.force, progress=_stderr)
+        measure(capture, mode=args.probes, force=args.force, progress=_stderr, python=args.python)
     if args.redact:
         from pcidoc.collect.capture import redact_capture
 
@@ -811,7 +829,12 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    """``pcidoc probe NAME``."""
+    """``pcidoc probe NAME``; without a name, the list of probes."""
+    if args.name is None:
+        width = max(map(len, PROBE_NAMES))
+        lines = [f"  {name:<{width}}  {PROBE_SUMMARIES[name]}" for name in PROBE_NAMES]
+        _stderr("usage: pcidoc probe NAME [options]; the probes:\n" + "\n".join(lines))
+        return ExitCode.BAD_INPUT
     if args.name == "fabric":
         from pcidoc.probes.fabric import fabric_command
 

@@ -26,6 +26,7 @@ from pcidoc import __version__
 from pcidoc.cli import COMMANDS, SUBCOMMAND_NAMES, build_parser, main
 from pcidoc.collect.importers import SUPPORTED_FORMATS
 from pcidoc.doctor.registry import CHECK_IDS
+from pcidoc.probes import protocol
 from pcidoc.samples import sample_names, sample_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -542,7 +543,7 @@ def test_gloo_probes_without_torch_say_so_like_the_cuda_probes(
         ["allreduce", "--backend", "gloo", "--ranks", "1"], without_torch, tmp_path
     )
     assert error["kind"] == "unavailable"
-    assert error["message"] == "torch is not installed: pip install 'pcidoc[probes]'"
+    assert error["message"] == f"torch is not installed: {protocol.INSTALL_HINT}"
     cuda = _probe_error(["transfer"], without_torch, tmp_path)
     assert cuda["kind"] == "unavailable" and "ProbeUnavailable" not in cuda["message"]
     assert cuda["message"].endswith(error["message"])

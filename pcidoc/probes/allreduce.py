@@ -76,7 +76,7 @@ def time_allreduce(
     torch, dist = ctx.torch, ctx.dist
     largest = max(sizes)
     buffer = torch.ones(largest // 4, dtype=torch.float32, device=ctx.device)
-    dist.barrier(group=group)
+    ctx.barrier(group)
     # Warm up every size first (nccl-tests), keeping a per-iteration estimate of each.
     estimates: dict[int, float] = {}
     for size in sizes:
@@ -94,7 +94,7 @@ def time_allreduce(
         agreed = torch.tensor([iters], dtype=torch.int64, device=ctx.device)
         dist.all_reduce(agreed, op=dist.ReduceOp.MAX, group=group)
         iters = int(agreed.item())
-        dist.barrier(group=group)
+        ctx.barrier(group)
         ctx.sync()
         start = time.perf_counter()
         for _ in range(iters):
@@ -136,11 +136,13 @@ def measurement_from_rows(
     for row in rows:
         t = row["time_us"] * 1e-6
         t_max = row["time_max_us"] * 1e-6
+        # One rank moves nothing: S/t would be a memory-copy speed, not a bandwidth.
+        algbw = stats.algbw_gbps(row["size_bytes"], t) if ranks > 1 else None
         out_rows.append(
             {
                 "size_bytes": row["size_bytes"],
                 "time_us": _round(row["time_us"]),
-                "algbw_gbps": _round(stats.algbw_gbps(row["size_bytes"], t)),
+                "algbw_gbps": _round(algbw),
                 "busbw_gbps": _round(stats.busbw_gbps("all_reduce", row["size_bytes"], t, ranks)),
                 "wrong": row["wrong"],
                 "in_place": True,

@@ -121,12 +121,14 @@ def no_cuda_reason(torch: Any) -> str:
 
 def torch_versions(torch: Any) -> dict[str, Any]:
     """torch, CUDA and NCCL versions and the NCCL tuning variables in effect (for ``info``)."""
-    from pcidoc.probes.merge import NCCL_TUNING_VARIABLES
+    import platform
 
     data: dict[str, Any] = {
+        "python": sys.executable,
+        "python_version": platform.python_version(),
         "torch_version": getattr(torch, "__version__", None),
         "cuda_build": getattr(getattr(torch, "version", None), "cuda", None),
-        "nccl_env": {k: os.environ[k] for k in NCCL_TUNING_VARIABLES if k in os.environ},
+        "nccl_env": {k: os.environ[k] for k in protocol.NCCL_TUNING_VARIABLES if k in os.environ},
     }
     try:
         version = torch.cuda.nccl.version()

@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pcidoc.errors import ExitCode
+from pcidoc.errors import ExitCode, PcidocError
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.measurements import ProbeError
 from pcidoc.model.units import format_bytes
-from pcidoc.probes import params, preflight
+from pcidoc.probes import interpreter, params, preflight
 from pcidoc.probes.runner import (
     ProbeOutcome,
     ProbeProgress,
@@ -34,6 +34,7 @@ from pcidoc.probes.session import (
     Plan,
     ProbeSession,
     SessionListener,
+    allocation_of,
     capture_busy_check,
     collective_spec,
     live_busy_check,
@@ -119,6 +120,16 @@ class ProgressDisplay:
                 self.write(f"pcidoc: probe {name}: {error.kind}: {error.message}")
 
 
+def measured_with_line(info: dict[str, Any]) -> str | None:
+    """``probes run by /usr/bin/python3 (Python 3.11.7), torch 2.4.1``, from a child's info."""
+    python = info.get("python")
+    torch = info.get("torch_version")
+    if not python and not torch:
+        return None
+    version = f" (Python {info['python_version']})" if info.get("python_version") else ""
+    return f"probes run by {python or 'an unknown Python'}{version}, torch {torch or '?'}"
+
+
 class ConsoleListener(SessionListener):
     """Prints a :class:`ProbeSession`'s events as ``pcidoc: ...`` lines (stderr in the CLI)."""
 
@@ -133,6 +144,10 @@ class ConsoleListener(SessionListener):
     def env_finished(self, outcome: ProbeOutcome, errors: list[ProbeError]) -> None:
         if errors:
             self.write(f"pcidoc: probes unavailable: {errors[0].message}")
+            return
+        line = measured_with_line(outcome.info)
+        if line:
+            self.write(f"pcidoc: {line}")
 
     def planned(self, plan: Plan) -> None:
         for note in plan.notes:
@@ -164,6 +179,7 @@ def measure(
     cancel: threading.Event | None = None,
     gpus: Sequence[int] | None = None,
     live_processes: bool = True,
+    python: str | None = None,
 ) -> None:
     """Run the probes that make sense for ``capture``; append to ``capture.measurements``.
 
@@ -181,12 +197,16 @@ def measure(
         cancel: Stops the running probe and skips the rest when set.
         gpus: Restrict the GPU probes to these indices.
         live_processes: Also ask NVML, right now, which processes use the GPUs.
+        python: The Python that runs the probe children (``--python``; default: see
+            :func:`pcidoc.probes.interpreter.choose`).
 
     Raises:
         KeyboardInterrupt: Ctrl-C (or SIGTERM/SIGHUP: ``ProbeSignalled``); the running probe's
             processes have been ended.
         ValueError: unknown ``mode``.
     """
+    if runner is None:
+        runner = SubprocessProbeRunner(_interpreter(python))
     session = ProbeSession(
         capture,
         mode,
@@ -342,7 +362,12 @@ def probe_command(
         progress(f"pcidoc: note: --backend does not apply to the {name} probe")
     if name in ("transfer", "p2p") and ranks is not None:
         progress(f"pcidoc: note: --ranks does not apply to the {name} probe")
-    runner = runner or SubprocessProbeRunner()
+    if runner is None:
+        try:
+            runner = SubprocessProbeRunner(_interpreter(getattr(args, "python", None)))
+        except PcidocError as exc:
+            progress(f"pcidoc: {exc}")
+            return int(ExitCode.BAD_INPUT)
     display = ProgressDisplay(progress)
     state: dict[str, Any] = {"machine": capture}
     try:
@@ -352,6 +377,15 @@ def probe_command(
             )
     except KeyboardInterrupt as exc:
         return _interrupted(exc, name, mode, state, progress, out)
+
+
+def _interpreter(python: str | None) -> interpreter.Interpreter:
+    """The probe children's Python (``--python``, ``PCIDOC_PYTHON``, discovery)."""
+    try:
+        return interpreter.choose(python)
+    except interpreter.InterpreterError as exc:
+        source = "--python" if python else interpreter.ENV_VARIABLE
+        raise PcidocError(f"{source}: {exc}; give the path of a Python that has torch") from None
 
 
 def _check_timeout(value: Any) -> None:
@@ -419,11 +453,19 @@ def _probe_command(
     machine = capture if capture is not None else _collect(progress)
     state["machine"] = machine
     known = {g.index for g in machine.gpus}
+    allocation = allocation_of(machine)
     if gpus is not None and known and not set(gpus) <= known:
         missing = ", ".join(str(g) for g in sorted(set(gpus) - known))
         progress(
             f"pcidoc: --gpus: no GPU {missing} on this machine (GPUs: "
             f"{format_cpulist(sorted(known))})"
+        )
+        return int(ExitCode.BAD_INPUT)
+    outside = sorted(g for g in (gpus or []) if not allocation.allows(g))
+    if outside and (name in ("transfer", "p2p") or backend != "gloo"):
+        progress(
+            f"pcidoc: --gpus: GPU {format_cpulist(outside)} is outside this job's GPUs "
+            f"({allocation.describe()}); choose among {format_cpulist(allocation.indices or [])}"
         )
         return int(ExitCode.BAD_INPUT)
 
@@ -434,7 +476,7 @@ def _probe_command(
     needs_cuda = name in ("transfer", "p2p") or backend == "nccl"
     env_info: dict[str, Any] = {}
     if backend != "gloo":
-        env = run_env(runner, None, None, machine)
+        env = run_env(runner, None, None, machine, allocation)
         if not env.info:
             error = env.error
             message = error.message if error else "the torch environment probe failed"
@@ -460,7 +502,7 @@ def _probe_command(
             backend = "nccl" if env_info.get("nccl_available", True) else "gloo"
     indices: list[int] = []
     if name in ("transfer", "p2p") or backend == "nccl":
-        indices, notes = probe_gpus(machine, gpus)
+        indices, notes = probe_gpus(machine, gpus, allocation)
         for note in notes:
             progress(f"pcidoc: {note}")
         if not machine.gpus:
@@ -515,6 +557,7 @@ def _probe_command(
             )
     if timeout is not None:
         spec.deadline_s = float(timeout)
+    spec.params["allocation"] = allocation.as_dict()
     state["spec"] = spec
     display.start(spec, spec.expected_s + params.TYPICAL_STARTUP_S.get(spec.name, 3.0))
     outcome = runner.run(spec, display.callback(spec))
@@ -523,6 +566,10 @@ def _probe_command(
     if not getattr(args, "json", False):
         for line in render_table(document):
             progress(line)
+    if not getattr(args, "json", False):
+        line = measured_with_line(outcome.info)
+        if line:
+            progress(f"pcidoc: {line}")
     out.write(json.dumps(document, indent=2) + "\n")
     if outcome.errors:
         return int(ExitCode.BAD_INPUT)

@@ -90,6 +90,18 @@ class WorkerContext:
         if self.is_cuda:
             self.torch.cuda.synchronize(self.device)
 
+    def barrier(self, group: Any = None) -> None:
+        """Barrier of ``group`` (``None``: the default group).
+
+        On NCCL groups the rank names its GPU (``device_ids``): torch 2.1/2.2 cannot bind the
+        process group to a device (no ``device_id``), and an unnamed barrier there guesses the
+        GPU from the rank, which is wrong in a sub-group. The gloo meta group takes no device.
+        """
+        if self.is_cuda and not (self.meta is not None and group is self.meta):
+            self.dist.barrier(group=group, device_ids=[self.device.index])
+        else:
+            self.dist.barrier(group=group)
+
     def leader(self, count: int) -> int:
         """Lowest world rank of the sub-group for ``count`` ranks."""
         return self.members[count][0]
@@ -119,32 +131,74 @@ class WorkerContext:
 
 
 def loopback_store(dist: Any, world: int, timeout: timedelta) -> Any:
-    """The rendezvous store of a single-node probe, listening on 127.0.0.1 only.
+    """The rendezvous store of a single-node probe, listening on 127.0.0.1 when torch allows.
 
     ``TCPStore(..., is_master=True)`` listens on every interface whatever host it is given;
     handing it a socket we bound to loopback (``master_listen_fd``) keeps the store off the
-    network. Torch builds without that argument fall back to the default (all interfaces).
+    network. Where that is impossible the store is opened the default way (port chosen by the
+    kernel, all interfaces): torch builds without the argument raise ``TypeError``, and the
+    libuv store of torch 2.4-2.7 (the default there) raises ``NotImplementedError`` for a
+    listen fd; ``use_libuv=False`` keeps the loopback-only socket on those.
     """
     import socket
 
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    for extra in ({}, {"use_libuv": False}):
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(128)
+            store = dist.TCPStore(
+                "127.0.0.1",
+                listener.getsockname()[1],
+                world,
+                True,
+                timeout=timeout,
+                wait_for_workers=False,
+                master_listen_fd=listener.fileno(),
+                **extra,
+            )
+        except (TypeError, NotImplementedError):
+            # No master_listen_fd (or use_libuv) in this torch, or a store refusing a listen fd.
+            listener.close()
+            continue
+        listener.detach()  # the store owns the socket now
+        return store
+    return dist.TCPStore("127.0.0.1", 0, world, True, timeout=timeout, wait_for_workers=False)
+
+
+def accepts_keyword(function: Any, name: str) -> bool | None:
+    """Whether ``function`` takes the keyword ``name`` (``None``: its signature is unknown)."""
+    import inspect
+
     try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(128)
-        port = listener.getsockname()[1]
-        return dist.TCPStore(
-            "127.0.0.1",
-            port,
-            world,
-            True,
-            timeout=timeout,
-            wait_for_workers=False,
-            master_listen_fd=listener.detach(),
-        )
-    except TypeError:  # a torch without master_listen_fd
-        listener.close()
-        return dist.TCPStore("127.0.0.1", 0, world, True, timeout=timeout, wait_for_workers=False)
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return None
+    return name in parameters
+
+
+def init_process_group(dist: Any, device: Any, **kwargs: Any) -> bool:
+    """``dist.init_process_group(**kwargs)``, bound to ``device`` where torch can do that.
+
+    ``device_id`` (NCCL: communicator errors show at once, barriers know their GPU) appeared in
+    torch 2.3; torch 2.1/2.2 raise ``TypeError`` for it, and then the group is initialised
+    without it (:meth:`WorkerContext.barrier` names the GPU instead).
+
+    Returns:
+        True when the group was bound to ``device``.
+    """
+    if device is not None and accepts_keyword(dist.init_process_group, "device_id") is not False:
+        try:
+            dist.init_process_group(**kwargs, device_id=device)
+            return True
+        except TypeError as exc:
+            if "device_id" not in str(exc):
+                raise
+    dist.init_process_group(**kwargs)
+    return False
 
 
 def _set_threads(torch: Any, threads: int) -> None:
@@ -198,9 +252,7 @@ def _worker_entry(
             "world_size": world,
             "timeout": timeout,
         }
-        if backend == "nccl":
-            kwargs["device_id"] = device
-        dist.init_process_group(**kwargs)
+        bound = init_process_group(dist, device if backend == "nccl" else None, **kwargs)
         meta_timeout = timedelta(seconds=float(params.get("meta_timeout_s", 600.0)))
         # A gloo group with a long timeout: idle ranks wait on it while others measure.
         meta = dist.new_group(backend="gloo", timeout=meta_timeout)
@@ -223,6 +275,14 @@ def _worker_entry(
             send=send,
         )
         ctx.timings["init_s"] = time.perf_counter() - started
+        if rank == 0 and backend == "nccl" and not bound:
+            send(
+                protocol.log(
+                    "info",
+                    "this torch cannot bind the process group to a GPU "
+                    "(no device_id); barriers name the GPU",
+                )
+            )
         try:
             importlib.import_module(body_module).worker(ctx)
             dist.barrier(group=meta)

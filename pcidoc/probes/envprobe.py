@@ -25,9 +25,14 @@ def device_bus_id(props: Any) -> str | None:
 def run(params: dict[str, Any], emit: Emitter) -> None:
     """Report torch's view of the machine as an ``info`` message."""
     torch = import_torch()
+    import platform
+    import sys
+
     import torch.distributed as dist
 
     data: dict[str, Any] = {
+        "python": sys.executable,
+        "python_version": platform.python_version(),
         "torch_version": torch.__version__,
         "cuda_build": torch.version.cuda,
         "cuda_available": bool(torch.cuda.is_available()),

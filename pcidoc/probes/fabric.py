@@ -300,7 +300,7 @@ def _run(state: _State, torch: Any, document: dict[str, Any], say: Callable[[str
     import torch.distributed as dist
 
     from pcidoc.probes.allreduce import measurement_from_rows, time_allreduce
-    from pcidoc.probes.distributed import WorkerContext
+    from pcidoc.probes.distributed import WorkerContext, init_process_group
     from pcidoc.probes.params import COLLECTIVE, CollectiveParams
 
     env = state.env
@@ -406,9 +406,7 @@ def _run(state: _State, torch: Any, document: dict[str, Any], say: Callable[[str
         "world_size": env.world,
         "timeout": pg_timeout,
     }
-    if state.backend == "nccl":
-        kwargs["device_id"] = device
-    dist.init_process_group(**kwargs)
+    init_process_group(dist, device if state.backend == "nccl" else None, **kwargs)
     try:
         base = COLLECTIVE[(state.backend, state.mode)]
         fp = PARAMS[(state.backend, state.mode)]
@@ -448,7 +446,7 @@ def _run(state: _State, torch: Any, document: dict[str, Any], say: Callable[[str
             )
             if env.rank == mine[0]:
                 store.set(f"{prefix}intra/{my_node}", json.dumps(rows))
-        dist.barrier()
+        ctx.barrier(None)
         if env.rank == 0:
             skipped = []
             for i, ranks in enumerate(ranks_of):
@@ -471,11 +469,11 @@ def _run(state: _State, torch: Any, document: dict[str, Any], say: Callable[[str
         rounds = round_robin(len(keys))
         phase(f"node-pair bandwidth ({len(rounds)} round(s))")
         for number, pairs in enumerate(rounds):
-            dist.barrier()
+            ctx.barrier(None)
             for a, b in pairs:
                 if env.rank in (leaders[a], leaders[b]):
                     _pair(ctx, store, prefix, number, a, b, leaders, fp)
-        dist.barrier()
+        ctx.barrier(None)
         matrix: list[list[float | None]] = [[None] * len(keys) for _ in keys]
         pair_records = []
         if env.rank == 0:
@@ -519,7 +517,7 @@ def _run(state: _State, torch: Any, document: dict[str, Any], say: Callable[[str
                     dist.new_group(ranks=[leaders[n] for n in h], timeout=pg_timeout)
                     for h in halves
                 ]
-                dist.barrier()
+                ctx.barrier(None)
                 for k, h in enumerate(halves):
                     ranks = [leaders[n] for n in h]
                     if env.rank in ranks:
@@ -533,7 +531,7 @@ def _run(state: _State, torch: Any, document: dict[str, Any], say: Callable[[str
                         )
                         if env.rank == ranks[0]:
                             store.set(f"{prefix}bisect/{step}/{k}", json.dumps(rows))
-                dist.barrier()
+                ctx.barrier(None)
                 key = f"{prefix}bisect/{step}/keep"
                 if env.rank == 0:
                     busbw = []
@@ -568,7 +566,7 @@ def _run(state: _State, torch: Any, document: dict[str, Any], say: Callable[[str
                     "node (run with a third node to tell them apart)"
                 )
         phase("finish")
-        dist.barrier()
+        ctx.barrier(None)
     finally:
         dist.destroy_process_group()
 

@@ -21,11 +21,9 @@ from pcidoc.model.measurements import (
     P2PMatrixMeasurement,
     ScalingMeasurement,
 )
+from pcidoc.probes.protocol import NCCL_TUNING_VARIABLES
 
-NCCL_TUNING_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL")
-"""NCCL variables that change what a collective measures; recorded when set."""
-
-VERSION_KEYS = ("torch_version", "cuda_build", "nccl_version")
+VERSION_KEYS = ("torch_version", "cuda_build", "nccl_version", "python", "python_version")
 
 
 def _matrix_key(m: P2PMatrixMeasurement) -> tuple[Any, ...]:

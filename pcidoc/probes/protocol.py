@@ -14,7 +14,10 @@ A probe child writes one JSON object per line on its protocol stream (the child'
 * ``{"type": "log", "level": "warning", "message": "..."}``
 * ``{"type": "info", "data": {...}}`` — facts a probe learned (torch version, CUDA devices).
 
-This module is pure Python (no torch): both sides and the fake runner use it.
+This module needs only the standard library (no torch, no pydantic): the child imports it, and
+the child may run under another interpreter that has torch but none of pcidoc's dependencies
+(``--python``). The parent validates each result against its model
+(:data:`pcidoc.probes.runner.RESULT_MODELS`).
 """
 
 from __future__ import annotations
@@ -22,25 +25,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pcidoc.model.base import Model
-from pcidoc.model.measurements import (
-    CollectiveMeasurement,
-    P2PMatrixMeasurement,
-    P2PVerification,
-    ScalingMeasurement,
-    TransferMeasurement,
-)
-
 PROTOCOL_VERSION = 1
 
-RESULT_KINDS: dict[str, type[Model]] = {
-    "transfer": TransferMeasurement,
-    "p2p": P2PMatrixMeasurement,
-    "p2p_verification": P2PVerification,
-    "collective": CollectiveMeasurement,
-    "scaling": ScalingMeasurement,
-}
-"""Result kind -> the model its ``measurement`` validates into."""
+RESULT_KINDS: tuple[str, ...] = ("transfer", "p2p", "p2p_verification", "collective", "scaling")
+"""Result kinds; each names a :class:`pcidoc.model.measurements.Measurements` list."""
+
+NCCL_TUNING_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL")
+"""NCCL variables that change what a collective measures (recorded with each run)."""
 
 ERROR_KINDS: tuple[str, ...] = (
     "timeout",
@@ -51,7 +42,7 @@ ERROR_KINDS: tuple[str, ...] = (
     "error",
 )
 
-INSTALL_HINT = "pip install 'pcidoc[probes]'"
+INSTALL_HINT = "pip install 'pcidoc[probes]', or name a Python that has torch: --python PATH"
 """What to run when torch is missing."""
 
 

@@ -38,8 +38,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pcidoc.model.base import Model
-from pcidoc.model.measurements import ProbeError
-from pcidoc.probes import merge, protocol
+from pcidoc.model.measurements import (
+    CollectiveMeasurement,
+    P2PMatrixMeasurement,
+    P2PVerification,
+    ProbeError,
+    ScalingMeasurement,
+    TransferMeasurement,
+)
+from pcidoc.probes import interpreter, merge, protocol
 
 LOG = logging.getLogger("pcidoc.probes")
 
@@ -48,6 +55,31 @@ DEFAULT_STARTUP_S = 30.0
 
 CHILD_MODULE = "pcidoc.probes.child"
 
+RESULT_MODELS: dict[str, type[Model]] = {
+    "transfer": TransferMeasurement,
+    "p2p": P2PMatrixMeasurement,
+    "p2p_verification": P2PVerification,
+    "collective": CollectiveMeasurement,
+    "scaling": ScalingMeasurement,
+}
+"""Result kind (:data:`RESULT_MODELS`) -> the model its ``measurement`` must validate
+into; the parent checks every result, whichever interpreter produced it."""
+
+
+INFO_TYPES: dict[str, type] = {
+    "python": str,
+    "python_version": str,
+    "torch_version": str,
+    "cuda_build": str,
+    "nccl_version": str,
+    "cuda_available": bool,
+    "device_count": int,
+    "devices": list,
+    "nccl_env": dict,
+    "plan": dict,
+}
+"""Types of the ``info`` facts the parent relies on; a child sending another type is ignored
+for that fact (with a warning)."""
 
 # ------------------------------------------------------------------------------ data types
 
@@ -204,7 +236,7 @@ class OutcomeBuilder:
                 except Exception as exc:  # a broken display must not stop the probe
                     LOG.warning("progress callback failed: %s", exc)
         elif kind == "result":
-            model = protocol.RESULT_KINDS[message["kind"]]
+            model = RESULT_MODELS[message["kind"]]
             try:
                 measurement = model.model_validate(message["measurement"])
             except Exception as exc:
@@ -225,8 +257,20 @@ class OutcomeBuilder:
         elif kind == "info":
             data = message.get("data")
             if isinstance(data, dict):
+                data = self._checked_info(data)
                 with self._lock:
                     self.outcome.info.update(data)
+
+    def _checked_info(self, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` without the known facts whose type is wrong (the child may be any Python)."""
+        kept = {}
+        for key, value in data.items():
+            expected = INFO_TYPES.get(key)
+            if expected is not None and value is not None and not isinstance(value, expected):
+                self.add_log("warning", f"ignored info {key!r}: not a {expected.__name__}")
+                continue
+            kept[key] = value
+        return kept
 
     def add_error(self, kind: str, message: str, probe: str | None = None) -> None:
         """Record an error of this probe."""
@@ -257,6 +301,8 @@ class OutcomeBuilder:
         outcome.wall_s = self._clock() - self._start
         with self._lock:
             shared = merge.run_conditions(self.spec.params.get("mode"), outcome.info)
+            if isinstance(self.spec.params.get("allocation"), dict):
+                shared["allocation"] = self.spec.params["allocation"]
             for result in outcome.results:
                 if "conditions" not in type(result.measurement).model_fields:
                     continue
@@ -498,10 +544,19 @@ def signals_interrupt() -> Any:
 # ----------------------------------------------------------------------------- runners
 
 
-def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a probe child: ours, plus ``extra``, with pcidoc importable."""
+def child_environment(extra: dict[str, str] | None = None, foreign: bool = False) -> dict[str, str]:
+    """The environment of a probe child: ours, plus ``extra``, with pcidoc importable.
+
+    Args:
+        extra: Variables to set (``CUDA_VISIBLE_DEVICES``...).
+        foreign: The child runs under another interpreter: only the ``pcidoc`` package is
+            put on its path (:func:`interpreter.child_path`), not pcidoc's site-packages.
+    """
     env = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if foreign:
+        package_root = interpreter.child_path()
+    else:
+        package_root = os.path.dirname(interpreter.package_dir())
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = package_root + (os.pathsep + path if path else "")
     env["PYTHONUNBUFFERED"] = "1"
@@ -525,7 +580,9 @@ class SubprocessProbeRunner:
     """Runs each probe in a fresh ``python -m pcidoc.probes.child`` process group.
 
     Args:
-        python: Interpreter for the child (default: this one).
+        python: Interpreter for the child (default: :func:`interpreter.choose`, which is this
+            one when torch is installed here; ``PCIDOC_PYTHON`` or a discovered Python with
+            torch otherwise).
         term_grace_s: Wait after SIGTERM before SIGKILL.
         kill_grace_s: Wait after SIGKILL before reporting survivors.
         poll_s: How often the waiting thread checks the deadline and ``cancel``.
@@ -537,7 +594,7 @@ class SubprocessProbeRunner:
 
     def __init__(
         self,
-        python: str = sys.executable,
+        python: str | interpreter.Interpreter | None = None,
         term_grace_s: float = 2.0,
         kill_grace_s: float = 5.0,
         poll_s: float = 0.05,
@@ -545,7 +602,9 @@ class SubprocessProbeRunner:
         reap_orphans: bool = True,
         drain_s: float = 0.5,
     ) -> None:
-        self.python = python
+        if isinstance(python, str):
+            python = interpreter.Interpreter(python, "--python")
+        self._interpreter = python
         self.drain_s = drain_s
         self.term_grace_s = term_grace_s
         self.kill_grace_s = kill_grace_s
@@ -554,6 +613,18 @@ class SubprocessProbeRunner:
         self.reap_orphans = reap_orphans
         self.last_pgid: int | None = None
         """Process group of the latest child (tests check it is gone)."""
+
+    @property
+    def interpreter(self) -> interpreter.Interpreter:
+        """The Python of the children (chosen at first use)."""
+        if self._interpreter is None:
+            self._interpreter = interpreter.choose()
+        return self._interpreter
+
+    @property
+    def python(self) -> str:
+        """The children's executable."""
+        return self.interpreter.path
 
     def command(self, spec: ProbeSpec) -> list[str]:
         """The child's argv."""
@@ -607,7 +678,7 @@ class SubprocessProbeRunner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                env=child_environment(spec.env),
+                env=child_environment(spec.env, foreign=self.interpreter.foreign),
                 close_fds=True,
             )
         except OSError as exc:

@@ -78,7 +78,7 @@ def _train_steps(ctx: WorkerContext, group: Any, p: ScalingParams) -> list[float
     for _ in range(p.warmup_steps):
         step()
     ctx.sync()
-    ctx.dist.barrier(group=group)
+    ctx.barrier(group)
     times: list[float] = []
     for _ in range(p.steps):
         ctx.sync()
@@ -96,7 +96,7 @@ def _gradient_busbw(ctx: WorkerContext, group: Any, n: int, p: ScalingParams) ->
     for _ in range(2):
         dist.all_reduce(flat, group=group)
     ctx.sync()
-    dist.barrier(group=group)
+    ctx.barrier(group)
     start = time.perf_counter()
     for _ in range(p.busbw_iters):
         dist.all_reduce(flat, group=group)

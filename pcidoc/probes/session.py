@@ -35,7 +35,9 @@ from pcidoc.model.measurements import (
     TransferMeasurement,
 )
 from pcidoc.model.units import link_label
+from pcidoc.probes import allocation as gpu_allocation
 from pcidoc.probes import gpusets, params, preflight, stats
+from pcidoc.probes.allocation import Allocation
 from pcidoc.probes.runner import (
     ProbeOutcome,
     ProbeProgress,
@@ -69,8 +71,17 @@ class Plan:
         )
 
 
-def probe_gpus(capture: Capture, gpus: Sequence[int] | None = None) -> tuple[list[int], list[str]]:
-    """GPUs the probes may use: the capture's (or ``gpus``), minus MIG-enabled ones.
+def allocation_of(capture: Capture, environ: Any = None) -> Allocation:
+    """The GPUs this job may use (``CUDA_VISIBLE_DEVICES``, Slurm, cgroup) among the capture's."""
+    ids = [gpu_allocation.GpuId(g.index, g.uuid, g.bus_id) for g in capture.gpus]
+    return gpu_allocation.current(ids, environ)
+
+
+def probe_gpus(
+    capture: Capture, gpus: Sequence[int] | None = None, allocation: Allocation | None = None
+) -> tuple[list[int], list[str]]:
+    """GPUs the probes may use: the capture's (or ``gpus``) inside the job's ``allocation``,
+    minus MIG-enabled ones.
 
     Returns:
         ``(indices, notes)``.
@@ -78,6 +89,13 @@ def probe_gpus(capture: Capture, gpus: Sequence[int] | None = None) -> tuple[lis
     notes: list[str] = []
     known = sorted(g.index for g in capture.gpus)
     chosen = sorted(set(gpus)) if gpus is not None else known
+    if allocation is not None and allocation.indices is not None:
+        outside = [i for i in chosen if not allocation.allows(i)]
+        if outside and gpus is not None:
+            notes.append(
+                f"{_gpu_list(outside)} skipped: outside this job's GPUs ({allocation.describe()})"
+            )
+        chosen = [i for i in chosen if allocation.allows(i)]
     usable = []
     for index in chosen:
         gpu = capture.gpu(index)
@@ -136,13 +154,16 @@ def _numa_nodes(capture: Capture) -> list[dict[str, Any]]:
     return [{"id": n.id, "cpus": n.cpus, "distances": n.distances} for n in capture.host.numa_nodes]
 
 
-def env_spec(capture: Capture | None = None) -> ProbeSpec:
+def env_spec(capture: Capture | None = None, allocation: Allocation | None = None) -> ProbeSpec:
     """The ``env`` probe: what torch sees of the capture's usable GPUs (as the probes will:
-    same ``CUDA_VISIBLE_DEVICES``)."""
+    same ``CUDA_VISIBLE_DEVICES``). Without GPU facts the child keeps the user's
+    ``CUDA_VISIBLE_DEVICES``."""
     env: dict[str, str] = {}
     if capture is not None and capture.gpus:
-        indices, _notes = probe_gpus(capture)
+        indices, _notes = probe_gpus(capture, None, allocation)
         _entries, env = gpu_entries(capture, indices)
+        if not indices:
+            env = {}  # nothing to name: leave the user's CUDA_VISIBLE_DEVICES as it is
     return ProbeSpec(
         name="env",
         expected_s=2.0,
@@ -287,6 +308,7 @@ def plan_probes(
     gpus: Sequence[int] | None = None,
     busy: list[preflight.BusyProcess] | None = None,
     cpu_count: int | None = None,
+    allocation: Allocation | None = None,
 ) -> Plan:
     """Decide which probes run (pure given its inputs).
 
@@ -298,6 +320,7 @@ def plan_probes(
         gpus: Restrict to these GPU indices.
         busy: Other processes on the GPUs (from :mod:`preflight`).
         cpu_count: CPUs (for gloo rank counts).
+        allocation: The GPUs this job may use (``None``: every GPU of the capture).
     """
     plan = Plan()
     cuda = bool(env_info.get("cuda_available")) and int(env_info.get("device_count") or 0) > 0
@@ -312,8 +335,10 @@ def plan_probes(
         else:
             plan.errors += unavailable_errors(("scaling",), "torch has no gloo backend")
         return plan
-    indices, notes = probe_gpus(capture, gpus)
+    indices, notes = probe_gpus(capture, gpus, allocation)
     plan.notes += notes
+    if allocation is not None and allocation.source is not None and capture.gpus:
+        plan.notes.append(f"GPUs of this job: {_gpu_list(indices)} ({allocation.describe()})")
     if not capture.gpus:
         # NVML gave us nothing but CUDA sees devices: measure them in CUDA (= PCI) order.
         indices = list(range(int(env_info.get("device_count") or 0)))
@@ -496,6 +521,8 @@ class ProbeSession:
         gpus: Restrict the GPU probes to these indices.
         busy_check: Which other processes use the GPUs (``None``: do not look).
         cancel: Stops the running probe and skips the rest when set.
+        allocation: The GPUs this job may use (default: read from ``CUDA_VISIBLE_DEVICES``,
+            Slurm's variables and the device cgroup when the session runs).
     """
 
     def __init__(
@@ -509,6 +536,7 @@ class ProbeSession:
         gpus: Sequence[int] | None = None,
         busy_check: BusyCheck | None = live_busy_check,
         cancel: threading.Event | None = None,
+        allocation: Allocation | None = None,
     ) -> None:
         if mode not in params.MODES:
             raise ValueError(f"unknown probe mode {mode!r}")
@@ -521,6 +549,7 @@ class ProbeSession:
         self.busy_check = busy_check
         self.cancel = cancel
         self.plan: Plan | None = None
+        self.allocation = allocation
 
     @property
     def cancelled(self) -> bool:
@@ -541,19 +570,25 @@ class ProbeSession:
 
     def _run(self) -> None:
         capture = self.capture
-        indices, _notes = probe_gpus(capture, self.gpus)
+        if self.allocation is None:
+            self.allocation = allocation_of(capture)
+        indices, _notes = probe_gpus(capture, self.gpus, self.allocation)
         busy: list[preflight.BusyProcess] = []
         if indices and not self.force and self.busy_check is not None:
             busy = self.busy_check(capture, indices)
         self.listener.env_started()
-        env = run_env(self.runner, None, self.cancel, capture)
+        env = run_env(self.runner, None, self.cancel, capture, self.allocation)
         if not env.info:
             errors = self._env_errors(env)
             capture.measurements.probe_errors.extend(errors)
             self.listener.env_finished(env, errors)
             return
         self.listener.env_finished(env, [])
-        plan = plan_probes(capture, self.mode, self.force, env.info, self.gpus, busy)
+        plan = plan_probes(
+            capture, self.mode, self.force, env.info, self.gpus, busy, allocation=self.allocation
+        )
+        for spec in plan.specs:
+            spec.params["allocation"] = self.allocation.as_dict()
         self.plan = plan
         capture.measurements.probe_errors.extend(plan.errors)
         self.listener.planned(plan)
@@ -613,9 +648,10 @@ def run_env(
     on_progress: Callable[[ProbeProgress], None] | None = None,
     cancel: threading.Event | None = None,
     capture: Capture | None = None,
+    allocation: Allocation | None = None,
 ) -> ProbeOutcome:
     """Run the ``env`` probe (what torch sees), restricted like the probes of ``capture``."""
-    return runner.run(env_spec(capture), on_progress, cancel)
+    return runner.run(env_spec(capture, allocation), on_progress, cancel)
 
 
 def measure(*args: Any, **kwargs: Any) -> None:
@@ -688,6 +724,7 @@ def probe_json(
                 record.update(transfer_annotations(capture, result.measurement))
             measurements.setdefault(_KIND_KEYS[result.kind], []).append(record)
     all_errors = list(errors) + (list(outcome.errors) if outcome else [])
+    info = {} if outcome is None else outcome.info
     return {
         "schema": PROBE_SCHEMA,
         "probe": name,
@@ -698,10 +735,26 @@ def probe_json(
         "deadline_s": None if spec is None else round(spec.deadline, 1),
         "wall_s": None if outcome is None else round(outcome.wall_s, 2),
         "ok": not all_errors,
+        "gpus_used": None if spec is None else gpus_used(spec),
+        "allocation": None if spec is None else spec.params.get("allocation"),
+        "measured_with": {
+            "python": info.get("python"),
+            "python_version": info.get("python_version"),
+            "torch_version": info.get("torch_version"),
+        },
         "measurements": measurements,
         "errors": [e.model_dump(mode="json") for e in all_errors],
-        "info": {} if outcome is None else outcome.info,
+        "info": info,
     }
+
+
+def gpus_used(spec: ProbeSpec) -> list[int]:
+    """The GPU indices a probe spec measures (``[]``: gloo on CPU)."""
+    entries = spec.params.get("gpus") or []
+    used = {int(e["index"]) for e in entries if isinstance(e, dict) and "index" in e}
+    for members in (spec.params.get("gpus_by_count") or {}).values():
+        used.update(int(g) for g in members)
+    return sorted(used)
 
 
 __all__ = [

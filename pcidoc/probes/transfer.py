@@ -39,9 +39,24 @@ ENQUEUE_S = 20e-6
 """Generous host cost of enqueueing one copy, to size the gate."""
 
 
+def _host_cache_release(torch: Any) -> Any:
+    """torch's "empty the pinned host cache" call: ``torch.accelerator.empty_host_cache``
+    (newer releases) or ``torch._C._host_emptyCache`` (private, torch 2.5 on); else ``None``."""
+    public = getattr(getattr(torch, "accelerator", None), "empty_host_cache", None)
+    if callable(public):
+        return public
+    private = getattr(getattr(torch, "_C", None), "_host_emptyCache", None)
+    return private if callable(private) else None
+
+
+def can_empty_host_cache(torch: Any) -> bool:
+    """True when this torch can return its cached pinned host blocks (torch >= 2.5)."""
+    return _host_cache_release(torch) is not None
+
+
 def empty_host_cache(torch: Any) -> bool:
-    """Return torch's cached pinned host blocks to the system (private API, guarded)."""
-    release = getattr(getattr(torch, "_C", None), "_host_emptyCache", None)
+    """Return torch's cached pinned host blocks to the system (guarded)."""
+    release = _host_cache_release(torch)
     if release is None:
         return False
     try:
@@ -91,6 +106,10 @@ class _GpuProbe:
         self.context_parts: list[str] = []
         self.placement: str | None = None
         self.cpus: dict[str, str | None] = {}
+        self.releases: list[Any] = []
+        """Unpins the buffers this GPU registered itself (run in ``run``'s ``finally``)."""
+        self.maybe_reused = False
+        """A pinned buffer may be pages another GPU had (torch's cache, not emptiable)."""
 
     # ------------------------------------------------------------------------- helpers
 
@@ -138,6 +157,38 @@ class _GpuProbe:
             for _ in range(trials)
         ]
 
+    def _pinned(self, size: int) -> Any:
+        """A pinned host buffer first touched by this GPU's (bound) thread.
+
+        Torch's pinned allocator caches freed blocks and hands them out again; torch >= 2.5
+        can empty that cache between GPUs (:func:`empty_host_cache`), older torch cannot, and
+        the next GPU would get the previous GPU's pages, on that GPU's NUMA node. There the
+        buffer is a plain tensor, filled here (first touch) and pinned with
+        ``cudaHostRegister``; it is unpinned when this GPU is done.
+        """
+        torch = self.torch
+        if can_empty_host_cache(torch):
+            return torch.empty(size, dtype=torch.uint8, pin_memory=True)
+        buffer = torch.empty(size, dtype=torch.uint8)
+        buffer.fill_(0)  # first touch, from the CPUs this thread is bound to
+        try:
+            cudart = torch.cuda.cudart()
+            code = int(cudart.cudaHostRegister(buffer.data_ptr(), size, 0))
+        except Exception as exc:
+            code = -1
+            self.emit.log("warning", f"{self.label}: cudaHostRegister unavailable ({exc})")
+        if code != 0:
+            self.maybe_reused = True
+            return torch.empty(size, dtype=torch.uint8, pin_memory=True)
+        # The closure keeps the tensor alive until it is unpinned.
+        self.releases.append(lambda b=buffer: cudart.cudaHostUnregister(b.data_ptr()))
+        return buffer
+
+    def _release(self) -> None:
+        while self.releases:
+            with contextlib.suppress(Exception):
+                self.releases.pop()()
+
     # ------------------------------------------------------------------------------ run
 
     def run(self) -> None:
@@ -147,6 +198,8 @@ class _GpuProbe:
         finally:
             with contextlib.suppress(Exception):
                 self.torch.cuda.synchronize(self.device)
+            self._release()
+            with contextlib.suppress(Exception):
                 self.torch.cuda.empty_cache()
             # Pinned blocks are cached by torch's host allocator; the next GPU may sit on
             # another NUMA node and must get freshly first-touched memory, not these pages.
@@ -181,9 +234,10 @@ class _GpuProbe:
             big = cudautil.round_down_pow2(int(0.3 * free))
             plateau = min(plateau, big)
             self.emit.log("warning", f"{self.label}: buffers reduced to {big} bytes (free memory)")
-        host = torch.empty(big, dtype=torch.uint8, pin_memory=True)
+        host = self._pinned(big)
         device_buffer = torch.empty(big, dtype=torch.uint8, device=self.device)
         nodes = cudautil.page_nodes(host.data_ptr(), big)
+        share = None
         if self.numa_node is not None:
             share = cudautil.node_share(nodes, int(self.numa_node))
             if share is not None:
@@ -192,6 +246,13 @@ class _GpuProbe:
                 )
                 if share < 0.5:
                     self.placement = None
+        if self.maybe_reused and share is None:
+            # Without page sampling, "local" would rest on the thread binding alone, and the
+            # pages may be another GPU's from torch's cache.
+            self.placement = None
+            self.context_parts.append(
+                "pinned buffer from torch's cache (this torch cannot empty it): placement unknown"
+            )
         stream = torch.cuda.Stream(device=self.device)
         gate = cudautil.calibrate_gate(torch, stream)
 
@@ -330,7 +391,7 @@ class _GpuProbe:
         context: str,
     ) -> None:
         torch, p = self.torch, self.p
-        other_host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+        other_host = self._pinned(size)
         other_device = torch.empty(size, dtype=torch.uint8, device=self.device)
         second = torch.cuda.Stream(device=self.device)
         measured_copy = {

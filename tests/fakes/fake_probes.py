@@ -145,6 +145,8 @@ def synthetic_env(gpu_count: int = 8) -> list[Line]:
             {
                 "type": "info",
                 "data": {
+                    "python": "/synthetic/bin/python3",
+                    "python_version": "3.11.0",
                     "torch_version": "synthetic",
                     "cuda_build": "synthetic",
                     "cuda_available": gpu_count > 0,

@@ -61,10 +61,16 @@ class FakeStream:
 
 
 class FakeCudart:
-    def __init__(self) -> None:
+    def __init__(self, register_error: int = 0) -> None:
         self.registered: set[int] = set()
+        self.register_calls = 0
+        self.register_error = register_error
 
     def cudaHostRegister(self, ptr: int, size: int, flags: int) -> int:
+        self.register_calls += 1
+        if self.register_error:
+            return self.register_error
+        assert ptr not in self.registered, "memory registered twice"
         self.registered.add(ptr)
         return 0
 
@@ -166,10 +172,14 @@ class FakeCuda:
 
 
 class FakeTorch:
-    """``torch`` with ``cuda`` replaced; device/pinning arguments are dropped."""
+    """``torch`` with ``cuda`` replaced; device/pinning arguments are dropped (and pinned
+    allocations counted, in ``pinned_allocations``)."""
 
     def __init__(self, count: int = 2, peer: bool = True) -> None:
         self.cuda = FakeCuda(count, peer)
+        self.pinned_allocations = 0
+        self._C = _C(host_cache=True)  # torch 2.5+ on CUDA builds (CPU builds lack it)
+        self.accelerator = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(real_torch, name)
@@ -180,10 +190,10 @@ class FakeTorch:
     def set_num_threads(self, n: int) -> None:
         pass
 
-    @staticmethod
-    def _strip(kwargs: dict[str, Any]) -> dict[str, Any]:
+    def _strip(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         kwargs.pop("device", None)
-        kwargs.pop("pin_memory", None)
+        if kwargs.pop("pin_memory", False):
+            self.pinned_allocations += 1
         return kwargs
 
     def empty(self, *args: Any, **kwargs: Any) -> Any:
@@ -194,3 +204,30 @@ class FakeTorch:
 
     def ones(self, *args: Any, **kwargs: Any) -> Any:
         return real_torch.ones(*args, **self._strip(kwargs))
+
+
+class _C:
+    """``torch._C`` with ``_host_emptyCache`` (counted), whatever the real build has."""
+
+    def __init__(self, host_cache: bool) -> None:
+        self.host_cache_releases = 0
+        if host_cache:
+            self._host_emptyCache = self._release
+
+    def _release(self) -> None:
+        self.host_cache_releases += 1
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_host_emptyCache":  # absent here, whatever the real build has
+            raise AttributeError(name)
+        return getattr(real_torch._C, name)
+
+
+class OldTorch(FakeTorch):
+    """A torch <= 2.4 stand-in: no ``torch._C._host_emptyCache`` nor ``torch.accelerator``
+    (freed pinned blocks stay in torch's cache and go to the next allocation)."""
+
+    def __init__(self, count: int = 2, peer: bool = True) -> None:
+        super().__init__(count, peer)
+        self._C = _C(host_cache=False)
+        self.accelerator = None

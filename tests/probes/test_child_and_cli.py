@@ -156,3 +156,13 @@ def test_cli_check_probes_quick_runs_gloo_scaling_and_skips_cuda() -> None:
     assert errors["transfer"]["kind"] == "unavailable"
     assert "no CUDA device visible to torch" in errors["transfer"]["message"]
     assert "pcidoc: probe scaling" in proc.stderr
+
+
+def test_probe_without_a_name_lists_the_probes(capsys) -> None:
+    from pcidoc.cli import PROBE_NAMES, main
+
+    assert main(["probe"]) == 3
+    err = capsys.readouterr().err
+    lines = [line.split() for line in err.splitlines()[1:]]
+    assert [words[0] for words in lines] == list(PROBE_NAMES)
+    assert all(len(words) > 3 for words in lines)  # one line each, with what it measures

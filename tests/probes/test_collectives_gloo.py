@@ -99,13 +99,14 @@ def test_allreduce_gloo_1_2_4_ranks(allreduce_run: tuple[ProbeOutcome, int]) -> 
             assert row.wrong == 0
             assert row.time_us
             assert row.time_us > 0
-            # algbw = S / t
-            assert row.algbw_gbps == pytest.approx(
-                row.size_bytes / (row.time_us * 1e-6) / 1e9, rel=1e-4
-            )
             if m.ranks == 1:
-                assert row.busbw_gbps is None  # no bus traffic with one rank
+                # One rank moves nothing: neither algbw nor busbw is a bandwidth.
+                assert row.algbw_gbps is None and row.busbw_gbps is None
             else:
+                # algbw = S / t
+                assert row.algbw_gbps == pytest.approx(
+                    row.size_bytes / (row.time_us * 1e-6) / 1e9, rel=1e-4
+                )
                 factor = 2 * (m.ranks - 1) / m.ranks
                 assert row.busbw_gbps == pytest.approx(row.algbw_gbps * factor, rel=1e-4)
         if m.ranks == 1:

@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from pcidoc.probes import protocol
 from pcidoc.probes.runner import ProbeSpec, SubprocessProbeRunner, group_members
 from tests.probes.test_child_and_cli import needs_torch
 
@@ -155,8 +156,9 @@ def test_gloo_probe_without_torch_gives_the_install_hint(tmp_path: Path) -> None
     )
     outcome = SubprocessProbeRunner().run(spec)
     assert [(e.kind, e.message) for e in outcome.errors] == [
-        ("unavailable", "torch is not installed: pip install 'pcidoc[probes]'")
+        ("unavailable", f"torch is not installed: {protocol.INSTALL_HINT}")
     ]
+    assert "--python" in protocol.INSTALL_HINT
 
 
 _LONG_CHECK = """

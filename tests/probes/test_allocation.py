@@ -1,0 +1,201 @@
+"""The probes measure only the GPUs of the user's allocation (issue 20 item 6).
+
+``CUDA_VISIBLE_DEVICES`` (indices or UUIDs), Slurm's ``SLURM_STEP_GPUS`` / ``SLURM_JOB_GPUS``
+and the cgroup v1 device list restrict the GPUs; the child's ``CUDA_VISIBLE_DEVICES`` names only
+those, and the output says which GPUs were used. Streams are synthetic (tests.fakes).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from argparse import Namespace
+
+from pcidoc.probes import allocation, console, session
+from pcidoc.probes.allocation import GpuId
+from tests.builders import machine
+from tests.fakes.fake_probes import FakeProbeRunner
+
+GPUS = [
+    GpuId(0, "GPU-aaaa1111-0000", "0000:17:00.0"),
+    GpuId(1, "GPU-bbbb2222-0000", "0000:3b:00.0"),
+    GpuId(2, "GPU-cccc3333-0000", "0000:86:00.0"),
+    GpuId(3, "GPU-dddd4444-0000", "0000:af:00.0"),
+]
+
+
+def _uuid(index: int) -> str:
+    return f"GPU-{index:08d}-0000-0000-0000-000000000000"
+
+
+# --------------------------------------------------------------------- CUDA_VISIBLE_DEVICES
+
+
+def test_visible_devices_by_index_and_uuid() -> None:
+    assert allocation.parse_visible_devices("2,0", GPUS) == ([2, 0], [])
+    assert allocation.parse_visible_devices("GPU-bbbb2222-0000,3", GPUS)[0] == [1, 3]
+    # A unique prefix is enough (as in CUDA), with or without "GPU-".
+    assert allocation.parse_visible_devices("cccc", GPUS)[0] == [2]
+    assert allocation.parse_visible_devices("GPU-DDDD", GPUS)[0] == [3]
+
+
+def test_visible_devices_end_at_the_first_invalid_entry() -> None:
+    for value, expected in (("1,7,2", [1]), ("0,-1,2", [0]), ("1,1,2", [1]), ("GPU-ffff,0", [])):
+        indices, notes = allocation.parse_visible_devices(value, GPUS)
+        assert indices == expected, value
+        assert notes and "ends there" in notes[0]
+
+
+def test_empty_visible_devices_allow_no_gpu_and_mig_entries_are_skipped() -> None:
+    assert allocation.parse_visible_devices("", GPUS) == ([], [])
+    indices, notes = allocation.parse_visible_devices("MIG-1234-5678,1", GPUS)
+    assert indices == [1] and "MIG" in notes[0]
+
+
+def test_visible_devices_win_over_slurm() -> None:
+    env = {"CUDA_VISIBLE_DEVICES": "3", "SLURM_JOB_GPUS": "0,1"}
+    found = allocation.current(GPUS, env, driver_root="/nonexistent", proc_root="/nonexistent")
+    assert (found.indices, found.source) == ([3], "CUDA_VISIBLE_DEVICES")
+    assert found.describe() == "CUDA_VISIBLE_DEVICES=3"
+
+
+def test_no_restriction_without_any_source(tmp_path) -> None:
+    found = allocation.current(GPUS, {}, driver_root=tmp_path, proc_root=tmp_path)
+    assert found.indices is None and found.source is None and found.allows(3)
+
+
+# ---------------------------------------------------------------------------- Slurm, cgroup
+
+
+def _driver(tmp_path, minors: dict[int, str]):
+    root = tmp_path / "gpus"
+    for minor, bus in minors.items():
+        entry = root / bus
+        entry.mkdir(parents=True)
+        (entry / "information").write_text(
+            f"Model: \t\t NVIDIA H100\nDevice Minor: \t {minor}\nBus Location: \t {bus}\n"
+        )
+    return root
+
+
+def test_slurm_ids_are_device_minors_mapped_by_bus(tmp_path) -> None:
+    # Minor numbers need not follow NVML's order.
+    driver = _driver(tmp_path, {0: "0000:af:00.0", 1: "0000:86:00.0", 2: "0000:17:00.0"})
+    env = {"SLURM_STEP_GPUS": "0,1", "SLURM_JOB_GPUS": "0-2"}
+    found = allocation.current(GPUS, env, driver_root=driver, proc_root=tmp_path)
+    assert (found.indices, found.source, found.value) == ([3, 2], "SLURM_STEP_GPUS", "0,1")
+    env = {"SLURM_JOB_GPUS": "0-2"}
+    found = allocation.current(GPUS, env, driver_root=driver, proc_root=tmp_path)
+    assert found.indices == [3, 2, 0]
+
+
+def test_slurm_ids_without_the_driver_files_are_indices(tmp_path) -> None:
+    found = allocation.current(
+        GPUS, {"SLURM_JOB_GPUS": "1,3"}, driver_root=tmp_path / "none", proc_root=tmp_path
+    )
+    assert found.indices == [1, 3]
+    assert any("NVML indices" in note for note in found.notes)
+
+
+def _cgroup(tmp_path, devices: str):
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "cgroup").write_text("12:memory:/job\n4:devices:/slurm/job_7\n")
+    group = tmp_path / "cg" / "devices" / "slurm" / "job_7"
+    group.mkdir(parents=True)
+    (group / "devices.list").write_text(devices)
+    return proc, tmp_path / "cg"
+
+
+def test_cgroup_v1_device_list(tmp_path) -> None:
+    proc, root = _cgroup(tmp_path, "c 195:255 rwm\nc 195:2 rwm\nc 195:0 rwm\nc 1:3 rwm\n")
+    found = allocation.current(
+        GPUS, {}, driver_root=tmp_path / "none", proc_root=proc, cgroup_root=root
+    )
+    assert (found.indices, found.source) == ([0, 2], "cgroup")
+
+
+def test_cgroup_allowing_everything_restricts_nothing(tmp_path) -> None:
+    proc, root = _cgroup(tmp_path, "a *:* rwm\n")
+    found = allocation.current(
+        GPUS, {}, driver_root=tmp_path / "none", proc_root=proc, cgroup_root=root
+    )
+    assert found.indices is None
+
+
+# ----------------------------------------------------------------- the probes honour it
+
+
+def test_session_probes_only_the_allocated_gpus(monkeypatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{_uuid(2)},1")
+    cap = machine(4)
+    runner = FakeProbeRunner(gpu_count=2, speed=float("inf"))
+    lines: list[str] = []
+    console.measure(cap, "quick", False, lines.append, runner=runner, live_processes=False)
+    visible = {spec.name: spec.env.get("CUDA_VISIBLE_DEVICES") for spec in runner.calls}
+    # Every child, the env probe included, sees only GPUs 1 and 2 (never all four).
+    assert visible["env"] == f"{_uuid(1)},{_uuid(2)}"
+    assert visible["transfer"] == f"{_uuid(1)},{_uuid(2)}"
+    transfer = next(spec for spec in runner.calls if spec.name == "transfer")
+    assert [g["index"] for g in transfer.params["gpus"]] == [1, 2]
+    assert {t.gpu for t in cap.measurements.transfers} == {1, 2}
+    assert any("GPUs of this job: GPUs 1-2 (CUDA_VISIBLE_DEVICES=" in line for line in lines)
+    # ... and which Python and torch measured.
+    assert "pcidoc: probes run by /synthetic/bin/python3 (Python 3.11.0), torch synthetic" in lines
+    conditions = cap.measurements.transfers[0].conditions
+    assert conditions["allocation"]["gpus"] == [2, 1]
+
+
+def _args(name: str, **kw) -> Namespace:
+    values = {
+        "name": name,
+        "gpus": None,
+        "backend": None,
+        "ranks": None,
+        "mode": "quick",
+        "json": True,
+        "timeout": None,
+        "force": False,
+    }
+    values.update(kw)
+    return Namespace(**values)
+
+
+def test_probe_command_reports_the_gpus_it_used(monkeypatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,3")
+    out = io.StringIO()
+    runner = FakeProbeRunner(gpu_count=2, speed=float("inf"))
+    code = console.probe_command(
+        _args("transfer"), lambda _l: None, runner=runner, capture=machine(4), stdout=out
+    )
+    document = json.loads(out.getvalue())
+    assert code == 0
+    assert document["gpus_used"] == [0, 3]
+    assert document["allocation"] == {
+        "source": "CUDA_VISIBLE_DEVICES",
+        "value": "0,3",
+        "gpus": [0, 3],
+    }
+    assert runner.calls[-1].env["CUDA_VISIBLE_DEVICES"] == f"{_uuid(0)},{_uuid(3)}"
+
+
+def test_probe_command_refuses_gpus_outside_the_allocation(monkeypatch) -> None:
+    monkeypatch.setenv("SLURM_JOB_GPUS", "0,1")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(allocation, "driver_minors", lambda root="": {})
+    lines: list[str] = []
+    runner = FakeProbeRunner(gpu_count=4, speed=float("inf"))
+    code = console.probe_command(
+        _args("p2p", gpus="1,2"), lines.append, runner=runner, capture=machine(4)
+    )
+    assert code == 3
+    assert runner.calls == []
+    assert "outside this job's GPUs (SLURM_JOB_GPUS=0,1)" in lines[-1]
+
+
+def test_probe_gpus_drops_gpus_outside_the_allocation() -> None:
+    cap = machine(4)
+    found = allocation.Allocation([3, 1], "CUDA_VISIBLE_DEVICES", "3,1")
+    assert session.probe_gpus(cap, None, found) == ([1, 3], [])
+    indices, notes = session.probe_gpus(cap, [0, 1], found)
+    assert indices == [1] and "GPU0 skipped: outside this job's GPUs" in notes[0]
