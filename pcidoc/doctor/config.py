@@ -174,22 +174,6 @@ NCCL_HW_LATENCY_US = {"nvlink": 3.4, "pcie": 5.7}
 # (research/checks.md §3 "rank_unbound").
 PROCESS_LOCAL_CPU_WARN_SHARE = 0.5
 
-# ---------------------------------------------------------------- kernel log and link flaps
-
-# Corrected AER errors on one device: DCGM's PCIe test fails above 16 per minute, 32 on a Gen5
-# x16 link [A] (research/checks.md §4). A burst of AER_BURST_COUNT within AER_BURST_SECONDS is a
-# storm however long the log is [D] (a healthy link does not log several errors a second).
-AER_CORRECTED_PER_MINUTE = 16
-AER_CORRECTED_PER_MINUTE_GEN5_X16 = 32
-AER_BURST_COUNT = 3
-AER_BURST_SECONDS = 1.0
-# Link readings: utilisation at which a reading is under load; width changes that make a link
-# unstable (a healthy link never retrains its width); generation changes per minute too fast for
-# link power management when the load is unknown (rtx6kpro#88: 1,415 in two minutes) [D].
-LINK_LOADED_PCT = 50.0
-LINK_WIDTH_CHANGES_WARN = 1
-LINK_FAST_TRANSITIONS_PER_MINUTE = 30.0
-
 __all__ = [name for name in dir() if name.isupper() or name.endswith("_gbps")]
 
 # ============================================================================================
