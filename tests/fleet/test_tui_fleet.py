@@ -37,9 +37,15 @@ async def test_fleet_screen_lists_worst_first_and_opens_a_node(fleet_dir: Path) 
         assert app.source is not None and app.source.path.endswith("node12.json")
         assert "node12" in plain(app.main.query_one("#header-machine"))
         # Escape returns to the fleet, the cursor on the node that was open.
-        await pilot.press("escape", "w", "s", "e")
+        await pilot.press("escape", "w", "s")
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen)  # the panes' keys do nothing here
+        assert app.screen.query_one(DataTable).cursor_row == 1
+        # e exports the fleet report (issue 22); Escape closes the dialog, back to the fleet.
+        await pilot.press("e")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ExportScreen")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
         assert app.screen.query_one(DataTable).cursor_row == 1
         # Escape again goes back to that node without reloading.
         await pilot.press("escape")
