@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -10,6 +11,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# A suite started as a background job of a non-interactive shell (`cmd &`, `nohup cmd &`)
+# inherits SIGINT *ignored*: Python then installs no KeyboardInterrupt handler, and neither do
+# the children the Ctrl-C tests start, which therefore wait forever. Ctrl-C is what those tests
+# are about, so give this process (and through exec, its children) Python's usual handler.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SHARED = ROOT.parent / "shared"
 REALDATA = SHARED / "realdata"
