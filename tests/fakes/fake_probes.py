@@ -18,6 +18,7 @@ import json
 import math
 import threading
 import time
+from argparse import Namespace
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -560,3 +561,19 @@ class FakeProbeRunner:
         if real > 0:
             self.sleep(real)
         return False
+
+
+def probe_args(name: str, **kw: object) -> Namespace:
+    """The parsed arguments of `pcidoc probe NAME --json` (quick mode), with overrides."""
+    values = {
+        "name": name,
+        "gpus": None,
+        "backend": None,
+        "ranks": None,
+        "mode": "quick",
+        "json": True,
+        "timeout": None,
+        "force": False,
+    }
+    values.update(kw)
+    return Namespace(**values)

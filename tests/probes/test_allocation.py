@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import io
 import json
-from argparse import Namespace
 
 from pcidoc.probes import allocation, console, session
 from pcidoc.probes.allocation import GpuId
 from tests.builders import machine
 from tests.fakes.fake_probes import FakeProbeRunner
+from tests.fakes.fake_probes import probe_args as _args
 
 GPUS = [
     GpuId(0, "GPU-aaaa1111-0000", "0000:17:00.0"),
@@ -144,21 +144,6 @@ def test_session_probes_only_the_allocated_gpus(monkeypatch) -> None:
     assert "pcidoc: probes run by /synthetic/bin/python3 (Python 3.11.0), torch synthetic" in lines
     conditions = cap.measurements.transfers[0].conditions
     assert conditions["allocation"]["gpus"] == [2, 1]
-
-
-def _args(name: str, **kw) -> Namespace:
-    values = {
-        "name": name,
-        "gpus": None,
-        "backend": None,
-        "ranks": None,
-        "mode": "quick",
-        "json": True,
-        "timeout": None,
-        "force": False,
-    }
-    values.update(kw)
-    return Namespace(**values)
 
 
 def test_probe_command_reports_the_gpus_it_used(monkeypatch) -> None:

@@ -24,21 +24,7 @@ from pcidoc.probes import console, merge, session
 from pcidoc.probes.runner import OutcomeBuilder, ProbeOutcome, ProbeSignalled, ProbeSpec
 from tests.builders import machine
 from tests.fakes.fake_probes import FakeProbeRunner
-
-
-def _args(name: str, **kw) -> Namespace:
-    values = {
-        "name": name,
-        "gpus": None,
-        "backend": None,
-        "ranks": None,
-        "mode": "quick",
-        "json": True,
-        "timeout": None,
-        "force": False,
-    }
-    values.update(kw)
-    return Namespace(**values)
+from tests.fakes.fake_probes import probe_args as _args
 
 
 def _probe(args: Namespace, cap, runner) -> tuple[int, dict | None, list[str]]:
