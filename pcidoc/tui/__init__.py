@@ -55,6 +55,20 @@ def run_tui(
 
 
 def _run_tui(from_file: str | None, demo: str | None, interval: float, debug: bool) -> int:
+    return run_app(build_app(from_file, demo, interval), debug)
+
+
+def build_app(
+    from_file: str | None = None,
+    demo: str | None = None,
+    interval: float = 1.0,
+    app_class: type[PcidocApp] | None = None,
+) -> PcidocApp:
+    """The app :func:`run_tui` runs (the start-up benchmark builds it the same way).
+
+    Raises:
+        PcidocError: the file or sample could not be loaded.
+    """
     from pcidoc.model.report import ReportSource
 
     capture = None
@@ -68,11 +82,24 @@ def _run_tui(from_file: str | None, demo: str | None, interval: float, debug: bo
         from pcidoc.tui.live import load_demo
 
         capture, source = load_demo(demo or None)
-    from pcidoc.tui.app import make_app
-    from pcidoc.tui.services import TuiOptions
+    from pcidoc.tui.services import TuiOptions, TuiServices
 
-    app = make_app(capture, source, options=TuiOptions(interval=interval, replay_demos=True))
-    return run_app(app, debug)
+    services = TuiServices.this_machine() if capture is None else TuiServices()
+    report = None
+    if capture is not None and source is not None:
+        # The doctor runs now, before Textual loads, rather than on a worker beside the first
+        # paints: the first screen then has the verdicts at once (docs/performance.md).
+        report = services.run_doctor(capture, source)
+    from pcidoc.tui.app import make_app
+
+    return make_app(
+        capture,
+        source,
+        services=services,
+        options=TuiOptions(interval=interval, replay_demos=True),
+        app_class=app_class,
+        report=report,
+    )
 
 
 def run_app(app: PcidocApp, debug: bool = False) -> int:
@@ -97,4 +124,4 @@ def run_app(app: PcidocApp, debug: bool = False) -> int:
     return int(code or 0)
 
 
-__all__ = ["TuiCrashed", "run_app", "run_tui"]
+__all__ = ["TuiCrashed", "build_app", "run_app", "run_tui"]

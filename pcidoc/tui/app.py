@@ -52,12 +52,12 @@ from pcidoc.tui.replay import TraceReplaySampler, synthetic_trace
 from pcidoc.tui.screens.main import PANES, MainScreen
 from pcidoc.tui.services import TuiOptions, TuiServices, utc_now
 from pcidoc.tui.state import Counters, Displayed
-from pcidoc.tui.widgets.doctor_pane import CheckList, DoctorPane, jump_target
-from pcidoc.tui.widgets.probe_panel import ProbePanel
 
 if TYPE_CHECKING:
     from pcidoc.collect.counters import CounterSampler
     from pcidoc.fleet.model import FleetReport
+    from pcidoc.tui.widgets.doctor_pane import CheckList
+    from pcidoc.tui.widgets.probe_panel import ProbePanel
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -113,6 +113,9 @@ class PcidocApp(App[int]):
         options: The session's settings (sampling interval, probes, export folder...).
         fleet: A :class:`~pcidoc.fleet.model.FleetReport` for ``pcidoc --fleet DIR`` (escape
             goes back to its node list), else ``None``.
+        report: The doctor's report of ``capture``, when it ran before the app started
+            (:func:`pcidoc.tui.run_tui`); the first screen then shows facts and verdicts in one
+            paint, without a worker. ``None`` diagnoses ``capture`` in a worker.
     """
 
     displayed: var[Displayed | None] = var(None, init=False)
@@ -163,12 +166,14 @@ class PcidocApp(App[int]):
         services: TuiServices,
         options: TuiOptions | None = None,
         fleet: FleetReport | None = None,
+        report: Report | None = None,
     ) -> None:
         super().__init__()
         self.services = services
         self.options = options if options is not None else TuiOptions()
         self._initial = capture
         self._initial_source = source
+        self._initial_report = report if capture is not None else None
         self.fleet = fleet
         """The fleet report of ``pcidoc --fleet DIR``, else ``None``."""
 
@@ -261,7 +266,12 @@ class PcidocApp(App[int]):
         else:
             source = self._initial_source or ReportSource(kind="capture")
             self.post_message(FactsCollected(self._initial, source))
-            self.load_machine(self._initial, source, live=False)
+            if self._initial_report is not None:
+                # Diagnosed before the app started: both messages are handled before the next
+                # paint, so no screen of facts without verdicts is drawn and then replaced.
+                self.post_message(ReportUpdated(self._initial_report))
+            else:
+                self.load_machine(self._initial, source, live=False)
         self.main.focus_pane("topology")
 
     def notify(
@@ -364,8 +374,7 @@ class PcidocApp(App[int]):
     def diagnose(self, capture: Capture, source: ReportSource, probes_requested: bool) -> Report:
         """Run the doctor (``services.diagnose``) stamped with the services' clock; called on
         worker threads."""
-        stamp = self.services.now().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return self.services.diagnose(capture, source, probes_requested, stamp)
+        return self.services.run_doctor(capture, source, probes_requested)
 
     def take_sample(self) -> CounterSample | None:
         """Read the counters once and post them (the sampler thread's step; tests call it)."""
@@ -555,6 +564,8 @@ class PcidocApp(App[int]):
         return sampler.label if isinstance(sampler, TraceReplaySampler) else None
 
     def _probe_panel(self) -> ProbePanel:
+        from pcidoc.tui.widgets.doctor_pane import DoctorPane
+
         doctor = self.main.pane("doctor")
         assert isinstance(doctor, DoctorPane), "the Doctor pane opens before probes start"
         return doctor.probes
@@ -652,9 +663,11 @@ class PcidocApp(App[int]):
         if worker.group == "load" and self.report is None:
             self.status = f"could not load: {error}"
 
-    @on(CheckList.JumpRequested)
-    async def _jump_to_finding(self, message: CheckList.JumpRequested) -> None:
-        """Enter on a finding: its GPU pair (or GPU) under the Topology pane's cursor."""
+    async def on_check_list_jump_requested(self, message: CheckList.JumpRequested) -> None:
+        """Enter on a finding: its GPU pair (or GPU) under the Topology pane's cursor (a
+        handler by name: the Doctor pane's module loads when the pane first opens)."""
+        from pcidoc.tui.widgets.doctor_pane import jump_target
+
         target = jump_target(message.check)
         if target is None:
             self.notify(
@@ -890,6 +903,7 @@ def make_app(
     options: TuiOptions | None = None,
     fleet: FleetReport | None = None,
     app_class: type[PcidocApp] | None = None,
+    report: Report | None = None,
 ) -> PcidocApp:
     """Build the TUI app: the one way production code and tests make one.
 
@@ -902,11 +916,19 @@ def make_app(
         options: The session's settings (default: :class:`TuiOptions`).
         fleet: The fleet report of ``pcidoc --fleet DIR``.
         app_class: A subclass of :class:`PcidocApp` to build (tests and benchmarks).
+        report: The doctor's report of ``capture`` if it already ran (see :class:`PcidocApp`).
     """
     if services is None:
         services = TuiServices.this_machine() if capture is None else TuiServices()
     cls = app_class if app_class is not None else PcidocApp
-    return cls(capture, source, services=services, options=options or TuiOptions(), fleet=fleet)
+    return cls(
+        capture,
+        source,
+        services=services,
+        options=options or TuiOptions(),
+        fleet=fleet,
+        report=report,
+    )
 
 
 __all__ = ["PcidocApp", "make_app"]

@@ -79,6 +79,13 @@ class TuiServices:
     close: Callable[[], None] = _nothing
     """Releases what the services hold open (the live NVML session); called once on exit."""
 
+    def run_doctor(
+        self, capture: Capture, source: ReportSource, probes_requested: bool = False
+    ) -> Report:
+        """Run :attr:`diagnose` over ``capture``, stamped with :attr:`now` (UTC, seconds)."""
+        stamp = self.now().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return self.diagnose(capture, source, probes_requested, stamp)
+
     @classmethod
     def this_machine(
         cls, backend_factory: Callable[[], Any] | None = None, **changes: Any

@@ -88,3 +88,83 @@ def test_the_first_screen_does_not_load_textuals_tabbed_content() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == "[]", result.stdout
+
+
+class _Built:
+    """Stands in for the app: keeps what ``run_tui`` built it with."""
+
+    kwargs: ClassVar[dict[str, Any]] = {}
+    crash = None
+    crash_log = None
+    debug_errors = False
+
+    def __init__(self, capture: Any, source: Any, **kwargs: Any) -> None:
+        _Built.kwargs = {"capture": capture, "source": source, **kwargs}
+        self.freeze_gc = False
+
+    def run(self) -> int:
+        return 0
+
+
+def test_run_tui_diagnoses_a_loaded_machine_before_the_app_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first screen then has the verdicts in its first paint (no screen of facts alone, no
+    # worker beside the first paints): docs/performance.md, sixth session.
+    import pcidoc.tui.app as app_module
+    from pcidoc.model.report import Report
+
+    monkeypatch.setattr(app_module, "PcidocApp", _Built)
+    assert run_tui(demo="") == 0
+    report = _Built.kwargs["report"]
+    assert isinstance(report, Report)
+    assert report.machine is _Built.kwargs["capture"]
+    assert report.source == _Built.kwargs["source"]
+    assert [c.id for c in report.checks][:2] == ["nvml.health", "pcie.link-speed"]
+
+
+async def test_an_app_given_its_report_shows_it_at_once_without_running_the_doctor() -> None:
+    from pcidoc.samples import load_sample
+    from pcidoc.tui.app import make_app
+    from pcidoc.tui.live import diagnose
+    from pcidoc.tui.services import TuiServices
+
+    calls: list[str] = []
+
+    def counting(capture: Any, source: Any, probes: bool, stamp: str) -> Any:
+        calls.append(stamp)
+        return diagnose(capture, source, probes, stamp)
+
+    name = "autodl-2080ti-2gpu"
+    capture = load_sample(name)
+    from pcidoc.model.report import ReportSource
+
+    source = ReportSource(kind="demo", name=name)
+    services = TuiServices(diagnose=counting)
+    report = services.run_doctor(capture, source)
+    assert len(calls) == 1
+    app = make_app(capture, source, services=services, report=report)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.report is report
+        assert app.displayed is not None and app.displayed.capture is capture
+        assert app.first_screen_at is not None
+        assert not [w for w in app.workers if w.group == "load"]
+    assert len(calls) == 1  # the app did not diagnose the machine again
+
+
+def test_the_first_screen_does_not_load_the_panes_it_does_not_show() -> None:
+    # The Links, Doctor and Host panes (and the probe panel) mount when first opened; their
+    # modules load then too (about 10 ms of the first screen).
+    import subprocess
+    import sys
+
+    lazy = ["links_pane", "doctor_pane", "host_pane", "probe_panel"]
+    code = (
+        "import sys, pcidoc.tui.app\n"
+        f"print(sorted(m for m in {lazy!r} if 'pcidoc.tui.widgets.' + m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "[]", result.stdout
