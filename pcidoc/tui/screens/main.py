@@ -10,7 +10,9 @@ into a pane by name.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from collections.abc import Callable
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.app import ComposeResult
 from textual.containers import Container
@@ -18,10 +20,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
-from pcidoc.tui.widgets.doctor_pane import DoctorPane
-from pcidoc.tui.widgets.host_pane import HostPane
 from pcidoc.tui.widgets.key_bar import KeyBar, KeyHint
-from pcidoc.tui.widgets.links_pane import LinksPane
 from pcidoc.tui.widgets.machine_header import MachineHeader
 from pcidoc.tui.widgets.no_gpu_banner import NoGpuBanner
 from pcidoc.tui.widgets.pane_tabs import PaneTabs
@@ -31,6 +30,9 @@ if TYPE_CHECKING:
     from pcidoc.model.report import Report
     from pcidoc.tui.app import PcidocApp
     from pcidoc.tui.state import Counters, Displayed
+    from pcidoc.tui.widgets.doctor_pane import DoctorPane
+    from pcidoc.tui.widgets.host_pane import HostPane
+    from pcidoc.tui.widgets.links_pane import LinksPane
 
 PANES: tuple[tuple[str, str], ...] = (
     ("topology", "1 Topology"),
@@ -59,12 +61,13 @@ FLEET_KEY: KeyHint = ("esc", "Fleet", "app.fleet")
 CANCEL_KEY: KeyHint = ("x", "Cancel probes", "app.cancel_probes")
 
 
-LAZY_PANES: dict[str, type[Widget]] = {
-    "links": LinksPane,
-    "doctor": DoctorPane,
-    "host": HostPane,
+LAZY_PANES: dict[str, tuple[str, str]] = {
+    "links": ("pcidoc.tui.widgets.links_pane", "LinksPane"),
+    "doctor": ("pcidoc.tui.widgets.doctor_pane", "DoctorPane"),
+    "host": ("pcidoc.tui.widgets.host_pane", "HostPane"),
 }
-"""Panes mounted the first time they are opened (the Topology pane is the first screen)."""
+"""Panes mounted the first time they are opened (the Topology pane is the first screen), by
+module and class: their modules load then too, not before the first screen."""
 
 
 class MainScreen(Screen[None]):
@@ -129,18 +132,18 @@ class MainScreen(Screen[None]):
 
     @property
     def links(self) -> LinksPane:
-        """The Links pane."""
-        return self.query_one(LinksPane)
+        """The Links pane (once opened)."""
+        return cast("LinksPane", self.query_one("#links-pane"))
 
     @property
     def doctor(self) -> DoctorPane:
-        """The Doctor pane."""
-        return self.query_one(DoctorPane)
+        """The Doctor pane (once opened)."""
+        return cast("DoctorPane", self.query_one("#doctor-pane"))
 
     @property
     def host(self) -> HostPane:
-        """The Host pane."""
-        return self.query_one(HostPane)
+        """The Host pane (once opened)."""
+        return cast("HostPane", self.query_one("#host-pane"))
 
     @property
     def active_pane(self) -> str:
@@ -157,14 +160,15 @@ class MainScreen(Screen[None]):
         True when it was mounted just now."""
         if name not in LAZY_PANES or self.pane(name) is not None:
             return False
-        pane = LAZY_PANES[name](id=f"{name}-pane")
+        module, cls = LAZY_PANES[name]
+        pane = getattr(import_module(module), cls)(id=f"{name}-pane")
         await self.query_one(f"#panes > #{name}").mount(pane)
-        if isinstance(pane, LinksPane):
-            self._bind_links(pane)
-        elif isinstance(pane, DoctorPane):
-            self._bind_doctor(pane)
-        elif isinstance(pane, HostPane):
-            self._bind_host(pane)
+        binders: dict[str, Callable[[Any], None]] = {
+            "links": self._bind_links,
+            "doctor": self._bind_doctor,
+            "host": self._bind_host,
+        }
+        binders[name](pane)
         return True
 
     def activate(self, pane: str) -> None:
