@@ -7,6 +7,9 @@ Usage:
                                           process) to the first complete screen: demo loaded,
                                           doctor run, first paint done. Prints
                                           ``{"first_screen_s", "rss_mb", "torch_loaded"}``.
+  tui_probe.py textual-floor PARENT_TIME  the same for a minimal Textual app (a header, one line
+                                          of text, a footer; no pcidoc): the least any Textual
+                                          TUI costs on this machine. Prints ``{"first_screen_s"}``.
   tui_probe.py matrix-72                  time to build and draw every line of the 72-GPU
                                           matrix widget (90 x 90 cells with the NICs), cold
                                           and warm. Prints ``{"render_s", "render_warm_s", ...}``.
@@ -49,11 +52,8 @@ def first_screen(parent_time: float) -> dict[str, object]:
 
     gc.disable()  # as run_tui does until the first screen
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # as pcidoc.cli.main does
-    from pcidoc.tui.live import load_demo
-
-    capture, source = load_demo(None)
-    from pcidoc.tui.app import PcidocApp, make_app
-    from pcidoc.tui.services import TuiOptions
+    from pcidoc.tui import build_app
+    from pcidoc.tui.app import PcidocApp
 
     class Probe(PcidocApp):
         reached: float | None = None
@@ -63,16 +63,46 @@ def first_screen(parent_time: float) -> dict[str, object]:
             super()._first_screen_done()
             self.exit(0)
 
-    app = make_app(capture, source, options=TuiOptions(interval=1.0), app_class=Probe)
+    app = build_app(demo="", app_class=Probe)  # run_tui's app for ``pcidoc --demo``
     app.freeze_gc = True
     app.run(headless=True, size=(160, 48))
     assert Probe.reached is not None, "the first screen was never complete"
+    source = app.source
     return {
         "first_screen_s": round(Probe.reached - parent_time, 4),
         "rss_mb": round(_rss_mb(), 1),
         "torch_loaded": "torch" in sys.modules,
-        "sample": source.name,
+        "sample": source.name if source is not None else None,
     }
+
+
+def textual_floor(parent_time: float) -> dict[str, object]:
+    """A minimal Textual app, started as run_tui starts pcidoc's (no cyclic GC until the first
+    screen), until its first paint: the floor under pcidoc's first-screen figure."""
+    import gc
+
+    gc.disable()
+    from textual.app import App, ComposeResult
+    from textual.widgets import Footer, Header, Static
+
+    class Floor(App[None]):
+        reached: float | None = None
+
+        def compose(self) -> ComposeResult:
+            yield Header()
+            yield Static("pcidoc " * 40)
+            yield Footer()
+
+        def on_mount(self) -> None:
+            self.call_after_refresh(self.done)
+
+        def done(self) -> None:
+            Floor.reached = time.time()
+            self.exit()
+
+    Floor().run(headless=True, size=(160, 48))
+    assert Floor.reached is not None, "the first screen was never complete"
+    return {"first_screen_s": round(Floor.reached - parent_time, 4)}
 
 
 def matrix_72() -> dict[str, object]:
@@ -206,6 +236,8 @@ def main(argv: list[str]) -> int:
     command = argv[0]
     if command == "first-screen":
         result = first_screen(float(argv[1]) if len(argv) > 1 else time.time())
+    elif command == "textual-floor":
+        result = textual_floor(float(argv[1]) if len(argv) > 1 else time.time())
     elif command == "matrix-72":
         result = matrix_72()
     elif command == "sampler":
