@@ -527,7 +527,8 @@ class PcidocApp(App[int]):
         # then draw the new machine once, with nothing of the old one.
         self.status = None
         self.counters = None
-        self.report = None
+        if self.report is not None:  # always_update: setting None again would redraw for nothing
+            self.report = None
         if live:
             self.this_machine = message.capture
         self.displayed = Displayed(
