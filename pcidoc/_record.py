@@ -16,16 +16,18 @@ Modules that define record classes use ``from __future__ import annotations`` (a
 it): the fields are read from the class's ``__annotations__``.
 
 Supported: defaults, ``field(default=..., default_factory=..., repr=..., compare=...)``,
-``frozen=True``, inheritance between record classes; ``ClassVar`` annotations are not fields.
-Not supported (and not used): ``InitVar``, ``KW_ONLY``, ``__post_init__``, ordering, slots;
-:func:`dataclasses.fields`/``asdict``/``replace`` do not apply to record classes.
+``frozen=True``, ``eq=False``, ``__post_init__`` (defined or inherited: Textual's ``Message``
+initialises itself there), inheritance between record classes; ``ClassVar`` annotations are
+not fields. Not supported (and not used): ``InitVar``, ``KW_ONLY``, ordering, slots;
+:func:`dataclasses.fields`/``asdict``/``replace`` do not apply to record classes
+(:func:`field_names` lists the fields).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["FrozenRecordError", "field", "record"]
+__all__ = ["FrozenRecordError", "field", "field_names", "record"]
 
 
 class FrozenRecordError(AttributeError):
@@ -100,7 +102,8 @@ def _collect(cls: type) -> tuple[_Field, ...]:
 
 
 def _make_init(cls: type, fields: tuple[_Field, ...], frozen: bool) -> Any:
-    """``__init__(self, <fields>)``, compiled once per class like a dataclass's."""
+    """``__init__(self, <fields>)``, compiled once per class like a dataclass's (calling
+    ``__post_init__`` last when the class has one, as a dataclass does)."""
     names: dict[str, Any] = {"_MISSING": _MISSING, "_set": object.__setattr__}
     params, body = [], []
     for spec in fields:
@@ -119,6 +122,8 @@ def _make_init(cls: type, fields: tuple[_Field, ...], frozen: bool) -> Any:
             body.append(f"    _set(self, {spec.name!r}, {value})")
         else:
             body.append(f"    self.{spec.name} = {value}")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
     source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass")
     exec(source, names)
     init = names["__init__"]
@@ -155,14 +160,19 @@ def _frozen_delattr(self: Any, name: str) -> None:
     raise FrozenRecordError(f"cannot delete field {name!r}")
 
 
-def _record(cls: Any = None, /, *, frozen: bool = False) -> Any:
+def field_names(cls: type) -> tuple[str, ...]:
+    """The fields of a record class, in ``__init__``'s order."""
+    return tuple(spec.name for spec in cls.__record_fields__)  # type: ignore[attr-defined]
+
+
+def _record(cls: Any = None, /, *, frozen: bool = False, eq: bool = True) -> Any:
     def wrap(cls: type) -> type:
         fields = _collect(cls)
         cls.__record_fields__ = fields  # type: ignore[attr-defined]
         cls.__init__ = _make_init(cls, fields, frozen)  # type: ignore[misc]
         if "__repr__" not in cls.__dict__:
             cls.__repr__ = _repr  # type: ignore[assignment]
-        if "__eq__" not in cls.__dict__:
+        if eq and "__eq__" not in cls.__dict__:
             cls.__eq__ = _eq  # type: ignore[assignment]
             # Like a dataclass: frozen records hash by their fields, mutable ones are unhashable.
             cls.__hash__ = _hash if frozen else None  # type: ignore[assignment]

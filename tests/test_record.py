@@ -142,3 +142,60 @@ def test_modules_with_record_classes_use_postponed_annotations() -> None:
         if "\nfrom __future__ import annotations\n" not in p.read_text("utf-8")
     ]
     assert missing == []
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_post_init_runs_last_as_in_a_dataclass_also_when_inherited(frozen: bool) -> None:
+    class Base:
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "seen", (self.kind, self.state))  # type: ignore[attr-defined]
+
+    made = []
+    for decorate in (dataclasses.dataclass, _record):
+
+        class Link(Base):
+            kind: str
+            up: bool | None = None
+            state: str | None = None
+
+            def __post_init__(self) -> None:
+                if self.state is None and self.up is not None:
+                    object.__setattr__(self, "state", "up" if self.up else "down")
+                super().__post_init__()
+
+        class Plain(Base):
+            kind: str
+            state: str = "idle"
+
+        made.append((decorate(frozen=frozen)(Link), decorate(frozen=frozen)(Plain)))
+    (data_link, data_plain), (rec_link, rec_plain) = made
+    for args in (("nvlink",), ("nvlink", True), ("nvlink", False, "sleep")):
+        assert vars(rec_link(*args)) == vars(data_link(*args))
+    assert (
+        vars(rec_plain("pcie"))
+        == vars(data_plain("pcie"))
+        == {
+            "kind": "pcie",
+            "state": "idle",
+            "seen": ("pcie", "idle"),
+        }
+    )
+
+
+def test_eq_false_keeps_identity_equality_and_hash_as_in_a_dataclass() -> None:
+    for decorate in (dataclasses.dataclass, _record):
+
+        @decorate(frozen=True, eq=False)
+        class Shown:
+            name: str
+
+        a, b = Shown("x"), Shown("x")
+        assert a != b and a == a
+        assert hash(a) == object.__hash__(a)
+
+
+def test_field_names_lists_the_fields_in_init_order() -> None:
+    from pcidoc._record import field_names
+
+    _data, rec = _both()
+    assert field_names(rec) == ("kind", "rate", "tags", "note", "fn")
