@@ -7,10 +7,10 @@ R555) does a sample carry a directly read PCIe rate (NVML's 20 ms ``GetPcieThrou
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from pcidoc._record import field, record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NvLinkCounter:
     """Cumulative counters of one NVLink."""
 
@@ -30,7 +30,7 @@ class NvLinkCounter:
             object.__setattr__(self, "state", "up" if self.up else "down")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GpuCounters:
     """Cumulative counters of one GPU at one instant."""
 
@@ -49,7 +49,7 @@ class GpuCounters:
     pcie_rx_bytes_per_s: float | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CounterSample:
     """All GPUs' counters at monotonic time ``t`` (seconds)."""
 
@@ -59,7 +59,7 @@ class CounterSample:
     """Reasons counters could not be read (e.g. ``GPU1: NOT_SUPPORTED``)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GpuRates:
     """Rates of one GPU between two samples."""
 

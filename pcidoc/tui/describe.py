@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from pcidoc._record import record
 from pcidoc.model import linkmodel
 from pcidoc.model.capture import Capture
 from pcidoc.model.facts import P2P_CAPS, P2P_CODES, Gpu, GpuProcess, Nic, PcieHop
@@ -388,7 +388,7 @@ def check_detail(check: CheckResult) -> Group:
 # --------------------------------------------------------------------- links and ceilings
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Ceiling:
     """The per-direction ceiling of the path between two GPUs, and how it was derived."""
 

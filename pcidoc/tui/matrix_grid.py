@@ -16,9 +16,9 @@ used when the matrix is wider than the screen (the codes of :mod:`pcidoc.present
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cached_property
 
+from pcidoc._record import field, record
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import GpuRates
 from pcidoc.model.links import is_nvlink
@@ -57,7 +57,7 @@ FAIR_STYLE = "yellow"
 POOR_STYLE = "bold red"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GridCell:
     """One cell: full text, one-character code and a rich style string."""
 
@@ -66,7 +66,7 @@ class GridCell:
     style: str
 
 
-@dataclass
+@record
 class MatrixGrid:
     """Rows × columns of styled cells plus what the legend says."""
 

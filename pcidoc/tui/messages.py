@@ -7,11 +7,11 @@ something that has already happened.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from textual.message import Message
 
+from pcidoc._record import field, record
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample
 from pcidoc.model.measurements import ProbeError
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pcidoc.collect.counters import CounterSampler
 
 
-@dataclass
+@record
 class FactsCollected(Message):
     """A machine's facts are known (collected live, loaded from a file or a bundled sample).
 
@@ -36,7 +36,7 @@ class FactsCollected(Message):
     sampler: CounterSampler | None = None
 
 
-@dataclass
+@record
 class ThisMachineCollected(Message):
     """This machine was collected live but has no usable GPU; ``reason`` says why."""
 
@@ -44,14 +44,14 @@ class ThisMachineCollected(Message):
     reason: str
 
 
-@dataclass
+@record
 class ReportUpdated(Message):
     """The doctor produced a (new) report for the machine on display."""
 
     report: Report
 
 
-@dataclass
+@record
 class CountersSampled(Message):
     """A new sample of the live PCIe/NVLink counters.
 
@@ -70,7 +70,7 @@ class CountersSampled(Message):
         return isinstance(message, CountersSampled)
 
 
-@dataclass
+@record
 class ProbesPlanned(Message):
     """The probe run is planned: these probes will run, in this order."""
 
@@ -82,7 +82,7 @@ class ProbesPlanned(Message):
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record
 class ProbeProgressed(Message):
     """A running probe reported progress. Replaces an older progress of the same probe."""
 
@@ -95,7 +95,7 @@ class ProbeProgressed(Message):
         return isinstance(message, ProbeProgressed) and message.probe == self.probe
 
 
-@dataclass
+@record
 class ProbeFinished(Message):
     """One probe ended: with measurements, or with errors (timeout, crash, cancelled...)."""
 
@@ -106,21 +106,21 @@ class ProbeFinished(Message):
     wall_s: float = 0.0
 
 
-@dataclass
+@record
 class ProbesEnded(Message):
     """The whole probe run is over (completed, failed or cancelled)."""
 
     cancelled: bool = False
 
 
-@dataclass
+@record
 class ReportExported(Message):
     """The report was written to these files."""
 
     paths: list[str]
 
 
-@dataclass
+@record
 class ExportFailed(Message):
     """Writing the report failed; ``reason`` is one line for the user."""
 

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from pcidoc._record import field, record
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuCounters, NvLinkCounter
 
 SYNTHETIC_LABEL = "SYNTHETIC counter trace (replayed, not measured)"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Frame:
     """One second of a trace for one GPU: rates in bytes per second."""
 
@@ -34,7 +34,7 @@ class Frame:
     nvlink_rx: dict[int, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CounterTrace:
     """Per-second frames of every GPU, replayed in a loop.
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pcidoc._record import field, record
 from pcidoc.tui import live
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def _nothing() -> None:
     """Nothing to release."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TuiServices:
     """Every collaborator of the TUI with an effect outside the process.
 
@@ -107,7 +107,7 @@ class TuiServices:
         return cls(**fields)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TuiOptions:
     """How a TUI session behaves (no collaborators: see :class:`TuiServices`)."""
 

@@ -9,14 +9,14 @@ re-rendered because an equal one was set.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from pcidoc._record import record
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuRates
 from pcidoc.model.report import ReportSource
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Displayed:
     """The machine on display, as loaded (its facts before any probe ran).
 
@@ -37,7 +37,7 @@ class Displayed:
     """Seconds between counter samples."""
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Counters:
     """The latest counter sample and the rates since the previous one (``None`` for the
     first sample of a machine)."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from syrupy.location import PyTestLocation
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from pcidoc._record import field_names
 from pcidoc.fleet.model import FleetReport
 from pcidoc.model.capture import Capture
 from pcidoc.model.report import ReportSource
@@ -75,8 +75,8 @@ def _pinned_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TZ", "UTC")
 
 
-SERVICE_FIELDS = frozenset(f.name for f in fields(TuiServices))
-OPTION_FIELDS = frozenset(f.name for f in fields(TuiOptions))
+SERVICE_FIELDS = frozenset(field_names(TuiServices))
+OPTION_FIELDS = frozenset(field_names(TuiOptions))
 
 
 def make_app(

@@ -13,7 +13,6 @@ that side: no header or cell is ever shown cut.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
@@ -26,6 +25,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from pcidoc._record import record
 from pcidoc.present._matrix import FindingMarks
 from pcidoc.tui.matrix_grid import MatrixGrid
 
@@ -58,7 +58,7 @@ MARK_STYLES: dict[str, str] = {"fail": "bold red", "error": "bold magenta", "war
 MARK_CHARS: dict[str, str] = {"fail": "✗", "error": "●", "warn": "!"}
 
 
-@dataclass
+@record
 class _Layout:
     name: str
     label_w: int
