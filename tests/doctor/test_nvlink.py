@@ -273,6 +273,9 @@ def test_zero_errors_pass():
         ({"crc_flit": 99 * 60}, 60.0, "warn", "CRC"),  # 99/s: below the 100/s limit
         ({"crc_data": 100 * 60}, 60.0, "fail", "CRC"),  # exactly 100/s fails
         ({"ecc_data": 3}, None, "info", "other NVLink error"),
+        # Blackwell (NVML 219): errors FEC could not fix are judged, not "other" events.
+        ({"effective_errors": 4}, None, "warn", "uncorrected by FEC"),
+        ({"recovery_events": 120}, 60.0, "fail", "/min since boot"),  # NVML 215: recoveries
     ],
 )
 def test_nvlink_error_table(errors, uptime, severity, needle):

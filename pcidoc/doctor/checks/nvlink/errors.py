@@ -26,6 +26,10 @@ def _error_class(name: str) -> str:
     lowered = name.lower()
     if "crc" in lowered:
         return "crc"
+    if "effective" in lowered:
+        # NVLink5 (Blackwell, NVML field 219): errors forward error correction could not fix,
+        # which DCGM's NVLink5 health watch judges (symbol errors before FEC are not read).
+        return "effective"
     if any(key in lowered for key in _SEVERE):
         return "replay/recovery"
     return "other"
@@ -70,7 +74,7 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
     minutes = uptime / 60.0 if uptime else None
     findings: list[Finding] = []
     for gpu in counted:
-        totals: dict[str, int] = {"replay/recovery": 0, "crc": 0, "other": 0}
+        totals: dict[str, int] = {"replay/recovery": 0, "crc": 0, "effective": 0, "other": 0}
         per_link: list[Evidence] = []
         for link in gpu.nvlinks:
             for name, value in sorted(link.errors.items()):
@@ -112,7 +116,22 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
                     remediation,
                 )
             )
-        if totals["other"] and not (severe or crc):
+        effective = totals["effective"]
+        if effective:
+            # No published rate limit for these (DCGM's is not in its public limits): any
+            # uncorrected error since the driver loaded is worth a look, not a verdict of failure.
+            findings.append(
+                Finding(
+                    "warn",
+                    f"{gpu.label}: {effective} NVLink errors left uncorrected by FEC (effective "
+                    "errors, cumulative since the driver loaded)",
+                    subjects=[gpu.label],
+                    evidence=per_link,
+                    remediation=remediation,
+                    confidence="medium",
+                )
+            )
+        if totals["other"] and not (severe or crc or effective):
             findings.append(
                 Finding(
                     "info",
