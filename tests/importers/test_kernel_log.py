@@ -363,3 +363,50 @@ def test_narrow_link_notice_of_an_unknown_device_warns_of_another_driver_is_info
     assert _report(notice).check("pcie.link-flap").severity == "warn"  # type: ignore[union-attr]
     nvme = notice.replace("pci 0000:01:00.0", "nvme 0000:01:00.0")
     assert _report(nvme).check("pcie.link-flap").severity == "info"  # type: ignore[union-attr]
+
+
+# ARM SMMUv3 event dumps as drivers/iommu/arm/arm-smmu-v3 prints them (synthetic lines in the
+# kernel's format: a header and the event's four words; 6.15+ adds a decoded line).
+_SMMU3_RAW = (
+    "[ 80.1] arm-smmu-v3 arm-smmu-v3.5.auto: event 0x10 received:\n"
+    "[ 80.1] arm-smmu-v3 arm-smmu-v3.5.auto: \t0x0000010000000010\n"
+    "[ 80.1] arm-smmu-v3 arm-smmu-v3.5.auto: \t0x0000020800000000\n"
+    "[ 80.1] arm-smmu-v3 arm-smmu-v3.5.auto: \t0x00000000fe7c0000\n"
+    "[ 80.1] arm-smmu-v3 arm-smmu-v3.5.auto: \t0x0000000000000000\n"
+)
+_SMMU3_DECODED = (
+    "[ 80.1] arm-smmu-v3 arm-smmu-v3.5.auto: event: F_TRANSLATION client: 0009:01:00.0 "
+    "sid: 0x100 ssid: 0 iova: 0xfe7c0000 ipa: 0\n"
+    '[ 80.1] arm-smmu-v3 arm-smmu-v3.5.auto: unpriv data write s1 "Input address caused '
+    'fault" stag: 0\n'
+)
+
+
+def test_smmu_v3_raw_event_is_one_fault_with_its_stream_and_address() -> None:
+    (fault,) = _klog(_import(_SMMU3_RAW)).iommu_faults
+    assert (fault.iommu, fault.kind, fault.address) == ("SMMU", "F_TRANSLATION", "0xfe7c0000")
+    assert fault.reason == "StreamID 0x100"
+    assert fault.bus_id is None  # a StreamID is not a PCI address on every platform
+
+
+def test_smmu_v3_decoded_line_stands_for_the_raw_words_above_it() -> None:
+    (fault,) = _klog(_import(_SMMU3_RAW + _SMMU3_DECODED)).iommu_faults
+    assert (fault.kind, fault.bus_id, fault.address) == (
+        "F_TRANSLATION",
+        "0009:01:00.0",
+        "0xfe7c0000",
+    )
+    assert fault.reason == "StreamID 0x100"
+
+
+def test_smmu_v3_events_back_to_back_and_a_cut_dump_each_count_once() -> None:
+    second = _SMMU3_RAW.replace("event 0x10", "event 0x04").replace("0x00000000fe7c", "0x1")
+    cut = "".join(_SMMU3_RAW.splitlines(keepends=True)[:3])
+    faults = _klog(_import(_SMMU3_RAW + second + cut)).iommu_faults
+    assert [(f.kind, f.address) for f in faults] == [
+        ("F_TRANSLATION", "0xfe7c0000"),
+        ("C_BAD_STE", None),  # a configuration error: no faulting address
+        ("F_TRANSLATION", None),  # the log ends after two of its words
+    ]
+    report = _report(_SMMU3_RAW)
+    assert report.check("kernel.iommu-fault").severity in ("warn", "fail")  # type: ignore[union-attr]

@@ -216,6 +216,30 @@ _DMAR_RE = lazy(
 )
 _AMDVI_RE = lazy(r"AMD-Vi:\s*Event logged\s*\[(?P<kind>[A-Z_]+)\s*(?P<args>[^\]]*)\]?")
 _SMMU_RE = lazy(r"Unhandled context fault:.*?iova=(?P<addr>0x[0-9a-fA-F]+)")
+# ARM SMMUv3 (Grace and other Arm hosts): ``event 0x10 received:`` and the event's four 64-bit
+# words on the next four lines; kernels from 6.15 add a decoded line after them
+# (``event: F_TRANSLATION client: 0000:01:00.0 sid: 0x100 ssid: 0 iova: 0x... ipa: 0``).
+_SMMU3_RAW_RE = lazy(r"event 0x(?P<id>[0-9a-fA-F]{2}) received:")
+_SMMU3_DECODED_RE = lazy(r"event:\s*(?P<kind>[A-Z][A-Z_]*)\s+client:\s*(?P<client>\S+)")
+_SMMU3_IOVA_RE = lazy(r"(?<!\w)iova:\s*(?P<addr>0x[0-9a-fA-F]+)")
+_SMMU3_SID_RE = lazy(r"(?<!\w)sid:\s*(?P<sid>0x[0-9a-fA-F]+|\d+)")
+_SMMU3_EVENTS: dict[int, str] = {
+    0x02: "C_BAD_STREAMID",
+    0x03: "F_STE_FETCH",
+    0x04: "C_BAD_STE",
+    0x06: "F_STREAM_DISABLED",
+    0x08: "C_BAD_SUBSTREAMID",
+    0x09: "F_CD_FETCH",
+    0x0A: "C_BAD_CD",
+    0x10: "F_TRANSLATION",
+    0x11: "F_ADDR_SIZE",
+    0x12: "F_ACCESS",
+    0x13: "F_PERMISSION",
+    0x25: "F_VMS_FETCH",
+}
+"""SMMUv3 event ids (the architecture's names, as Linux's ``EVT_ID_*``); 0x10-0x13 carry the
+faulting input address in the event's third word."""
+_SMMU3_ADDRESS_EVENTS = frozenset({0x10, 0x11, 0x12, 0x13})
 _ARG_RE = lazy(r"(?<!\w)(\w+)=([^\s,]+)")
 _NOTICE_RE = lazy(
     r"(?<![\d.])(?P<avail>[\d.]+)\s*Gb/s available PCIe bandwidth,\s*"
@@ -245,7 +269,7 @@ _IOMMU_OFF_RE = lazy(
 _KEYWORDS = (
     "Xid", "NVRM", "fallen off", "AER", "PCIe Bus Error", "DMAR", "AMD-Vi", "context fault",
     "GT/s", "NVLink", "NVLINK", "Nvlink", "nvlink", "nvswitch", "NVSwitch", "fabric", "_OSC",
-    "iommu", "IOMMU", "Hardware Error", "DPC", "recover", "irmware first", "noaer",
+    "iommu", "IOMMU", "Hardware Error", "DPC", "recover", "irmware first", "noaer", "smmu",
 )  # fmt: skip
 """What one of the readers looks for (besides a device-prefixed message); other lines are only
 counted. Searched as one alternation of literals (no character class: that is what made the
@@ -284,6 +308,8 @@ class _Reader:
         """Whether the current line carried a kernel stamp or prefix."""
         self.ghes_severity: str | None = None
         """``event severity`` of the last firmware (GHES/APEI) hardware error record."""
+        self.smmu3: tuple[dict[str, Any], int, list[int]] | None = None
+        """An SMMUv3 event being read: its first line's fields, its id, the words so far."""
 
     def keep(self, items: list[Any], item: Any) -> None:
         if len(items) < MAX_EVENTS:
@@ -426,11 +452,65 @@ class _Reader:
         return False
 
     def iommu(self, msg: str, base: dict[str, Any]) -> bool:
+        if "smmu" in msg and self.smmu_v3(msg, base):
+            return True
         fault = _iommu_fault(msg, base)
         if fault is None:
             return False
         self.keep(self.log.iommu_faults, fault)
         return True
+
+    def smmu_v3(self, msg: str, base: dict[str, Any]) -> bool:
+        """An SMMUv3 event: its header, one of its four words, or the decoded line that
+        newer kernels print after them (which then stands for the whole event)."""
+        header = _SMMU3_RAW_RE.search(msg)
+        if header:
+            self.finish_smmu3()
+            self.smmu3 = (base, int(header["id"], 16), [])
+            return True
+        pending = self.smmu3
+        if pending is not None and len(pending[2]) < 4:
+            word = _smmu3_word(msg)
+            if word is not None:
+                pending[2].append(word)
+                return True
+        decoded = _SMMU3_DECODED_RE.search(msg)
+        if decoded is None:
+            return False
+        self.smmu3 = None  # the raw words above were this event
+        iova, sid = _SMMU3_IOVA_RE.search(msg), _SMMU3_SID_RE.search(msg)
+        bus = normalize_bus_id(decoded["client"])
+        self.keep(
+            self.log.iommu_faults,
+            IommuFault(
+                iommu="SMMU",
+                kind=decoded["kind"],
+                address=iova["addr"].lower() if iova else None,
+                reason=f"StreamID {sid['sid']}" if sid else None,
+                **{**base, "bus_id": bus or base.get("bus_id")},
+            ),
+        )
+        return True
+
+    def finish_smmu3(self) -> None:
+        """Keep the SMMUv3 event read from its raw words (no decoded line followed them)."""
+        pending, self.smmu3 = self.smmu3, None
+        if pending is None:
+            return
+        base, event, words = pending
+        address = None
+        if event in _SMMU3_ADDRESS_EVENTS and len(words) > 2:
+            address = f"{words[2]:#x}"
+        self.keep(
+            self.log.iommu_faults,
+            IommuFault(
+                iommu="SMMU",
+                kind=_SMMU3_EVENTS.get(event, f"event {event:#04x}"),
+                address=address,
+                reason=f"StreamID {words[0] >> 32:#x}" if words else None,
+                **base,
+            ),
+        )
 
     def notice(self, msg: str, base: dict[str, Any]) -> bool:
         match = _NOTICE_RE.search(msg)
@@ -468,6 +548,18 @@ class _Reader:
             self.log.iommu_off = self.log.iommu_off or base["quote"]
             return True
         return False
+
+
+def _smmu3_word(msg: str) -> int | None:
+    """The 64-bit word of an SMMUv3 event line (``arm-smmu-v3 <dev>: 0x0000010000000010``)."""
+    head, _, tail = msg.rpartition(":")
+    tail = tail.strip()
+    if "smmu" not in head or len(tail) != 18 or not tail.startswith("0x"):
+        return None
+    try:
+        return int(tail, 16)
+    except ValueError:
+        return None
 
 
 def _severity(text: str) -> str:
@@ -588,6 +680,7 @@ def extract(doc: Doc, source: str) -> KernelLog | None:
         reader.recent.append(msg)
         if len(reader.recent) > 8:
             del reader.recent[0]
+    reader.finish_smmu3()
     log.lines = lines
     if not _events(log) and clock.stamped < MIN_STAMPED_LINES:
         return None
