@@ -94,6 +94,25 @@ def _direct(bytes_per_s: float | None) -> float | None:
     return None if bytes_per_s is None else bytes_per_s / 1e9
 
 
+def link_changes(old: CounterSample, new: CounterSample) -> dict[int, tuple[int, int]]:
+    """Per GPU index, whether its negotiated PCIe link changed between two samples:
+    ``(generation changed, width changed)`` as 0/1 (GPUs with a change only; a reading
+    missing on either side is no change)."""
+    before = {g.index: g for g in old.gpus}
+    changed: dict[int, tuple[int, int]] = {}
+    for gpu in new.gpus:
+        prev = before.get(gpu.index)
+        if prev is None:
+            continue
+        gen = int(None not in (gpu.link_gen, prev.link_gen) and gpu.link_gen != prev.link_gen)
+        width = int(
+            None not in (gpu.link_width, prev.link_width) and gpu.link_width != prev.link_width
+        )
+        if gen or width:
+            changed[gpu.index] = (gen, width)
+    return changed
+
+
 def rates(old: CounterSample, new: CounterSample) -> list[GpuRates]:
     """Per-GPU rates (GB/s = 1e9 B/s) between two samples of the same GPUs."""
     dt = new.t - old.t

@@ -33,7 +33,7 @@ from textual.reactive import var
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from pcidoc.model.capture import Capture
-from pcidoc.model.counters import CounterSample, GpuRates, rates
+from pcidoc.model.counters import CounterSample, GpuRates, link_changes, rates
 from pcidoc.model.report import Report, ReportSource
 from pcidoc.tui.keyqueue import KeyQueue
 from pcidoc.tui.messages import (
@@ -587,10 +587,21 @@ class PcidocApp(App[int]):
         if message.sampler is not None and message.sampler is not self.sampler:
             return  # read from the machine on display before (another one was opened since)
         previous = self.last_sample
+        sample = message.sample
         between = None
         if previous is not None:
-            between = {r.index: r for r in rates(previous, message.sample)}
-        self.counters = Counters(message.sample, between)
+            between = {r.index: r for r in rates(previous, sample)}
+        counted, since = None, None
+        if self.source is not None and self.source.kind == "live":
+            # A real machine's link changes since it was opened (not a replayed demo trace's).
+            old = self.counters
+            counted = dict(old.link_changes or {}) if old is not None else {}
+            since = old.since if old is not None and old.since is not None else sample.t
+            if previous is not None:
+                for index, (gen, width) in link_changes(previous, sample).items():
+                    seen = counted.get(index, (0, 0))
+                    counted[index] = (seen[0] + gen, seen[1] + width)
+        self.counters = Counters(sample, between, counted, since)
 
     @on(ProbesPlanned)
     async def _probes_planned(self, message: ProbesPlanned) -> None:

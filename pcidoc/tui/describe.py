@@ -9,7 +9,7 @@ The colours are those of ``pcidoc topo`` / ``pcidoc check`` (:mod:`pcidoc.presen
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
@@ -829,6 +829,26 @@ def link_changes(capture: Capture | None) -> str:
         return ""
     changed = [f"{device} {n}×" for device, n in counts.items() if n]
     return ", ".join(changed[:8]) if changed else f"none in {len(counts)} link(s)"
+
+
+def live_link_changes(
+    capture: Capture, changes: Mapping[int, tuple[int, int]], minutes: float | None
+) -> str:
+    """``GPU3 width 2×, gen 5× in 12 min`` from the live link changes counted per GPU index
+    ('' when none: the Links pane then says nothing about them)."""
+    parts = []
+    for index, (gen, width) in sorted(changes.items()):
+        gpu = capture.gpu(index)
+        label = gpu.label if gpu is not None else f"GPU{index}"
+        said = [f"{what} {n}×" for what, n in (("width", width), ("gen", gen)) if n]
+        if said:
+            parts.append(f"{label} {', '.join(said)}")
+    if not parts:
+        return ""
+    shown = "; ".join(parts[:8]) + (f"; +{len(parts) - 8} GPUs" if len(parts) > 8 else "")
+    if minutes is not None:
+        shown += f" in {minutes:.0f} min" if minutes >= 1 else " in under a minute"
+    return shown
 
 
 def _kernel_device(capture: Capture, bus: str | None) -> str:

@@ -44,6 +44,12 @@ class Counters:
 
     sample: CounterSample
     rates: Mapping[int, GpuRates] | None = None
+    link_changes: Mapping[int, tuple[int, int]] | None = None
+    """Live machines: per GPU index, how many times its negotiated PCIe ``(generation,
+    width)`` changed between samples since it was opened (``None``: not counted, e.g. a
+    replayed demo trace)."""
+    since: float | None = None
+    """Sample time (monotonic seconds) the link changes are counted from."""
 
 
 __all__ = ["Counters", "Displayed"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import rates
@@ -268,3 +268,44 @@ async def test_the_key_bar_offers_cancel_exactly_while_probes_run() -> None:
         assert ("x", "Cancel probes", "app.cancel_probes") in bar.hints  # on every pane
         app.probes_running = False
         assert "x" not in [key for key, _, _ in bar.hints]
+
+
+async def test_a_live_machine_counts_its_link_changes_and_the_links_pane_says_so() -> None:
+    # GPU3's link drops to x8 and comes back, GPU5 downclocks to Gen1: counted per GPU, width
+    # and generation apart, since the machine was opened.
+    box = hgx_live()
+    app = make_test_app(collect=lambda: box.capture, sampler_factory=box.sampler)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        gpus = box.backend.gpus
+        app.take_sample()
+        await pilot.pause()  # a newer sample replaces one still queued: one at a time
+        for width, gen in ((8, 5), (16, 1), (16, 5)):  # the fake HGX runs at Gen5 x16
+            box.advance(1.0)
+            gpus[3].pcie_current_width = width
+            gpus[5].pcie_current_gen = gen
+            app.take_sample()
+            await pilot.pause()
+        await settle(pilot)
+        counters = app.counters
+        assert counters is not None and counters.link_changes == {3: (0, 2), 5: (2, 0)}
+        await pilot.press("2")
+        await settle(pilot)
+        note = plain(app.main.query_one("#links-note", Static))
+        assert "Link changes since opened: GPU3 width 2×; GPU5 gen 2×" in " ".join(note.split())
+        assert "pcidoc watch" in note
+
+
+def test_link_changes_between_two_samples_ignore_readings_that_are_missing() -> None:
+    from pcidoc.model.counters import CounterSample, GpuCounters, link_changes
+
+    old = CounterSample(0.0, (GpuCounters(0, link_gen=4, link_width=16), GpuCounters(1)))
+    new = CounterSample(
+        1.0,
+        (
+            GpuCounters(0, link_gen=4, link_width=8),
+            GpuCounters(1, link_gen=1, link_width=16),
+            GpuCounters(2, link_gen=4, link_width=16),
+        ),
+    )
+    assert link_changes(old, new) == {0: (0, 1)}

@@ -297,7 +297,7 @@ class MainScreen(Screen[None]):
 
         def counters(value: Counters | None) -> None:
             if value is not None:
-                links.show_sample(value.sample, value.rates or {})
+                links.show_sample(value.sample, value.rates or {}, value.link_changes, value.since)
 
         links.watch(state, "displayed", machine)
         links.watch(state, "counters", counters)

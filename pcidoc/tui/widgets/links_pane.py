@@ -23,7 +23,7 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuCounters, GpuRates
 from pcidoc.model.facts import Gpu
 from pcidoc.model.units import link_label
-from pcidoc.tui.describe import gpu_pcie_ceiling, link_changes
+from pcidoc.tui.describe import gpu_pcie_ceiling, link_changes, live_link_changes
 from pcidoc.tui.hanging import Phrases
 
 HISTORY = 120
@@ -192,6 +192,9 @@ class LinksPane(Container):
         ] = {}
         self._chart: object | None = None
         self._counters: dict[int, GpuCounters] = {}
+        self.link_changes: Mapping[int, tuple[int, int]] = {}
+        """Live machines: (generation, width) changes per GPU index since it was opened."""
+        self.changes_since: float | None = None
 
     def on_resize(self) -> None:
         """Side by side from 120 columns, stacked below."""
@@ -236,6 +239,7 @@ class LinksPane(Container):
         self.last_sample = None
         self.rates = {}
         self._counters = {}
+        self.link_changes, self.changes_since = {}, None
         self.history.clear()
         self.link_history.clear()
         table = self.query_one("#gpu-table", DataTable)
@@ -288,10 +292,28 @@ class LinksPane(Container):
         flaps = link_changes(self.capture)
         if flaps:
             phrases.append(Text(f"Link changes (pcie.link-flap): {flaps}.", style="bold"))
+        live_flaps = self._live_link_changes()
+        if live_flaps:
+            phrases += [
+                Text(f"Link changes since opened: {live_flaps}.", style="bold yellow"),
+                Text(
+                    "A generation that drops at idle is power management; a width change is "
+                    "not. `pcidoc watch` judges them (pcie.link-flap).",
+                    style="dim",
+                ),
+            ]
         if self.sort != "gpu":
             words = next(w for name, w, _ in SORTS if name == self.sort)
             phrases.append(Text(f"Sorted by {words} (o).", style="bold"))
         self.query_one("#links-note", Static).update(Phrases(phrases))
+
+    def _live_link_changes(self) -> str:
+        if self.capture is None or not self.link_changes or self.replay:
+            return ""
+        minutes = None
+        if self.last_sample is not None and self.changes_since is not None:
+            minutes = (self.last_sample.t - self.changes_since) / 60
+        return live_link_changes(self.capture, self.link_changes, minutes)
 
     def _static_row(self, gpu: Gpu) -> list[Text]:
         tx = None if gpu.tx_bytes_per_s is None else gpu.tx_bytes_per_s / 1e9
@@ -319,11 +341,22 @@ class LinksPane(Container):
             _num(None),
         ]
 
-    def show_sample(self, sample: CounterSample, rates: Mapping[int, GpuRates]) -> None:
-        """A new live sample and the rates since the previous one."""
+    def show_sample(
+        self,
+        sample: CounterSample,
+        rates: Mapping[int, GpuRates],
+        link_changes: Mapping[int, tuple[int, int]] | None = None,
+        since: float | None = None,
+    ) -> None:
+        """A new live sample, the rates since the previous one and (live machines) the link
+        changes counted since the machine was opened."""
         if self.capture is None:
             return
         self.last_sample = sample
+        changes = dict(link_changes or {})
+        if changes or self.link_changes:  # the note's "in N min" moves on with every sample
+            self.link_changes, self.changes_since = changes, since
+            self._show_note()
         self.rates = dict(rates)
         self._counters = {g.index: g for g in sample.gpus}
         table = self.query_one("#gpu-table", DataTable)
