@@ -33,11 +33,19 @@ def readable_logs(ctx: Context) -> list[KernelLog]:
     return [log for log in kernel_logs(ctx) if log.read]
 
 
-def no_log(ctx: Context, what: str) -> Finding | None:
-    """The skip (or low-confidence info) for a capture without a readable kernel log."""
+def read_logs(ctx: Context, what: str) -> tuple[Finding | None, list[KernelLog], list[str]]:
+    """What every ``kernel.*`` check starts from: the skip for a capture without a readable
+    kernel log (``None`` when there is one), the readable logs, and the bus ids the nvidia
+    driver named in them."""
+    logs = readable_logs(ctx)
+    if not logs:
+        return _no_log(ctx, what), [], []
+    return None, logs, log_gpus(logs)
+
+
+def _no_log(ctx: Context, what: str) -> Finding:
+    """The skip for a capture without a readable kernel log (``what`` is what stays unknown)."""
     logs = kernel_logs(ctx)
-    if readable_logs(ctx):
-        return None
     refused = next((log.unreadable for log in logs if not log.read and log.unreadable), None)
     if refused:
         return Finding(

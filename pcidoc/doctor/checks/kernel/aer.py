@@ -18,9 +18,7 @@ from pcidoc.doctor import config
 from pcidoc.doctor.checks.kernel._shared import (
     device_label,
     line,
-    log_gpus,
-    no_log,
-    readable_logs,
+    read_logs,
     relation,
     subject,
 )
@@ -189,10 +187,8 @@ def _clean(logs: list[KernelLog]) -> Finding:
 @check("kernel.aer", "PCIe AER reports in the kernel log")
 def aer(ctx: Context) -> list[Finding]:
     """Uncorrectable AER = fail; corrected storms per device/port = warn."""
-    missing = no_log(ctx, "PCIe AER errors")
+    missing, logs, gpus = read_logs(ctx, "PCIe AER errors")
     if missing is not None:
         return [missing]
-    logs = readable_logs(ctx)
-    gpus = log_gpus(logs)
     findings = _uncorrectable(ctx, logs, gpus) + _corrected(ctx, logs, gpus)
     return findings or [_clean(logs)]

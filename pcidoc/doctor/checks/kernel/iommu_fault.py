@@ -13,9 +13,7 @@ from __future__ import annotations
 from pcidoc.doctor.checks.kernel._shared import (
     device_label,
     line,
-    log_gpus,
-    no_log,
-    readable_logs,
+    read_logs,
     relation,
     subject,
 )
@@ -40,11 +38,9 @@ _SEVERITY = {"gpu": "fail", "nic": "fail", "unknown": "warn", "other": "info"}
 @check("kernel.iommu-fault", "IOMMU faults in the kernel log")
 def iommu_fault(ctx: Context) -> list[Finding]:
     """IOMMU faults grouped by device; GPUs and NICs fail."""
-    missing = no_log(ctx, "IOMMU faults")
+    missing, logs, gpus = read_logs(ctx, "IOMMU faults")
     if missing is not None:
         return [missing]
-    logs = readable_logs(ctx)
-    gpus = log_gpus(logs)
     by_device: dict[str | None, list[IommuFault]] = {}
     for log in logs:
         for fault in log.iommu_faults:

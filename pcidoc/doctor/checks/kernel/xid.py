@@ -17,9 +17,7 @@ from pcidoc._record import record
 from pcidoc.doctor.checks.kernel._shared import (
     device_label,
     line,
-    log_gpus,
-    no_log,
-    readable_logs,
+    read_logs,
     subject,
 )
 from pcidoc.doctor.context import Context
@@ -176,11 +174,9 @@ def _nvlink_lines(ctx: Context, logs: list) -> list[Finding]:
 @check("kernel.xid", "Xid and fallen-off-the-bus events in the kernel log")
 def xid(ctx: Context) -> list[Finding]:
     """Interconnect-related Xid codes, GPUs lost on the bus, NVLink error lines."""
-    missing = no_log(ctx, "Xid events")
+    missing, logs, gpus = read_logs(ctx, "Xid events")
     if missing is not None:
         return [missing]
-    logs = readable_logs(ctx)
-    gpus = log_gpus(logs)
     xids = [e for log in logs for e in log.xids]
     findings = _xid_findings(ctx, xids, gpus) + _fallen(ctx, logs, gpus) + _nvlink_lines(ctx, logs)
     if findings:
