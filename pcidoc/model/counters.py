@@ -94,7 +94,7 @@ def _direct(bytes_per_s: float | None) -> float | None:
     return None if bytes_per_s is None else bytes_per_s / 1e9
 
 
-def link_changes(old: CounterSample, new: CounterSample) -> dict[int, tuple[int, int]]:
+def changed_links(old: CounterSample, new: CounterSample) -> dict[int, tuple[int, int]]:
     """Per GPU index, whether its negotiated PCIe link changed between two samples:
     ``(generation changed, width changed)`` as 0/1 (GPUs with a change only; a reading
     missing on either side is no change)."""

@@ -33,7 +33,7 @@ from textual.reactive import var
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from pcidoc.model.capture import Capture
-from pcidoc.model.counters import CounterSample, GpuRates, link_changes, rates
+from pcidoc.model.counters import CounterSample, GpuRates, changed_links, rates
 from pcidoc.model.report import Report, ReportSource
 from pcidoc.tui.keyqueue import KeyQueue
 from pcidoc.tui.messages import (
@@ -598,7 +598,7 @@ class PcidocApp(App[int]):
             counted = dict(old.link_changes or {}) if old is not None else {}
             since = old.since if old is not None and old.since is not None else sample.t
             if previous is not None:
-                for index, (gen, width) in link_changes(previous, sample).items():
+                for index, (gen, width) in changed_links(previous, sample).items():
                     seen = counted.get(index, (0, 0))
                     counted[index] = (seen[0] + gen, seen[1] + width)
         self.counters = Counters(sample, between, counted, since)

@@ -122,6 +122,17 @@ def demo_app(name: str, **kwargs: Any) -> PcidocApp:
     return make_app(load_sample(name), ReportSource(kind="demo", name=name), **kwargs)
 
 
+def refused_pix_pair_app() -> PcidocApp:
+    """The 2080 Ti demo's PIX pair with P2P refused, on GPUs that are not consumer ones: a
+    refusal with a cause to fix warns about the pair (on GeForce it is the driver's policy,
+    info)."""
+    name = "autodl-2080ti-2gpu"
+    cap = load_sample(name)
+    for gpu in cap.gpus:
+        gpu.name = "NVIDIA A10"
+    return make_app(cap, ReportSource(kind="demo", name=name))
+
+
 def plain(widget: Static) -> str:
     """The text a :class:`Static` shows, without styles (wide enough not to wrap)."""
     content = widget.content

@@ -16,21 +16,8 @@ from pcidoc.tui.app import PcidocApp
 from pcidoc.tui.screens.export import ExportScreen
 from pcidoc.tui.screens.main import MainScreen
 from pcidoc.tui.screens.samples import SamplePicker
-from tests.tui.conftest import demo_app, make_app, plain, settle
+from tests.tui.conftest import demo_app, make_app, plain, refused_pix_pair_app, settle
 from tests.tui.machines import acs_machine, acs_source, hgx_live
-
-
-def _refused_pix_pair_app() -> Any:
-    """The 2080 Ti demo's PIX pair with P2P refused, on GPUs that are not consumer ones: a
-    refusal with a cause to fix warns about the pair (on GeForce it is the driver's policy,
-    info)."""
-    from pcidoc.model import ReportSource
-    from pcidoc.samples import load_sample
-
-    cap = load_sample("autodl-2080ti-2gpu")
-    for gpu in cap.gpus:
-        gpu.name = "NVIDIA A10"
-    return make_app(cap, ReportSource(kind="demo", name="autodl-2080ti-2gpu"))
 
 
 async def open_pane(pilot: Pilot[Any], key: str) -> None:
@@ -289,7 +276,7 @@ async def test_a_search_with_no_match_names_the_key_that_undoes_it() -> None:
 
 
 async def test_enter_on_a_finding_jumps_to_its_pair_in_the_matrix() -> None:
-    app = _refused_pix_pair_app()
+    app = refused_pix_pair_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         await pilot.press("w")

@@ -5,22 +5,8 @@ from __future__ import annotations
 from rich.style import Style
 
 from pcidoc.present.text import CELL_STYLES, SEVERITY_STYLES
-from pcidoc.tui.app import PcidocApp
 from pcidoc.tui.widgets.topology_matrix import MARK_STYLES, TopologyMatrix
-from tests.tui.conftest import demo_app, make_app, settle
-
-
-def _refused_pix_pair_app() -> PcidocApp:
-    """The 2080 Ti demo's PIX pair with P2P refused, on GPUs that are not consumer ones: a
-    refusal with a cause to fix warns about the pair (on GeForce it is the driver's policy,
-    info)."""
-    from pcidoc.model import ReportSource
-    from pcidoc.samples import load_sample
-
-    cap = load_sample("autodl-2080ti-2gpu")
-    for gpu in cap.gpus:
-        gpu.name = "NVIDIA A10"
-    return make_app(cap, ReportSource(kind="demo", name="autodl-2080ti-2gpu"))
+from tests.tui.conftest import demo_app, refused_pix_pair_app, settle
 
 
 def _text(strip) -> str:  # type: ignore[no-untyped-def]
@@ -48,7 +34,7 @@ async def test_gpu_with_a_warning_is_marked_in_the_matrix() -> None:
 
 async def test_pair_named_by_a_warning_is_underlined() -> None:
     # p2p.capability warns about the pair GPU0-GPU1
-    app = _refused_pix_pair_app()
+    app = refused_pix_pair_app()
     async with app.run_test(size=(160, 48)) as pilot:
         await settle(pilot)
         matrix = app.main.query_one(TopologyMatrix)

@@ -297,7 +297,7 @@ async def test_a_live_machine_counts_its_link_changes_and_the_links_pane_says_so
 
 
 def test_link_changes_between_two_samples_ignore_readings_that_are_missing() -> None:
-    from pcidoc.model.counters import CounterSample, GpuCounters, link_changes
+    from pcidoc.model.counters import CounterSample, GpuCounters, changed_links
 
     old = CounterSample(0.0, (GpuCounters(0, link_gen=4, link_width=16), GpuCounters(1)))
     new = CounterSample(
@@ -308,4 +308,4 @@ def test_link_changes_between_two_samples_ignore_readings_that_are_missing() -> 
             GpuCounters(2, link_gen=4, link_width=16),
         ),
     )
-    assert link_changes(old, new) == {0: (0, 1)}
+    assert changed_links(old, new) == {0: (0, 1)}

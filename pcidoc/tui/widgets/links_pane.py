@@ -308,7 +308,7 @@ class LinksPane(Container):
         self.query_one("#links-note", Static).update(Phrases(phrases))
 
     def _live_link_changes(self) -> str:
-        if self.capture is None or not self.link_changes or self.replay:
+        if self.capture is None or not self.link_changes:  # the app counts live machines only
             return ""
         minutes = None
         if self.last_sample is not None and self.changes_since is not None:
