@@ -14,12 +14,17 @@ host's log; they pass fake commands and files).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import selectors
+import signal
 import subprocess
+import time
 from collections.abc import Callable, Sequence
 
 from pcidoc.model.kernel import KernelLog
+from pcidoc.trust import find_program
 
 MAX_LINES = 20_000
 MAX_BYTES = 4 * 1024 * 1024
@@ -28,18 +33,74 @@ TIMEOUT_S = 5.0
 CommandRunner = Callable[[Sequence[str], float], "tuple[int, str, str]"]
 
 
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """End the command and anything it started (a pager, a helper)."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.SubprocessError, OSError):
+        proc.wait(timeout=1.0)
+
+
+def _read_bounded(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes, bool]:
+    """Both pipes until EOF, :data:`MAX_BYTES` of stdout or the deadline: (out, err, stopped)."""
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                selector.register(pipe, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return bytes(out), bytes(err), True
+            for key, _ in selector.select(left):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                elif key.fileobj is proc.stdout:
+                    out += chunk
+                    if len(out) >= MAX_BYTES:
+                        return bytes(out[:MAX_BYTES]), bytes(err), True
+                elif len(err) < 2000:
+                    err += chunk
+    return bytes(out), bytes(err), False
+
+
 def run_command(argv: Sequence[str], timeout: float) -> tuple[int, str, str]:
-    """Run a command with a timeout: (exit code, stdout, stderr); 127 when it is missing."""
-    try:
-        done = subprocess.run(
-            list(argv), capture_output=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
-        )
-    except FileNotFoundError:
+    """Run a system command: (exit code, stdout, stderr); 127 when it is missing, 124 when it
+    ran past ``timeout``.
+
+    The program is found on the absolute ``PATH`` entries (as root, only one root owns:
+    :func:`pcidoc.trust.find_program`), never in the current folder. Its output is read as it
+    comes and cut at :data:`MAX_BYTES` (a flooding command is stopped there, not buffered), and
+    on a cut or a timeout its whole process group is ended.
+    """
+    program = find_program(argv[0])
+    if program is None:
         return 127, "", f"{argv[0]}: not found"
-    except (subprocess.TimeoutExpired, OSError) as exc:
-        return 124, "", f"{argv[0]}: {exc.__class__.__name__}"
-    out = done.stdout[:MAX_BYTES].decode("utf-8", "replace")
-    return done.returncode, out, done.stderr[:2000].decode("utf-8", "replace")
+    try:
+        proc = subprocess.Popen(
+            [program, *argv[1:]],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        return 127, "", f"{argv[0]}: {exc.strerror or exc.__class__.__name__}"
+    try:
+        out, err, stopped = _read_bounded(proc, timeout)
+    finally:
+        if proc.poll() is None:
+            _stop_group(proc)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    if stopped and len(out) < MAX_BYTES:
+        return 124, "", f"{argv[0]}: no answer within {timeout:g} s"
+    code = 0 if stopped else proc.wait()
+    return code, out.decode("utf-8", "replace"), err[:2000].decode("utf-8", "replace")
 
 
 def _journal(runner: CommandRunner) -> tuple[str | None, str | None]:

@@ -206,7 +206,7 @@ def measure(
         ValueError: unknown ``mode``.
     """
     if runner is None:
-        runner = SubprocessProbeRunner(_interpreter(python))
+        runner = SubprocessProbeRunner(_interpreter(python, progress))
     session = ProbeSession(
         capture,
         mode,
@@ -364,7 +364,7 @@ def probe_command(
         progress(f"pcidoc: note: --ranks does not apply to the {name} probe")
     if runner is None:
         try:
-            runner = SubprocessProbeRunner(_interpreter(getattr(args, "python", None)))
+            runner = SubprocessProbeRunner(_interpreter(getattr(args, "python", None), progress))
         except PcidocError as exc:
             progress(f"pcidoc: {exc}")
             return int(ExitCode.BAD_INPUT)
@@ -379,13 +379,17 @@ def probe_command(
         return _interrupted(exc, name, mode, state, progress, out)
 
 
-def _interpreter(python: str | None) -> interpreter.Interpreter:
-    """The probe children's Python (``--python``, ``PCIDOC_PYTHON``, discovery)."""
+def _interpreter(python: str | None, progress: Progress) -> interpreter.Interpreter:
+    """The probe children's Python (``--python``, ``PCIDOC_PYTHON``, discovery); the
+    environments discovery refused as root are noted, one line each."""
     try:
-        return interpreter.choose(python)
+        chosen = interpreter.choose(python)
     except interpreter.InterpreterError as exc:
         source = "--python" if python else interpreter.ENV_VARIABLE
-        raise PcidocError(f"{source}: {exc}; give the path of a Python that has torch") from None
+        raise PcidocError(f"{source}: {exc}") from None
+    for reason in chosen.refused:
+        progress(f"pcidoc: note: {reason}")
+    return chosen
 
 
 def _check_timeout(value: Any) -> None:

@@ -544,21 +544,16 @@ def signals_interrupt() -> Any:
 # ----------------------------------------------------------------------------- runners
 
 
-def child_environment(extra: dict[str, str] | None = None, foreign: bool = False) -> dict[str, str]:
-    """The environment of a probe child: ours, plus ``extra``, with pcidoc importable.
+def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a probe child: ours, plus ``extra``.
+
+    The child's module path is not given through ``PYTHONPATH``: it runs with ``-E`` (``-I``
+    as root) and an explicit path (:func:`interpreter.module_argv`).
 
     Args:
         extra: Variables to set (``CUDA_VISIBLE_DEVICES``...).
-        foreign: The child runs under another interpreter: only the ``pcidoc`` package is
-            put on its path (:func:`interpreter.child_path`), not pcidoc's site-packages.
     """
     env = dict(os.environ)
-    if foreign:
-        package_root = interpreter.child_path()
-    else:
-        package_root = os.path.dirname(interpreter.package_dir())
-    path = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = package_root + (os.pathsep + path if path else "")
     env["PYTHONUNBUFFERED"] = "1"
     # The child arms a parent-death signal and checks it was not orphaned before that.
     env["PCIDOC_PARENT_PID"] = str(os.getpid())
@@ -627,15 +622,14 @@ class SubprocessProbeRunner:
         return self.interpreter.path
 
     def command(self, spec: ProbeSpec) -> list[str]:
-        """The child's argv."""
-        return [
+        """The child's argv: ``python -m MODULE NAME --params JSON``, isolated from the
+        current folder and ``PYTHON*`` variables (:func:`interpreter.module_argv`)."""
+        return interpreter.module_argv(
             self.python,
-            "-m",
             spec.module,
-            spec.name,
-            "--params",
-            json.dumps(spec.params, separators=(",", ":")),
-        ]
+            [spec.name, "--params", json.dumps(spec.params, separators=(",", ":"))],
+            interpreter.search_path(self.interpreter.foreign, child_environment(spec.env)),
+        )
 
     def run(
         self,
@@ -678,7 +672,8 @@ class SubprocessProbeRunner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                env=child_environment(spec.env, foreign=self.interpreter.foreign),
+                env=child_environment(spec.env),
+                cwd=interpreter.private_folder(),
                 close_fds=True,
             )
         except OSError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -71,3 +73,59 @@ def test_restricted_log_is_recorded_as_unreadable_and_checks_lower_confidence(
         result = report.check(check_id)
         assert result is not None and result.severity == "skip" and result.confidence == "low"
         assert "dmesg_restrict" in result.summary
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan may wait for a subreaper to collect it)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _program(folder: Path, name: str, body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_flooding_command_is_cut_and_its_group_ended(tmp_path, monkeypatch) -> None:
+    from pcidoc.collect import kernel_live
+
+    pidfile = tmp_path / "helper.pid"
+    bindir = tmp_path / "bin"
+    # A helper that would outlive its parent, and an endless stream of output.
+    _program(bindir, "journalctl", f"sleep 600 & echo $! > {pidfile}\nexec yes kernel-line\n")
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    code, out, _ = kernel_live.run_command(["journalctl", "-k"], 30.0)
+    assert code == 0 and len(out) == kernel_live.MAX_BYTES
+    helper = int(pidfile.read_text())
+    for _ in range(600):  # the kill is sent; how soon it lands is the kernel's business
+        if not _running(helper):
+            break
+        time.sleep(0.05)
+    assert not _running(helper)
+
+
+def test_a_silent_command_times_out(tmp_path, monkeypatch) -> None:
+    from pcidoc.collect import kernel_live
+
+    _program(tmp_path / "bin", "journalctl", "exec sleep 600\n")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    code, out, err = kernel_live.run_command(["journalctl", "-k"], 0.2)
+    assert (code, out) == (124, "") and "no answer" in err
+
+
+def test_a_command_in_the_current_folder_is_not_run(tmp_path, monkeypatch) -> None:
+    from pcidoc.collect import kernel_live
+
+    marker = tmp_path / "ran"
+    _program(tmp_path / "job", "journalctl", f"touch {marker}\n")
+    monkeypatch.chdir(tmp_path / "job")
+    monkeypatch.setenv("PATH", os.pathsep.join(["", ".", "job", "/nonexistent"]))
+    code, _, _ = kernel_live.run_command(["journalctl", "-k"], 5.0)
+    assert not marker.exists()
+    assert code in (127, 1, 0)  # the system's journalctl, or none

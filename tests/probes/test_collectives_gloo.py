@@ -16,15 +16,18 @@ pytest.importorskip("torch")
 from pcidoc.model.capture import Capture
 from pcidoc.probes import session
 from pcidoc.probes.runner import ProbeOutcome, SubprocessProbeRunner
+from tests.fakes.planted import plant, ran
 
 SIZES = [4096, 65536, 262144]
 RANKS = [1, 2, 4]
 
 
 @pytest.fixture(scope="module")
-def collectives_run() -> tuple[ProbeOutcome, int]:
+def collectives_run(tmp_path_factory) -> tuple[ProbeOutcome, int]:
     """One launch of 4 gloo workers running the all-reduce ladder, then the scaling ladder
-    (the ``collectives`` child that ``measure`` uses)."""
+    (the ``collectives`` child that ``measure`` uses), started from a folder another user has
+    planted modules in (``tests/fakes/planted.py``): neither the child nor its spawned workers
+    may import them."""
     spec = session.collective_spec(
         "collectives", Capture.empty("live"), "gloo", "quick", ranks=RANKS
     )
@@ -46,7 +49,15 @@ def collectives_run() -> tuple[ProbeOutcome, int]:
     spec.deadline_s = 120
     runner = SubprocessProbeRunner()
     progress = []
-    outcome = runner.run(spec, on_progress=progress.append)
+    folder = tmp_path_factory.mktemp("planted")
+    markers = plant(folder)
+    started_in = os.getcwd()
+    os.chdir(folder)
+    try:
+        outcome = runner.run(spec, on_progress=progress.append)
+    finally:
+        os.chdir(started_in)
+    assert ran(markers) == []
     assert runner.last_pgid is not None
     fractions = [p.fraction for p in progress]
     assert fractions == sorted(fractions)

@@ -8,7 +8,6 @@ by the child fails there.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -92,9 +91,7 @@ def _no_pcidoc_dependencies(python: Path) -> None:
 
 def test_child_modules_import_with_the_standard_library_only(torch_only_venv) -> None:
     _no_pcidoc_dependencies(torch_only_venv)
-    env = child_environment(foreign=True)
     code = (
-        "import sys\n"
         f"for name in {CHILD_MODULES!r}:\n"
         "    __import__(name)\n"
         "bad = sorted({m.split('.')[0] for m in sys.modules} & "
@@ -102,7 +99,12 @@ def test_child_modules_import_with_the_standard_library_only(torch_only_venv) ->
         "print(bad)\n"
     )
     done = subprocess.run(
-        [str(torch_only_venv), "-c", code], env=env, capture_output=True, text=True, check=False
+        interpreter.code_argv(str(torch_only_venv), code, interpreter.search_path(True)),
+        env=child_environment(),
+        cwd=interpreter.private_folder(),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
@@ -112,10 +114,9 @@ def test_child_path_exposes_only_the_pcidoc_package() -> None:
     path = Path(interpreter.child_path())
     assert [p.name for p in path.iterdir()] == ["pcidoc"]
     assert (path / "pcidoc").resolve() == Path(interpreter.package_dir()).resolve()
-    env = child_environment(foreign=True)
-    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(path)
-    own = child_environment()
-    assert own["PYTHONPATH"].split(os.pathsep)[0] == str(Path(interpreter.package_dir()).parent)
+    assert interpreter.search_path(True, {})[0] == str(path)
+    own = interpreter.search_path(False, {})
+    assert own == [str(Path(interpreter.package_dir()).parent)]
 
 
 def test_env_probe_runs_under_the_torch_only_python(torch_only_venv) -> None:
