@@ -122,7 +122,10 @@ def test_unknown_check_id_lists_the_known_ones(
     [
         (["--only", "p2p", "--skip", "p2p"], "every check --only selects"),
         (["--only", "p2p.capability", "--skip", "p2p"], "every check --only selects"),
-        (["--skip", "nvml,pcie,nvlink,p2p,numa,transfer,scaling,env,nccl,kernel"], "every check"),
+        (
+            ["--skip", "nvml,pcie,nvlink,p2p,numa,transfer,scaling,env,nccl,kernel,log"],
+            "every check",
+        ),
     ],
 )
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])

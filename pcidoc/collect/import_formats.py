@@ -34,5 +34,7 @@ SUPPORTED_FORMATS: dict[str, str] = {
     "p2p-integrity": "simpleP2P verification, PyTorch peer-copy sessions, IOMMU-group tables",
     "kernel-log": "dmesg / journalctl -k / kern.log (Xid, AER, IOMMU faults, PCIe notices)",
     "link-history": "repeated link readings (nvidia-smi --query-gpu / -q -d PCIE, lspci, sysfs)",
+    "error-lines": "error lines anywhere in a paste, matched against the failure catalogue "
+    "(NCCL, InfiniBand, CUDA, PyTorch, Xid, AER, IOMMU, NVML, fabric manager, GPUDirect RDMA)",
 }
 """Format id -> what it is; ids appear in ``origin.sources[].formats``."""

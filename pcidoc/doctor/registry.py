@@ -58,6 +58,7 @@ CHECK_IDS: tuple[str, ...] = (
     "kernel.xid",
     "kernel.aer",
     "kernel.iommu-fault",
+    "log.signatures",
 )
 """Every check id, in catalogue order. Ids are a stable contract: never rename one."""
 

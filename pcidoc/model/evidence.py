@@ -297,6 +297,38 @@ class AmdTopology(Model):
     numa_nodes: dict[int, int] = Field(default_factory=dict)
 
 
+class SignatureHit(Quoted):
+    """A line that matched an entry of the failure catalogue (:mod:`pcidoc.catalogue`).
+
+    Only the entry's id and what the line said are kept: what the entry means, how severe it
+    is and what to do come from the catalogue when the capture is diagnosed.
+    """
+
+    id: str
+    """The catalogue entry (``nccl.net-ib.completion-error``)."""
+    file: str | None = None
+    """The pasted file (or live source) the line came from."""
+    line: int | None = None
+    """Its line number there (1-based), the first when ``count`` > 1."""
+    count: int = 1
+    """Identical lines (same entry, subject and values) read."""
+    values: dict[str, str] = Field(default_factory=dict)
+    """What the entry's pattern captured (``status``, ``code``, ``vendor_err``...)."""
+    host: str | None = None
+    rank: int | None = None
+    cuda_dev: int | None = None
+    """The CUDA device an NCCL prefix named (an ordinal of the process's visible devices)."""
+    bus_id: str | None = None
+    """Normalised (``0000:3b:00.0``) when the line named the device."""
+    gpu: int | None = None
+    """A GPU index the line named (``GPU 3``)."""
+    nic: str | None = None
+    """An RDMA device or network interface (``mlx5_0``)."""
+    port: int | None = None
+    link: int | None = None
+    """An NVLink number."""
+
+
 class ImportedEvidence(Model):
     """Everything of the kinds above read from the imported (or live) text."""
 
@@ -318,6 +350,14 @@ class ImportedEvidence(Model):
     """Kernel logs (``dmesg``, ``journalctl -k``, ``kern.log``; see :mod:`pcidoc.model.kernel`)."""
     link_histories: list[LinkHistory] = Field(default_factory=list)
     """Repeated link readings (``pcidoc watch``, pasted snapshots)."""
+    signatures: list[SignatureHit] = Field(default_factory=list)
+    """Lines that matched the failure catalogue (:mod:`pcidoc.catalogue`), known-benign ones
+    included."""
+    mentions: list[SignatureHit] = Field(default_factory=list)
+    """Sentences that mention a catalogue entry without being a log line: context, never
+    counted as evidence (at most 20)."""
+    scanned_lines: int = 0
+    """Lines matched against the failure catalogue (0: no text was, e.g. an old capture)."""
     topo_file_env: str | None = None
     """``NCCL_TOPO_FILE`` of a live machine, when set (its content is in ``nccl_topologies``)."""
     topo_file_error: str | None = None
@@ -341,5 +381,6 @@ class ImportedEvidence(Model):
             or self.p2p_integrity
             or self.kernel_logs
             or self.link_histories
+            or self.signatures
             or self.topo_file_env
         )

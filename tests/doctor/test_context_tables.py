@@ -336,7 +336,9 @@ def test_the_empty_evidence_stand_in_reads_like_an_empty_imported_evidence() -> 
     empty = ImportedEvidence().model_dump()
     stand_in = {name: getattr(NoEvidence(), name) for name in NoEvidence.__annotations__}
     assert set(stand_in) == set(empty)  # a new evidence kind must be added to the stand-in
-    assert {k: v if v is None else list(v) for k, v in stand_in.items()} == empty
+    assert {
+        k: v if v is None or isinstance(v, int) else list(v) for k, v in stand_in.items()
+    } == empty
     assert isinstance(evidence(Context(machine(2))), NoEvidence)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from pcidoc.catalogue import match_line
 from pcidoc.collect.importers.nccl_log import nccl_prefix
-from pcidoc.doctor.checks.nccl._warn_catalogue import CATALOGUE, explain
 from tests.importers.helpers import load
 from tests.importers.test_formats_2019 import result
 
@@ -50,28 +50,30 @@ def test_max_shared_mem_warning_means_an_nccl_too_old_for_the_gpu() -> None:
 @pytest.mark.parametrize(
     ("line", "family"),
     [
-        ("NCCL WARN Cuda failure 'out of memory'", "gpu"),
-        ("NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1a000", "gpu"),
-        ("NCCL WARN Connect to 10.0.0.2<43321> failed : Connection refused", "network"),
-        ("NCCL WARN Bootstrap : no socket interface found", "network"),
+        ("NCCL WARN Cuda failure 'out of memory'", "nccl.transport"),
+        (
+            "NCCL WARN Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1a000",
+            "nccl.transport",
+        ),
+        ("NCCL WARN Connect to 10.0.0.2<43321> failed : Connection refused", "nccl.network"),
+        ("NCCL WARN Bootstrap : no socket interface found", "nccl.network"),
         (
             "NCCL WARN NET/IB : Got completion from peer 10.0.0.2<0> with error 12, opcode 0",
-            "network",
+            "nccl.network",
         ),
-        ("NCCL WARN Call to ibv_reg_mr failed", "network"),
-        ("NCCL WARN Cuda failure 'invalid device function'", "build"),
+        ("NCCL WARN Call to ibv_reg_mr failed", "nccl.network"),
+        ("NCCL WARN Cuda failure 'invalid device function'", "nccl.version"),
     ],
 )
 def test_catalogue_explains_common_warnings(line: str, family: str) -> None:
-    entry = explain(line)
-    assert entry is not None
-    assert entry.family == family
-    assert entry.fix
+    hit = match_line(line)
+    assert hit is not None and not hit.mention
+    assert hit.entry.check == family
+    assert hit.entry.fix
 
 
 def test_unknown_warning_is_not_explained() -> None:
-    assert explain("NCCL WARN something new happened") is None
-    assert all(entry.marker for entry in CATALOGUE)
+    assert match_line("NCCL WARN something new happened") is None
 
 
 def test_connect_failure_fails_the_network_check() -> None:

@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pcidoc.catalogue.lines import KERNEL_SUBSYSTEMS
 from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float
 from pcidoc.model.kernel import (
     AerEvent,
@@ -265,6 +266,9 @@ _IOMMU_OFF_RE = lazy(
     r"Default domain type: Passthrough",
 )
 
+
+_COMMAND_LINE_RE = lazy(r"^(?:BOOT_IMAGE=|(?:Kernel )?[Cc]ommand line:)")
+"""A kernel command line pasted on its own (``cat /proc/cmdline``): read for IOMMU settings."""
 
 _KEYWORDS = (
     "Xid", "NVRM", "fallen off", "AER", "PCIe Bus Error", "DMAR", "AMD-Vi", "context fault",
@@ -670,10 +674,13 @@ def extract(doc: Doc, source: str) -> KernelLog | None:
             times.append(when)
         if not interesting and not device.match(msg):
             continue
+        shaped = packaged or device.match(msg) is not None or msg.startswith(KERNEL_SUBSYSTEMS)
+        if not shaped and not _COMMAND_LINE_RE.search(msg):
+            continue  # a sentence that mentions a kernel message is not one (issue 27)
         base = _base(msg, when, stamp, raw)
         reader.packaged = packaged
         _nvidia_device(msg, log)
-        for read in _READERS:
+        for read in _READERS if shaped else (_Reader.platform,):
             if read(reader, msg, base):
                 platform_lines += read is _Reader.platform
                 break

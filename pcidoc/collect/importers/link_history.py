@@ -299,6 +299,8 @@ def extract(doc: Doc, source: str) -> LinkHistory | None:
     hist = _History()
     readers = [_Sysfs().read, _Query().read, _Csv().read, _Lspci().read, _dpm, _monitor]
     for line in doc.lines:
+        if line.lstrip().startswith("#"):
+            continue  # a header or a comment (its words are no reading)
         hist.stamp(line)
         for read in readers:
             if read(hist, line):

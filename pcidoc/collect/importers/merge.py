@@ -484,6 +484,8 @@ def _evidence(fragments: list[tuple[FileResult, Fragment]]) -> Any:
             value = getattr(part, name)
             if isinstance(value, list):
                 getattr(total, name).extend(value)
+            elif isinstance(value, int) and not isinstance(value, bool):
+                setattr(total, name, getattr(total, name) + value)
     return None if total.empty() else total
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from itertools import pairwise
 
 from pcidoc._record import record
+from pcidoc.catalogue.lines import prose_before
 from pcidoc.collect.importers.text import Doc, lazy
 from pcidoc.model.evidence import NcclConnection, NcclLog, NcclNic, NcclRank, Quoted
 
@@ -163,8 +164,9 @@ def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
     seen_conn: set[tuple] = set()
     for raw in doc.lines:
         match = _TAG_RE.search(raw)
-        if match is None:
-            banner = _BANNER_RE.search(raw)
+        if match is None or raw.lstrip().startswith("#") or prose_before(raw, match.start()):
+            # Not an NCCL line: a header, or a sentence that mentions "NCCL WARN" (issue 27).
+            banner = _BANNER_RE.search(raw) if match is None else None
             if banner and ("cuda" in raw.lower() or raw.strip().startswith("NCCL version")):
                 log.version = log.version or banner.group(1)
                 log.lines += 1

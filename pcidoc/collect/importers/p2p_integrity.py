@@ -233,8 +233,16 @@ def _pytorch(doc: Doc) -> list[P2PIntegrity]:
 
 def _table(doc: Doc) -> P2PIntegrity | None:
     lines = doc.lines[:20000]
-    head = next((i for i, line in enumerate(lines) if "IOMMU group" in line), None)
-    if head is None or "|" not in lines[head].translate(_BARS):
+    # The table's header row, not a sentence that mentions IOMMU groups.
+    head = next(
+        (
+            i
+            for i, line in enumerate(lines)
+            if "IOMMU group" in line and "|" in line.translate(_BARS)
+        ),
+        None,
+    )
+    if head is None:
         return None
     names = [c.strip().lower() for c in lines[head].translate(_BARS).split("|")]
     result = P2PIntegrity(tool="iommu-table", ok=None)

@@ -17,6 +17,7 @@ from itertools import pairwise
 from pcidoc._lazyre import LazyPattern as LazyPattern
 from pcidoc._lazyre import lazy as lazy
 from pcidoc._record import field, record
+from pcidoc.model.busid import normalize_bus_id as normalize_bus_id
 
 # --------------------------------------------------------------------------- value parsers
 
@@ -54,35 +55,6 @@ def to_int(token: str | None) -> int | None:
     if not digits or len(token) > 30 or not _DIGITS.issuperset(digits):
         return None
     return int(token)
-
-
-_BUS_RE = lazy(
-    r"^\[?(?:(?P<domain>[0-9A-Fa-f]{1,8}):)?(?P<bus>[0-9A-Fa-f]{1,2}):(?P<dev>[0-9A-Fa-f]{1,2})"
-    r"(?:\.(?P<fn>[0-7]))?\]?$"
-)
-
-
-def normalize_bus_id(text: str | None) -> str | None:
-    """Normalise a PCI address to the sysfs form ``dddd:bb:dd.f`` in lower case.
-
-    Accepts NVML's 8-digit domain (``00000000:2F:00.0``), addresses without a function
-    (``00000000:99:00`` as nvbandwidth prints them, ``[0000:04:00]`` as nccl-tests prints them,
-    function 0 implied) and addresses without a domain (domain 0 implied).
-    Returns ``None`` when the text is not a PCI address.
-    """
-    if not text:
-        return None
-    match = _BUS_RE.match(text.strip())
-    if not match:
-        return None
-    domain = int(match.group("domain") or "0", 16)
-    bus = int(match.group("bus"), 16)
-    dev = int(match.group("dev"), 16)
-    fn = int(match.group("fn") or "0")
-    if dev > 0x1F:
-        return None
-    dom = f"{domain:04x}" if domain <= 0xFFFF else f"{domain:08x}"
-    return f"{dom}:{bus:02x}:{dev:02x}.{fn}"
 
 
 def named(noun: str, labels: list[str], verb: str = "") -> str:

@@ -4,7 +4,14 @@ reports (whose embedded ``topo -m`` the section scanner reads on its own)."""
 
 from __future__ import annotations
 
-from pcidoc.collect.importers import collect_env, kernel_log, link_history, nccl_log, perf_runs
+from pcidoc.collect.importers import (
+    collect_env,
+    error_lines,
+    kernel_log,
+    link_history,
+    nccl_log,
+    perf_runs,
+)
 from pcidoc.collect.importers.fragment import Fragment
 from pcidoc.collect.importers.runtime import runtime_fragments
 from pcidoc.collect.importers.text import Doc
@@ -45,6 +52,10 @@ def extract(doc: Doc, name: str) -> tuple[list[Fragment], list[str]]:
         frag.evidence.kernel_logs.append(kernel)
         frag.read.append(kernel_log.summary(kernel))
         fragments.append(frag)
+    errors, notes = error_lines.extract(doc, name)
+    if errors is not None:
+        fragments.append(errors)
+    warnings.extend(notes)
     history = link_history.extract(doc, name)
     if history is not None:
         frag = Fragment(link_history.FORMAT)

@@ -5,6 +5,7 @@
 from pcidoc.doctor.checks import (  # noqa: F401
     env,
     kernel,
+    log,
     nccl,
     numa,
     nvlink,

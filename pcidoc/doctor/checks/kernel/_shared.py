@@ -5,21 +5,12 @@ logs there are, and the join of a bus id to a GPU, its upstream ports or a NIC o
 from __future__ import annotations
 
 from pcidoc.doctor.context import Context
+from pcidoc.doctor.devices import device_label as device_label
+from pcidoc.doctor.devices import normalize_bus_id as normalize_bus_id
+from pcidoc.doctor.devices import subject as subject
 from pcidoc.doctor.finding import Finding
 from pcidoc.model.kernel import KernelLog
 from pcidoc.model.report import Evidence
-
-
-def normalize_bus_id(bus_id: str | None) -> str | None:
-    """``0000:3b:00.0`` from the forms a capture or an importer stores (lower case, NVML's
-    8-digit domain); the importers normalise fully, this only makes stored forms comparable
-    (and keeps the checks free of the importers' imports)."""
-    if not bus_id:
-        return None
-    bus = bus_id.strip().lower()
-    if len(bus) > 12 and bus[8:9] == ":" and bus.startswith("0000"):
-        bus = bus[4:]
-    return bus
 
 
 def kernel_logs(ctx: Context) -> list[KernelLog]:
@@ -59,46 +50,6 @@ def _no_log(ctx: Context, what: str) -> Finding:
         f"no kernel log in the capture: {what} unknown",
         needs="import `sudo dmesg -T` or `journalctl -k -b` (pcidoc import dmesg.txt)",
     )
-
-
-def device_label(
-    ctx: Context, bus_id: str | None, log_gpus: list[str] | None = None, driver: str | None = None
-) -> str:
-    """``GPU3 (0000:3b:00.0)``, ``upstream port of GPU3 (0000:3a:00.0)``, ``NIC mlx5_0
-    (...)``, ``GPU at 0000:3b:00.0`` (a device the nvidia driver named in the log) or the bus
-    id; ``unknown device`` when the log printed none (or redacted it)."""
-    bus = normalize_bus_id(bus_id)
-    if bus is None:
-        return "unknown device (address not in the log)"
-    for gpu in ctx.gpus:
-        if normalize_bus_id(gpu.bus_id) == bus:
-            return f"{gpu.label} ({bus})"
-    for gpu in ctx.gpus:
-        for hop in gpu.path:
-            if normalize_bus_id(hop.bus_id) == bus:
-                return f"upstream port of {gpu.label} ({bus})"
-    for nic in ctx.nics:
-        if normalize_bus_id(nic.bus_id) == bus:
-            return f"{nic.label} {nic.name} ({bus})" if nic.name else f"{nic.label} ({bus})"
-    if log_gpus and bus in log_gpus:
-        return f"GPU at {bus}"
-    return f"port {bus}" if driver == "pcieport" else bus
-
-
-def subject(ctx: Context, bus_id: str | None) -> str | None:
-    """The finding subject of a bus id: ``GPU3``/``NIC0`` when it joins, else the bus id."""
-    bus = normalize_bus_id(bus_id)
-    if bus is None:
-        return None
-    for gpu in ctx.gpus:
-        if normalize_bus_id(gpu.bus_id) == bus or any(
-            normalize_bus_id(h.bus_id) == bus for h in gpu.path
-        ):
-            return gpu.label
-    for nic in ctx.nics:
-        if normalize_bus_id(nic.bus_id) == bus:
-            return nic.label
-    return bus
 
 
 def line(text: str | None, subject_: str | None = None) -> Evidence:

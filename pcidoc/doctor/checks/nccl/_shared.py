@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         LspciTree,
         NcclTopology,
         PerfRun,
+        SignatureHit,
     )
     from pcidoc.model.kernel import KernelLog, LinkHistory
     from pcidoc.model.runtime import (
@@ -54,6 +55,9 @@ class NoEvidence:
     p2p_integrity: tuple[P2PIntegrity, ...] = ()
     kernel_logs: tuple[KernelLog, ...] = ()
     link_histories: tuple[LinkHistory, ...] = ()
+    signatures: tuple[SignatureHit, ...] = ()
+    mentions: tuple[SignatureHit, ...] = ()
+    scanned_lines: int = 0
     topo_file_env: str | None = None
     topo_file_error: str | None = None
 

@@ -15,9 +15,9 @@ from pcidoc.doctor.checks.nccl._shared import (
     logs,
     quote,
 )
-from pcidoc.doctor.checks.nccl._warn_catalogue import warn_findings
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.signatures import signature_findings
 from pcidoc.model.evidence import NcclLog
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ def network(ctx: Context) -> list[Finding]:
                     evidence=[quote(rdma[0].quote)],
                 )
             )
-    findings += warn_findings(logs(ctx), "network")
+    findings += signature_findings(ctx, "nccl.network")
     if not findings:
         return [Finding("skip", "no NCCL network line in the evidence", needs=_NO_LOG)]
     return findings

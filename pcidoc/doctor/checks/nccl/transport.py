@@ -17,9 +17,9 @@ from pcidoc.doctor.checks.nccl._shared import (
     logs,
     quote,
 )
-from pcidoc.doctor.checks.nccl._warn_catalogue import warn_findings
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.signatures import signature_findings
 from pcidoc.model.evidence import NcclConnection, NcclLog
 from pcidoc.model.links import is_nvlink
 
@@ -184,7 +184,7 @@ def transport(ctx: Context) -> list[Finding]:
                     evidence=[quote(p2p[0].quote)],
                 )
             )
-    findings += warn_findings(logs(ctx), "gpu")
+    findings += signature_findings(ctx, "nccl.transport")
     if not findings:
         return [
             Finding("skip", "no intra-node NCCL connection line in the evidence", needs=_NO_LOG)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 from pcidoc.doctor.checks.nccl._shared import evidence, gpu_names, logs, quote
-from pcidoc.doctor.checks.nccl._warn_catalogue import warn_findings
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.signatures import signature_findings
 
 # First NCCL release supporting each compute capability (GPU models are resolved by
 # pcidoc.model.linkmodel). Source: NCCL 2.7.3 release notes, "Added support for A100 GPU and
@@ -38,7 +38,7 @@ def _version(text: str | None) -> tuple[int, int, int] | None:
 def version(ctx: Context) -> list[Finding]:
     """An NCCL release older than the GPU architecture, by its number or by the warnings an
     NCCL build too old for the GPU prints (``ncclMaxSharedMem ... exceeds``)."""
-    warned = warn_findings(logs(ctx), "build")
+    warned = signature_findings(ctx, "nccl.version")
     judged = [f for f in _by_number(ctx) if not (warned and f.severity == "skip")]
     return judged + warned
 

@@ -1,0 +1,108 @@
+"""Evidence is a log line, not a word: the packaging of a line and the prose rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from pcidoc.catalogue.lines import code_spans, prose_before, read_line
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds", "message"),
+    [
+        (
+            "node1:2345:2400 [3] NCCL WARN NET/IB : Got completion",
+            ["nccl"],
+            "NET/IB : Got completion",
+        ),
+        (
+            "<redacted>:924:924 [5] NCCL INFO cudaDriverVersion 12010",
+            ["nccl"],
+            "cudaDriverVersion 12010",
+        ),
+        ("gpu2:2143:2561 [1] include/shm.h:28 NCCL WARN Call to x", ["nccl"], "Call to x"),
+        (
+            "Sep 19 16:18:02 bubz kernel: [68183.615790] pcieport 0000:00:03.1: AER: x",
+            ["kernel", "time", "time", "kernel", "device"],
+            "AER: x",
+        ),
+        (
+            "[ 1234.5678] NVRM: Xid (PCI:0000:3b:00): 79",
+            ["time", "kernel"],
+            "NVRM: Xid (PCI:0000:3b:00): 79",
+        ),
+        ("NVRM: Xid (PCI:0000:3b:00): 79", ["kernel"], "NVRM: Xid (PCI:0000:3b:00): 79"),
+        (
+            "[rank3]:[E1029 12:00:00.123456 12345 ProcessGroupNCCL.cpp:632] [Rank 3] Watchdog x",
+            ["rank", "level", "rank"],
+            "Watchdog x",
+        ),
+        (
+            "RuntimeError: CUDA error: an illegal memory access",
+            ["exception"],
+            "CUDA error: an illegal memory access",
+        ),
+        (
+            "(RayWorkerWrapper pid=1234, ip=10.0.0.5) ERROR 01-01 12:00:00 worker.py:12] Error x",
+            ["rank", "level"],
+            "Error x",
+        ),
+        (
+            "2024-05-01T12:00:00Z host nv-fabricmanager[123]: [ERROR] request failed",
+            ["time", "level"],
+            "request failed",
+        ),
+        ("3: node7:1:2 [1] NCCL WARN Cuda failure 217", ["rank", "nccl"], "Cuda failure 217"),
+        ("[1,3]<stderr>:node7:1:2 [1] NCCL WARN x", ["rank", "nccl"], "x"),
+        (
+            "I read this can happen: GPU has fallen off the bus.",
+            [],
+            "I read this can happen: GPU has fallen off the bus.",
+        ),
+    ],
+)
+def test_packaging_is_stripped(text: str, kinds: list[str], message: str) -> None:
+    line = read_line(text)
+    assert line.kinds == kinds
+    assert line.message == message
+
+
+def test_what_the_packaging_names() -> None:
+    nccl = read_line("3: node7:11:22 [1] NCCL WARN x")
+    assert (nccl.rank, nccl.host, nccl.cuda_dev) == (3, "node7", 1)
+    kernel = read_line("Sep 19 16:18:02 bubz kernel: nvidia 0000:3b:00.0: x")
+    assert (kernel.host, kernel.bus_id, kernel.program) == ("bubz", "0000:3b:00.0", "kernel")
+
+
+def test_header_lines_are_comments() -> None:
+    assert read_line("# note: the GPU has fallen off the bus").comment
+    assert not read_line("NVRM: GPU has fallen off the bus").comment
+
+
+@pytest.mark.parametrize(
+    ("text", "signature", "prose"),
+    [
+        ("I read this can happen: GPU has fallen off the bus", "GPU has", True),
+        ("My training crashed with this error: Cuda failure 217", "Cuda failure", True),
+        (
+            "ncclUnhandledCudaError: Call to CUDA function failed. Last error: Cuda failure 217",
+            "Cuda failure",
+            False,
+        ),
+        (
+            "NCCL error in: /opt/ProcessGroupNCCL.cpp:1275, unhandled system error",
+            "unhandled",
+            False,
+        ),
+        ("[Rank 3] Watchdog caught collective operation timeout", "Watchdog", False),
+        ("Error executing method", "Error", False),
+    ],
+)
+def test_prose_before_the_signature(text: str, signature: str, prose: bool) -> None:
+    assert prose_before(text, text.index(signature)) is prose
+
+
+def test_inline_code_spans_are_lines() -> None:
+    text = "When I run it I get `NCCL WARN NET/IB : Got completion with error 12` every time"
+    assert code_spans(text) == ["NCCL WARN NET/IB : Got completion with error 12"]
+    assert code_spans("no code here") == []
