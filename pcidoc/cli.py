@@ -484,47 +484,11 @@ def from_file_hint(path: str, error: PcidocError) -> PcidocError:
     """The error of a ``--from FILE`` that could not be loaded, with the next step added.
 
     ``--from NAME`` where NAME is a bundled sample and no such file exists points to
-    ``--demo NAME``; a file of pasted tool output (``nvidia-smi topo -m``...) points to
-    ``pcidoc import``. Any other error is returned unchanged.
+    ``--demo NAME``. Any other error is returned unchanged (pasted text is imported on the way;
+    its error already says what pcidoc reads).
     """
-    if path == "-":
-        if "not JSON" not in error.message:
-            return error
-        return PcidocError(
-            f"{error.message}; if it is tool output (nvidia-smi, lspci...), convert it on the "
-            "way: `... | pcidoc import - -o - | pcidoc check --from -`"
-        )
-    if os.path.exists(path):
-        if not os.path.isfile(path):
-            return error
-        try:
-            with open(path, "rb") as handle:
-                head = handle.read(1 << 20)
-        except OSError:
-            return error
-        if head.lstrip()[:1] in (b"{", b"["):
-            return error  # JSON: the loader's message says what is wrong with it
-        # Text that is not JSON: tool output to convert (said below), or something else.
-        unknown = error
-        if "not JSON" in error.message:
-            unknown = PcidocError(
-                f"{error.message}; --from reads a pcidoc capture or report, which is JSON "
-                "(`pcidoc capture -o FILE` on the machine writes one)"
-            )
-        try:
-            from pcidoc.collect.importers import import_texts
-
-            result = import_texts([(path, head.decode("utf-8", errors="replace"))])
-        except Exception:  # nothing recognised (or a damaged paste): keep the first message
-            return unknown
-        if result.unrecognised:
-            return unknown
-        formats = sorted({f for s in result.capture.origin.sources for f in s.formats})
-        what = ", ".join(formats) or "tool"
-        return PcidocError(
-            f"{path}: is {what} output, not a pcidoc capture; convert it first: "
-            f"`pcidoc import {path} -o machine.json`, then `--from machine.json`"
-        )
+    if path == "-" or os.path.exists(path):
+        return error
     from pcidoc.samples import sample_names
 
     try:
@@ -545,15 +509,34 @@ def stdin_hint(path: str) -> None:
 
 
 def load_from(path: str) -> Capture:
-    """Load the capture of ``--from FILE`` (``-``: standard input; errors say what to do
-    next)."""
-    from pcidoc.collect.capture import load_capture
+    """Load the machine of ``--from FILE`` (``-``: standard input): a capture or report, or
+    pasted output read through the importers on the way (what was read is said on stderr);
+    errors say what to do next."""
+    from pcidoc.collect.load import load_machine
 
     stdin_hint(path)
     try:
-        return load_capture(path)
+        loaded = load_machine(path)
     except PcidocError as exc:
         raise from_file_hint(path, exc) from None
+    if loaded.imported:
+        _report_import(loaded.capture)
+    return loaded.capture
+
+
+def _report_import(capture: Capture) -> None:
+    """What an import read and warned, on stderr (``pcidoc import`` and ``--from TEXT``)."""
+    per_file = set()
+    for source in capture.origin.sources:
+        what = "; ".join(source.read) or "nothing usable"
+        _stderr(f"pcidoc: {source.path}: {what}")
+        for warning in source.warnings:
+            per_file.add(warning)
+            _stderr(f"pcidoc: {source.path}: warning: {warning}")
+    for warning in capture.origin.warnings:
+        # origin.warnings repeats the per-file ones with the file name in front.
+        if not any(warning.endswith(w) for w in per_file):
+            _stderr(f"pcidoc: warning: {warning}")
 
 
 def _silence_stdout() -> None:
@@ -569,6 +552,19 @@ def _read_ids(values: list[str]) -> list[str]:
 # ---------------------------------------------------------------------------- commands
 
 
+def _json_file(path: str) -> bool:
+    """A regular file whose text starts like JSON (a capture for the fast path); standard input
+    and pasted output go the way that imports them (:func:`load_from`)."""
+    if path == "-":
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return True  # the fast path says what is wrong with it
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[", b"\x1f")
+
+
 def cmd_topo(args: argparse.Namespace) -> int:
     """``pcidoc topo``."""
     if args.json:
@@ -579,7 +575,7 @@ def cmd_topo(args: argparse.Namespace) -> int:
             from pcidoc.samples import default_demo, sample_path
 
             file = str(sample_path(args.demo or default_demo()))
-        if file is not None:
+        if file is not None and _json_file(file):
             # Read-only fast path: validated plain data, no model classes to build.
             from pcidoc.collect.capture import load_capture_data
 
@@ -790,17 +786,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     result = import_paths(args.files)
     capture = result.capture
-    per_file = set()
-    for source in capture.origin.sources:
-        what = "; ".join(source.read) or "nothing usable"
-        _stderr(f"pcidoc: {source.path}: {what}")
-        for warning in source.warnings:
-            per_file.add(warning)
-            _stderr(f"pcidoc: {source.path}: warning: {warning}")
-    for warning in capture.origin.warnings:
-        # origin.warnings repeats the per-file ones with the file name in front.
-        if not any(warning.endswith(w) for w in per_file):
-            _stderr(f"pcidoc: warning: {warning}")
+    _report_import(capture)
     if args.redact:
         from pcidoc.collect.capture import redact_capture
 

@@ -16,7 +16,7 @@ SAMPLE = ROOT / "pcidoc" / "samples" / "data" / "h800-8gpu-hgx.json"
 _TRACE = r"""
 import contextlib, gc, io, json, sys
 import pcidoc.cli as cli
-import pcidoc.collect.capture as capture
+import pcidoc.collect.load as load
 from pcidoc import doctor
 seen = []
 def traced(module, name, label):
@@ -25,7 +25,7 @@ def traced(module, name, label):
         seen.append([label, gc.isenabled()])
         return original(*args, **kwargs)
     setattr(module, name, wrapper)
-traced(capture, "load_capture", "load")
+traced(load, "load_machine", "load")
 traced(doctor, "run", "doctor")
 traced(cli, "cmd_samples", "cmd_samples")
 cli.COMMANDS["samples"] = cli.cmd_samples

@@ -210,9 +210,8 @@ def catalogue(folder: Path = DATA) -> Catalogue:
         for _, table in entry.lookup:
             if table not in found.tables:
                 raise CatalogueError(f"{entry.id}: lookup table {table!r} does not exist")
-        if entry.reader is None:
-            for marker in entry.markers:
-                found.by_marker.setdefault(marker, []).append(entry)
+        for marker in entry.markers:
+            found.by_marker.setdefault(marker, []).append(entry)
     ordered = sorted(found.by_marker, key=len, reverse=True)
     found.markers = re.compile("|".join(re.escape(m) for m in ordered)) if ordered else None
     return found
@@ -266,7 +265,8 @@ def _shaped(entry: Entry, line: Line, match: re.Match[str]) -> bool:
 
 def match_line(text: str, number: int = 0, cat: Catalogue | None = None) -> Hit | None:
     """The first entry ``text`` matches, as evidence or (``mention=True``) as a mention in a
-    sentence; None when it matches no entry."""
+    sentence; None when it matches no entry, or an entry whose lines a structured reader owns
+    (``reader``: the kernel-log reader's Xid lines, for instance)."""
     cat = catalogue() if cat is None else cat
     text = text[:MAX_LINE]
     candidates = _candidates(cat, text)
@@ -281,6 +281,8 @@ def match_line(text: str, number: int = 0, cat: Catalogue | None = None) -> Hit 
         if found is None:
             continue
         if _shaped(candidate, line, found):
+            if candidate.reader is not None:
+                return None  # a structured reader owns this line (it reads more than one line)
             return Hit(candidate, line, _values(found), number)
         mention = mention or Hit(candidate, line, _values(found), number, mention=True)
     if mention is not None:

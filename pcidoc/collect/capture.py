@@ -308,11 +308,25 @@ def load_capture(path: str | os.PathLike[str]) -> Capture:
         PcidocError: the file is missing, unreadable, not JSON, not a capture, from a newer
             major version, or has missing/wrong-typed fields.
     """
-    from pcidoc.fileio import decode_text
-    from pcidoc.sanitize import json_bytes_are_clean, json_text_is_clean
+    from pcidoc.fileio import MAX_CAPTURE_BYTES, read_input
 
     file = os.fspath(path)  # named in messages as given (pathlib is not worth its import here)
-    data = _read_bytes(file)
+    data = read_input(file, limit=MAX_CAPTURE_BYTES, what="a capture", stdin=True)
+    return load_capture_bytes(data, _label(file))
+
+
+def load_capture_bytes(data: bytes, label: str) -> Capture:
+    """:func:`load_capture` of bytes already read (``label`` names them in messages)."""
+    from pcidoc.fileio import MAX_CAPTURE_BYTES, decode_text
+    from pcidoc.sanitize import json_bytes_are_clean, json_text_is_clean
+
+    if len(data) > MAX_CAPTURE_BYTES:
+        raise PcidocError(
+            f"{clean_line(label)}: larger than {MAX_CAPTURE_BYTES // 2**20} MiB, more than any "
+            "capture; not loaded"
+        )
+    _check_size_shape(data, label)
+    file = label
     capture = None
     if json_bytes_are_clean(data):  # ASCII with nothing to clean: straight to the parser
         capture = _validate_current_capture(data, _label(file))

@@ -157,6 +157,7 @@ def run(
     )
     if worst == "skip":
         worst = "pass"
+    from pcidoc.doctor.next_inputs import next_inputs
     from pcidoc.doctor.topology_notes import topology_notes
 
     return Report(
@@ -168,6 +169,7 @@ def run(
         summary=summary,
         worst=worst,
         topology_notes=topology_notes(capture),
+        next_inputs=next_inputs(results, source.kind),
     )
 
 

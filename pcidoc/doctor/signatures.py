@@ -74,14 +74,13 @@ def _finding(ctx: Context, verdict: Verdict, hits: list[SignatureHit]) -> Findin
     where = places[0][0] if len({p[0] for p in places}) == 1 else f" ({len(places)} places)"
     detail = f" ({verdict.detail})" if verdict.detail else ""
     times = f", {count} lines" if count > 1 else ""
-    remediation = []
+    remediation = [entry.fix]
     if entry.causes:
         remediation.append(
             "Likely causes, most likely first: "
             + "; ".join(f"({n}) {cause}" for n, cause in enumerate(entry.causes, 1))
             + "."
         )
-    remediation.append(entry.fix)
     return Finding(
         verdict.severity,  # type: ignore[arg-type]
         f"{entry.title}{detail}{where}{times}: {verdict.meaning}",

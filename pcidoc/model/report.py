@@ -104,6 +104,14 @@ class ReportSource(Model):
         return f"{self.kind}: {detail}" if detail else self.kind
 
 
+class NextInput(Model):
+    """An output worth pasting next: what to run, why, and the checks it would let judge."""
+
+    command: str
+    why: str
+    checks: list[str] = Field(default_factory=list)
+
+
 class Report(Model):
     """A diagnosis: the machine and one result per check."""
 
@@ -119,6 +127,9 @@ class Report(Model):
     topology_notes: list[str] = Field(default_factory=list)
     """Notable wiring facts the doctor read from the topology (NVLink islands, GPUs sharing a
     switch, NUMA layout, a flattened view...), one sentence each; presenters render them."""
+    next_inputs: list[NextInput] = Field(default_factory=list)
+    """When most checks skipped on pasted outputs: the two or three outputs to paste next,
+    most useful first."""
 
     def sorted_checks(self) -> list[CheckResult]:
         """Checks worst first, then by id."""

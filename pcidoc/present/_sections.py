@@ -383,3 +383,27 @@ def origin_blocks(capture: Capture) -> list[Block]:
         Item(f"Not collected: {key}: {reason}") for key, reason in capture.unavailable.items()
     ]
     return [Heading("Origin", level=2), Bullets(tuple(items))]
+
+
+def next_input_blocks(report: Report) -> list[Block]:
+    """ "Paste next": the outputs that would let the skipped checks judge (empty when the
+    doctor made no suggestion)."""
+    if not report.next_inputs:
+        return []
+    items = tuple(
+        Item(
+            (
+                Code(item.command),
+                f": {item.why}; lets {len(item.checks)} more check(s) judge "
+                f"({', '.join(item.checks[:6])}{', …' if len(item.checks) > 6 else ''})",
+            )
+        )
+        for item in report.next_inputs
+    )
+    return [
+        Heading("Paste next", level=2),
+        Paragraph(
+            "Most checks had no input. These outputs would let them judge, most useful first:"
+        ),
+        Bullets(items),
+    ]

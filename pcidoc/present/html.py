@@ -53,6 +53,7 @@ from pcidoc.present._sections import (
     Text,
     header_facts,
     measurement_blocks,
+    next_input_blocks,
     origin_blocks,
 )
 
@@ -635,6 +636,7 @@ def render_html(report: Report) -> str:
         body += _first(report)
     body += ["<h2>Machine</h2>", _block(header_facts(report))]
     body += _findings(report)
+    body += [_block(b) for b in next_input_blocks(report)]
     if report.checks:
         body += _all_details(report)
     body += _topology(report)

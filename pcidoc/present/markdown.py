@@ -52,6 +52,7 @@ from pcidoc.present._sections import (
     Text,
     header_facts,
     measurement_blocks,
+    next_input_blocks,
     origin_blocks,
 )
 
@@ -441,6 +442,8 @@ def render_markdown(report: Report) -> str:
         sections.append(_first(report))
     sections.append(["## Machine", "", _block(header_facts(report))])
     sections.append(_findings(report))
+    if report.next_inputs:
+        sections.append([_blocks(next_input_blocks(report))])
     if report.checks:
         sections.append(_all_details(report))
     sections.append(_topology(report))

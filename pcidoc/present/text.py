@@ -510,6 +510,47 @@ def _check_detail(check: CheckResult, marks: dict[str, str], ticks: bool) -> Gro
     return Group(head, Padding(Group(*body), (0, 0, 0, 4)))
 
 
+_MAX_IMPORT_WARNINGS = 3
+
+
+def _print_import_warnings(console: Console, capture: Capture, verbose: bool) -> None:
+    """What the import of pasted outputs warned (outputs of different machines mixed, a cut
+    paste): the verdicts below stand on what was read."""
+    warnings = capture.origin.warnings
+    if not warnings:
+        return
+    shown = warnings if verbose else warnings[:_MAX_IMPORT_WARNINGS]
+    for warning in shown:
+        console.print(Text(f"import warning: {warning}", style="yellow"), overflow="fold")
+    if len(warnings) > len(shown):
+        console.print(
+            Text(f"… and {len(warnings) - len(shown)} more import warnings (--verbose)", "dim")
+        )
+    console.print()
+
+
+def _print_next_inputs(console: Console, report: Report, ticks: bool) -> None:
+    """When most checks had no input: the outputs to paste next, and why."""
+    if not report.next_inputs:
+        return
+    console.print()
+    console.print(Text("Paste next (most checks had no input)", style="bold"))
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1, overflow="fold")
+    for number, item in enumerate(report.next_inputs, 1):
+        more = len(item.checks)
+        grid.add_row(
+            f"{number}.",
+            _inline(
+                f"`{item.command}`: {item.why}; lets {more} more "
+                f"{'check' if more == 1 else 'checks'} judge",
+                backticks=ticks,
+            ),
+        )
+    _print_trimmed(console, grid)
+
+
 def render_report(report: Report, console: Console, verbose: bool = False) -> None:
     """Print a report for a person at a terminal.
 
@@ -540,6 +581,7 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
         style="dim",
     )
     console.print()
+    _print_import_warnings(console, capture, verbose)
     if report.checks:
         _print_trimmed(console, _check_grid(report, marks, ticks, verbose))
         console.print()
@@ -572,6 +614,7 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
                         f"  … and {len(worst) - _MAX_FIRST_STEPS} more (see --verbose)", style="dim"
                     )
                 )
+        _print_next_inputs(console, report, ticks)
         skipped = [c for c in report.checks if c.severity == "skip"]
         if 0 < len(skipped) <= _MAX_SKIP_ROWS:
             console.print()

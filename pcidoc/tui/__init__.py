@@ -74,9 +74,10 @@ def build_app(
     capture = None
     source = None
     if from_file:
-        from pcidoc.collect.capture import load_capture
+        from pcidoc.collect.load import load_machine
 
-        capture = load_capture(from_file)
+        # A capture, or pasted output (a dmesg excerpt, an error line) imported on the way.
+        capture = load_machine(os.fspath(from_file)).capture
         source = ReportSource.for_file(os.fspath(from_file), capture.origin.kind)
     elif demo is not None:
         from pcidoc.tui.live import load_demo

@@ -160,8 +160,10 @@ def import_texts(items: list[tuple[str, str]]) -> ImportResult:
                 else "save the tool's output into it first (e.g. `nvidia-smi topo -m > topo.txt`)"
             )
             raise PcidocError(f"{names}: empty, nothing to import; {how}")
+        mentions = [w for f in files for w in f.warnings if "mention a known failure" in w]
+        said = f" ({mentions[0]}: a sentence is no evidence)" if mentions else ""
         raise PcidocError(
-            f"{names}: no supported output recognised; pcidoc import reads "
+            f"{names}: no supported output recognised{said}; pcidoc import reads "
             + ", ".join(SUPPORTED_FORMATS)
         )
     if not files:

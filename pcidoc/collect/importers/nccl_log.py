@@ -192,7 +192,12 @@ def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
         counts = {r.nranks for r in log.ranks if r.nranks}
         if len(counts) == 1:
             log.nranks = counts.pop()
-    if log.lines and not (log.version or log.connections or log.ranks or log.env or log.network):
+    errors_only = len(log.warnings) >= log.lines  # an error paste, not a cut log
+    if (
+        log.lines
+        and not errors_only
+        and not (log.version or log.connections or log.ranks or log.env or log.network)
+    ):
         warnings.append(
             f"nccl-log: {log.lines} NCCL line(s) but no version, rank, transport or network "
             "line among them (the paste may be cut short)"

@@ -56,6 +56,12 @@ def with_gap(ctx: Context, findings: list[Finding]) -> list[Finding]:
     return findings
 
 
+def judged_of(ctx: Context, judged: int) -> str:
+    """`` (judged 3 of 8 GPUs)`` when a verdict rests on part of the machine's GPUs, else ""."""
+    total = len(ctx.gpus)
+    return f" (judged {judged} of {total} GPUs)" if 0 < judged < total else ""
+
+
 def not_applicable(summary: str, confidence: Confidence = "high") -> Finding:
     """A check with nothing to judge on this machine: ``skip``, never ``pass``.
 

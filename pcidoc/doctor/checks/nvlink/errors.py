@@ -6,7 +6,7 @@ import operator
 
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
-from pcidoc.doctor.checks._common import not_applicable
+from pcidoc.doctor.checks._common import judged_of, not_applicable
 from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.checks.nvlink._shared import _NVLINK_RESET, _links_known
 from pcidoc.doctor.context import Context
@@ -159,7 +159,7 @@ def nvlink_errors(ctx: Context) -> list[Finding]:
             Finding(
                 "pass",
                 f"0 NVLink errors on {links} links of {len(counted)} GPU(s) (cumulative since the "
-                "driver loaded)",
+                f"driver loaded){judged_of(ctx, len(counted))}",
                 evidence=[_ev("NVLinks counted", links, "links")],
                 confidence="high" if not missing else "medium",
             )

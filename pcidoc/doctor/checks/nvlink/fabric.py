@@ -5,8 +5,8 @@ from __future__ import annotations
 from pcidoc._lazyre import lazy
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
+from pcidoc.doctor.checks._common import judged_of, not_applicable
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
-from pcidoc.doctor.checks._common import not_applicable
 from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.checks.nvlink._shared import _common_nv, _links_known, _to_switch
 from pcidoc.doctor.context import Context
@@ -271,7 +271,9 @@ def _fabric_pass(
         parts.append("clique/cluster assigned")
     return Finding(
         "pass",
-        f"{kind}: " + ("; ".join(parts) or "no fabric problem reported"),
+        f"{kind}: "
+        + ("; ".join(parts) or "no fabric problem reported")
+        + (judged_of(ctx, len(fabric)) if fabric else ""),
         evidence=fm_evidence,
         confidence="high" if fabric or fm.active else "medium",
     )

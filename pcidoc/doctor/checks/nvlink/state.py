@@ -502,8 +502,10 @@ def nvlink_state(ctx: Context) -> list[Finding]:
         parts = []
         up_counts = sorted({_up_down(ctx, g)[0] for g in facts_known})
         if facts_known:
+            of = f" of {len(ctx.gpus)}" if len(facts_known) < len(ctx.gpus) else ""
             parts.append(
-                f"{len(facts_known)} GPU(s) with {'/'.join(map(str, up_counts))} NVLinks up each"
+                f"{len(facts_known)}{of} GPU(s) with {'/'.join(map(str, up_counts))} NVLinks "
+                "up each"
             )
         classes = sorted({link for link in ctx.pair_classes if is_nvlink(link)}, key=nvlink_count)
         if topo_known and classes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
+from pcidoc.doctor.checks._common import judged_of
 from pcidoc.doctor.checks._common import median as _median
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
 from pcidoc.doctor.checks._common import with_gap as _with_gap
@@ -381,7 +382,9 @@ def pcie_errors(ctx: Context) -> list[Finding]:
         findings.append(
             Finding(
                 "pass",
-                "; ".join(basis) + " (counters are cumulative since the driver loaded)",
+                "; ".join(basis)
+                + " (counters are cumulative since the driver loaded)"
+                + (judged_of(ctx, len(known)) if known else ""),
                 evidence=[_ev("uptime", ctx.host.uptime_s, "s")],
                 confidence="medium" if unknown_replays else "high",
             )
