@@ -23,6 +23,8 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 
+from pcidoc._record import field, record
+from pcidoc.model.evidence import SignatureHit
 from pcidoc.model.kernel import KernelLog
 from pcidoc.trust import find_program
 
@@ -163,13 +165,25 @@ def _restricted(proc_root: str) -> bool:
         return False
 
 
-def read_kernel_log(
+@record
+class LiveKernel:
+    """What the live kernel log gave: the parsed log, and its lines the failure catalogue
+    knows (mlx5, peermem, NVSwitch... lines the kernel-log reader does not parse)."""
+
+    log: KernelLog
+    hits: list[SignatureHit] = field(default_factory=list)
+    scanned_lines: int = 0
+
+
+def read_kernel(
     runner: CommandRunner = run_command,
     kmsg_path: str = "/dev/kmsg",
     proc_root: str = "/proc",
     is_root: bool | None = None,
-) -> KernelLog:
-    """The last boot's kernel log, parsed; ``read=False`` with the reason when refused."""
+) -> LiveKernel:
+    """The last boot's kernel log, parsed and matched against the failure catalogue;
+    ``log.read=False`` with the reason when refused."""
+    from pcidoc import catalogue
     from pcidoc.collect.importers import kernel_log
     from pcidoc.collect.importers.text import prepare
 
@@ -184,20 +198,42 @@ def read_kernel_log(
         reasons = [r for r in (why_journal, why_kmsg) if r]
         if _restricted(proc_root) and not root:
             reasons.insert(0, "kernel.dmesg_restrict=1 and not root")
-        return KernelLog(source="live", read=False, unreadable="; ".join(reasons)[:300])
-    parsed = kernel_log.extract(prepare(text, source), source)
-    return parsed or KernelLog(source=source, lines=text.count("\n"))
+        return LiveKernel(KernelLog(source="live", read=False, unreadable="; ".join(reasons)[:300]))
+    doc = prepare(text, source)
+    parsed = kernel_log.extract(doc, source)
+    scan = catalogue.scan(doc.lines, source)
+    return LiveKernel(
+        parsed or KernelLog(source=source, lines=text.count("\n")),
+        scan.hits,
+        sum(1 for line in doc.lines if line.strip()),
+    )
 
 
-def attach_kernel_log(capture: object, reader: Callable[[], KernelLog] = read_kernel_log) -> None:
-    """Add the live kernel log to ``capture.evidence`` (unless ``PCIDOC_KERNEL_LOG=off``)."""
+def read_kernel_log(
+    runner: CommandRunner = run_command,
+    kmsg_path: str = "/dev/kmsg",
+    proc_root: str = "/proc",
+    is_root: bool | None = None,
+) -> KernelLog:
+    """The last boot's kernel log, parsed; ``read=False`` with the reason when refused."""
+    return read_kernel(runner, kmsg_path, proc_root, is_root).log
+
+
+def attach_kernel_log(
+    capture: object, reader: Callable[[], KernelLog | LiveKernel] = read_kernel
+) -> None:
+    """Add the live kernel log (and its catalogue hits) to ``capture.evidence`` (unless
+    ``PCIDOC_KERNEL_LOG=off``)."""
     if os.environ.get("PCIDOC_KERNEL_LOG", "").lower() in ("off", "0", "no"):
         return
     from pcidoc.model.evidence import ImportedEvidence
 
-    log = reader()
+    read = reader()
+    live = read if isinstance(read, LiveKernel) else LiveKernel(read)
     evidence = getattr(capture, "evidence", None)
     if evidence is None:
         evidence = ImportedEvidence()
         capture.evidence = evidence  # type: ignore[attr-defined]
-    evidence.kernel_logs.append(log)
+    evidence.kernel_logs.append(live.log)
+    evidence.signatures.extend(live.hits)
+    evidence.scanned_lines += live.scanned_lines

@@ -129,3 +129,20 @@ def test_a_command_in_the_current_folder_is_not_run(tmp_path, monkeypatch) -> No
     code, _, _ = kernel_live.run_command(["journalctl", "-k"], 5.0)
     assert not marker.exists()
     assert code in (127, 1, 0)  # the system's journalctl, or none
+
+
+def test_catalogue_lines_of_the_live_log_reach_the_evidence(monkeypatch) -> None:
+    peer_line = (
+        "[ 12.000000] node kernel: mlx5_core 0000:17:00.0: mlx5_cmd_check:810: Unknown error"
+    )
+    nccl_like = "n1:1:2 [0] NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory"
+    runner = _runner(0, f"[ 12.000000] host kernel: {XID}\n{peer_line}\n{nccl_like}\n")
+    capture = Capture.empty("live")
+    from pcidoc.collect.kernel_live import read_kernel
+
+    monkeypatch.delenv("PCIDOC_KERNEL_LOG")
+    attach_kernel_log(capture, reader=lambda: read_kernel(runner, "/nonexistent/kmsg"))
+    ev = capture.evidence
+    assert ev is not None and [x.code for x in ev.kernel_logs[0].xids] == [79]
+    assert [h.id for h in ev.signatures] == ["nccl.net-ib.verbs-call-failed"]
+    assert ev.scanned_lines == 3

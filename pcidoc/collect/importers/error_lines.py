@@ -43,7 +43,7 @@ def extract(doc: Doc, name: str) -> tuple[Fragment | None, list[str]]:
     frag = Fragment(FORMAT)
     frag.evidence.signatures.extend(scan.hits)
     frag.evidence.mentions.extend(scan.mentions)
-    frag.evidence.scanned_lines = len(doc.lines)
+    frag.evidence.scanned_lines = sum(1 for line in doc.lines if line.strip())
     frag.read.append(summary(scan))
     if scan.dropped:
         frag.warn(f"more than {catalogue.MAX_HITS} distinct error lines: {scan.dropped} not kept")
