@@ -30,7 +30,7 @@ from typing import Any
 
 from pcidoc._lazyre import LazyPattern, lazy
 from pcidoc._record import field, record
-from pcidoc.catalogue.lines import MESSAGE, SHAPES, Line, code_spans, prose_before, read_line
+from pcidoc.catalogue.lines import MESSAGE, SHAPES, Line, prose_before, read_line
 from pcidoc.model.busid import normalize_bus_id
 from pcidoc.model.evidence import SignatureHit
 
@@ -285,11 +285,6 @@ def match_line(text: str, number: int = 0, cat: Catalogue | None = None) -> Hit 
                 return None  # a structured reader owns this line (it reads more than one line)
             return Hit(candidate, line, _values(found), number)
         mention = mention or Hit(candidate, line, _values(found), number, mention=True)
-    if mention is not None:
-        for span in code_spans(text):
-            quoted = match_line(span, number, cat)
-            if quoted is not None and not quoted.mention:
-                return quoted
     return mention
 
 
@@ -353,8 +348,9 @@ def _key(hit: SignatureHit) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def scan(lines: list[str], source: str | None = None) -> Scan:
-    """Match every line of a paste against the catalogue.
+def scan(lines: list[str], source: str | None = None, numbers: list[int] | None = None) -> Scan:
+    """Match every line of a paste against the catalogue (``numbers``: each line's number in
+    the pasted text, when cleaning moved lines; else the position + 1).
 
     Identical hits (same entry, subject and values) are counted on the first; at most
     :data:`MAX_HITS` distinct hits and :data:`MAX_MENTIONS` mentions are kept.
@@ -362,7 +358,8 @@ def scan(lines: list[str], source: str | None = None) -> Scan:
     cat = catalogue()
     found = Scan()
     index: dict[tuple[Any, ...], SignatureHit] = {}
-    for number, text in enumerate(lines, 1):
+    for position, text in enumerate(lines):
+        number = numbers[position] if numbers and position < len(numbers) else position + 1
         hit = match_line(text, number, cat)
         if hit is None:
             continue

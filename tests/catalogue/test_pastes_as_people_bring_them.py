@@ -69,3 +69,18 @@ def test_prose_and_a_fence_around_the_body_change_nothing(relpath: str) -> None:
         f"```text\n{body.rstrip()}\n```\n\n{MENTION}\n"
     )
     assert _diagnosis(wrapped) == _diagnosis(body)
+
+
+def test_a_log_line_quoted_inline_in_a_question_is_evidence() -> None:
+    text = (
+        "When I run all_reduce_perf across the two nodes I get "
+        "`node2:11:12 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.1<4444> with "
+        "error 12, opcode 0, len 0, vendor err 129 (Recv)` after a few minutes.\n"
+        "Also `NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the "
+        "bus.` shows up in dmesg on node1.\n"
+    )
+    checks = {c[0]: c for c in _diagnosis(text)}  # type: ignore[union-attr]
+    assert checks["nccl.network"][1] == "fail" and "RETRY_EXC" in checks["nccl.network"][2]
+    assert checks["kernel.xid"][1] == "fail" and "Xid 79" in checks["kernel.xid"][2]
+    capture = import_texts([("q.txt", text)]).capture
+    assert [(h.line, h.count) for h in capture.evidence.signatures] == [(1, 1)]  # type: ignore[union-attr]

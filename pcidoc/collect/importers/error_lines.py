@@ -34,7 +34,7 @@ def summary(scan: catalogue.Scan) -> str:
 def extract(doc: Doc, name: str) -> tuple[Fragment | None, list[str]]:
     """The fragment of the catalogue's hits (None when no line matched), and notes for a text
     that only mentions failures in sentences."""
-    scan = catalogue.scan(doc.lines, name)
+    scan = catalogue.scan(doc.lines, name, doc.numbers)
     if not scan.hits:
         note = []
         if scan.mentions:

@@ -17,6 +17,7 @@ from itertools import pairwise
 from pcidoc._lazyre import LazyPattern as LazyPattern
 from pcidoc._lazyre import lazy as lazy
 from pcidoc._record import field, record
+from pcidoc.catalogue.lines import code_spans
 from pcidoc.model.busid import normalize_bus_id as normalize_bus_id
 
 # --------------------------------------------------------------------------- value parsers
@@ -164,6 +165,12 @@ class Doc:
     name: str
     lines: list[str]
     commands: list[str | None] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)
+    """The line of the pasted text each line comes from (1-based; empty: the index + 1)."""
+
+    def number(self, index: int) -> int:
+        """The pasted text's line number of line ``index``."""
+        return self.numbers[index] if index < len(self.numbers) else index + 1
 
     def is_command(self, index: int) -> bool:
         """True when line ``index`` is a shell command line."""
@@ -244,15 +251,26 @@ def prepare(text: str, name: str) -> Doc:
     tagged = any(_TAG_START_RE.match(_QUOTE_RE.sub("", line)) for line in raw_lines[:200])
     lines: list[str] = []
     commands: list[str | None] = []
+    numbers: list[int] = []
     index = 0
     total = len(raw_lines)
     while index < total:
         line = _clean_line(raw_lines[index], tagged)
         index += 1
+        spans = _quoted_spans(line)
+        if len(spans) == 1 and line.strip() == f"`{spans[0]}`":
+            line, spans = spans[0], []  # a line that is one code span: the span is the line
         command = command_in(line) if line else None
         if command is None:
             lines.append(line)
             commands.append(None)
+            numbers.append(index)
+            # A sentence quoting a log line in an inline code span (`NCCL WARN ...`): the span
+            # is a line of its own for every reader (the sentence stays a sentence).
+            for span in spans:
+                lines.append(span)
+                commands.append(None)
+                numbers.append(index)
             continue
         # Shell line continuations: `mpirun ... \` + following lines.
         while command.endswith("\\") and index < total:
@@ -264,10 +282,17 @@ def prepare(text: str, name: str) -> Doc:
             command, rest = command[: glued.start()].strip(), command[glued.end() :]
         lines.append(line)
         commands.append(command)
+        numbers.append(index)
         if rest:
             lines.append("        " + rest)
             commands.append(None)
-    return Doc(name=name, lines=lines, commands=commands)
+            numbers.append(index)
+    return Doc(name=name, lines=lines, commands=commands, numbers=numbers)
+
+
+def _quoted_spans(line: str) -> list[str]:
+    """The inline code spans of a line (at most 8, of 8 characters or more)."""
+    return code_spans(line) if "`" in line else []
 
 
 # ------------------------------------------------------------------- command-line options
