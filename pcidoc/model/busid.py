@@ -31,3 +31,24 @@ def normalize_bus_id(text: str | None) -> str | None:
         return None
     dom = f"{domain:04x}" if domain <= 0xFFFF else f"{domain:08x}"
     return f"{dom}:{bus:02x}:{dev:02x}.{fn}"
+
+
+def bus_from_nccl(text: str | None) -> str | None:
+    """NCCL's busId number (``1c000``, ``101c0``, ``100000``) as a sysfs bus id.
+
+    NCCL prints the PCI address with ``:`` and ``.`` removed, as hex: the function is the last
+    digit, then two digits of device, two of bus, and the domain.
+    """
+    if not text:
+        return None
+    try:
+        value = int(text, 16)
+    except ValueError:
+        return None
+    fn = value & 0xF
+    dev = (value >> 4) & 0xFF
+    bus = (value >> 12) & 0xFF
+    domain = value >> 20
+    if dev > 0x1F or fn > 7 or domain > 0xFFFF:
+        return None
+    return f"{domain:04x}:{bus:02x}:{dev:02x}.{fn}"

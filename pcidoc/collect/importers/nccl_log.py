@@ -24,6 +24,7 @@ from itertools import pairwise
 from pcidoc._record import record
 from pcidoc.catalogue.lines import prose_before
 from pcidoc.collect.importers.text import Doc, lazy
+from pcidoc.model.busid import bus_from_nccl as bus_from_nccl
 from pcidoc.model.evidence import NcclConnection, NcclLog, NcclNic, NcclRank, Quoted
 
 FORMAT = "nccl-log"
@@ -69,27 +70,6 @@ _CONN_RE = lazy(
     r"^(?:Channel|Ring)\s+(\d+)(?:/\d+)?\s*:\s*(\d+)(?:\[([0-9a-fA-F]+)\])?\s*->\s*(\d+)"
     r"(?:\[([0-9a-fA-F]+)\])?(?:\s*\[(send|receive)\])?\s+via\s+(.+?)\s*$"
 )
-
-
-def bus_from_nccl(text: str | None) -> str | None:
-    """NCCL's busId number (``1c000``, ``101c0``, ``100000``) as a sysfs bus id.
-
-    NCCL prints the PCI address with ``:`` and ``.`` removed, as hex: the function is the last
-    digit, then two digits of device, two of bus, and the domain.
-    """
-    if not text:
-        return None
-    try:
-        value = int(text, 16)
-    except ValueError:
-        return None
-    fn = value & 0xF
-    dev = (value >> 4) & 0xFF
-    bus = (value >> 12) & 0xFF
-    domain = value >> 20
-    if dev > 0x1F or fn > 7 or domain > 0xFFFF:
-        return None
-    return f"{domain:04x}:{bus:02x}:{dev:02x}.{fn}"
 
 
 _CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)])

@@ -27,7 +27,7 @@ def topo_file(ctx: Context) -> list[Finding]:
             )
         )
     for topo in ev.nccl_topologies:
-        from pcidoc.collect.importers.text import normalize_bus_id  # only with a file to judge
+        from pcidoc.model.busid import normalize_bus_id  # only with a file to judge
 
         name = topo.source or "topology file"
         severe = [p for p in topo.problems if any(r in p for r in _REJECTED)]

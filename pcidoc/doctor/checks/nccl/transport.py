@@ -94,7 +94,7 @@ def _pair_link(ctx: Context, log: NcclLog, conn: NcclConnection) -> str | None:
     src = by_rank.get((conn.host, conn.src_rank))
     dst = by_rank.get((conn.host, conn.dst_rank))
     if conn.src_dev and conn.dst_dev and len(conn.src_dev) >= 4:  # 2.4-2.7: bus ids printed
-        from pcidoc.collect.importers.nccl_log import bus_from_nccl
+        from pcidoc.model.busid import bus_from_nccl
 
         src, dst = bus_from_nccl(conn.src_dev), bus_from_nccl(conn.dst_dev)
     a, b = gpu_by_bus(ctx, src), gpu_by_bus(ctx, dst)
