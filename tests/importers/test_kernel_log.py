@@ -183,7 +183,8 @@ def test_link_notice_width_limit_on_a_gpu_warns_speed_only_is_info() -> None:
         16,
     )
     assert _report(notice).check("pcie.link-flap").severity == "warn"  # type: ignore[union-attr]
-    speed_only = notice.replace("PCIe x8 link at", "PCIe x16 link at")
+    # Speed only, at the lowest speed a link idles at: possibly power saving at enumeration.
+    speed_only = notice.replace("8.0 GT/s PCIe x8 link at", "2.5 GT/s PCIe x16 link at")
     assert _report(speed_only).check("pcie.link-flap").severity == "info"  # type: ignore[union-attr]
 
 
@@ -297,8 +298,10 @@ def test_nvswitch_sxid_lines_warn_and_fatal_ones_fail() -> None:
 def test_healthy_boot_log_has_no_warn_or_fail() -> None:
     lines = [
         GPU_ENUM.strip(),
-        "[ 1.1] pci 0000:3b:00.0: 252.048 Gb/s available PCIe bandwidth, limited by 16.0 GT/s "
-        "PCIe x16 link at 0000:3a:00.0 (capable of 504.112 Gb/s with 32.0 GT/s PCIe x16 link)",
+        "[ 1.1] pci 0000:3b:00.0: 504.112 Gb/s available PCIe bandwidth (32.0 GT/s PCIe x16 "
+        "link)",
+        "[ 1.2] pci 0000:5e:00.0: 2.000 Gb/s available PCIe bandwidth, limited by 2.5 GT/s "
+        "PCIe x1 link at 0000:5d:00.0 (capable of 31.504 Gb/s with 8.0 GT/s PCIe x4 link)",
         "[ 2.0] acpi PNP0A08:00: _OSC: OS now controls [PCIeHotplug PME AER PCIeCapability]",
         "[ 2.1] pcieport 0000:3a:00.0: AER: enabled with IRQ 30",
         "[ 8.0] nvidia-nvlink: Nvlink Core is being initialized, major device number 510",
@@ -353,6 +356,20 @@ def test_transitions_too_fast_for_power_management_warn_without_load_data() -> N
         f"2026/08/01 10:0{i}:00.000, 00000000:01:00.0, {1 if i % 2 else 5}, 16" for i in range(5)
     ]  # a change a minute: idle power saving
     assert _report("\n".join(slow) + "\n").check("pcie.link-flap").severity == "info"  # type: ignore[union-attr]
+
+
+def test_a_port_that_trains_below_the_cards_speed_is_the_slots_ceiling() -> None:
+    """As pcie.link-speed judges a slot-limited GPU (warn): a Gen4 card behind a Gen3 root port.
+    At 2.5 GT/s the same notice may be a link idling at enumeration (info)."""
+    notice = (
+        "[ 0.58] pci 0000:0b:00.0: 126.016 Gb/s available PCIe bandwidth, limited by 8.0 GT/s "
+        "PCIe x16 link at 0000:00:03.1 (capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)\n"
+    )
+    result = _report(notice).check("pcie.link-flap")
+    assert result is not None and result.severity == "warn"
+    assert "ceiling" in result.summary and "50 %" in result.summary
+    idle = notice.replace("8.0 GT/s PCIe x16 link at", "2.5 GT/s PCIe x16 link at")
+    assert _report(idle).check("pcie.link-flap").severity == "info"  # type: ignore[union-attr]
 
 
 def test_narrow_link_notice_of_an_unknown_device_warns_of_another_driver_is_info() -> None:

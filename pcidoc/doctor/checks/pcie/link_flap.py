@@ -121,26 +121,56 @@ def _histories(ctx: Context) -> list[LinkHistory]:
     return list(ev.link_histories) if ev is not None else []
 
 
+IDLE_SPEED_GTS = 2.5
+"""The speed a PCIe link drops to in its lowest power state (Gen1)."""
+
+
+def _share(available: float | None, capable: float | None) -> str:
+    if not available or not capable:
+        return "part"
+    return f"{100 * available / capable:.0f} %"
+
+
 def _notices(ctx: Context, gpus: list[str]) -> list[Finding]:
     out: list[Finding] = []
     for log in kernel_logs(ctx):
         for notice in log.link_notices:
             device = device_label(ctx, notice.bus_id, gpus)
             narrow = notice.width and notice.capable_width and notice.width < notice.capable_width
+            # A port above the device trained below the card's speed, but above the lowest
+            # speed a link idles at: that is the slot's (riser's, board's) ceiling, not power
+            # saving (the kernel prints the notice once, at enumeration).
+            upstream = notice.limited_by not in (None, notice.bus_id)
+            ceiling = upstream and (notice.speed_gts or 0) > IDLE_SPEED_GTS
             related = relation(ctx, [notice.bus_id], notice.driver, gpus)
-            severity: Severity = "warn" if related in ("gpu", "unknown") and narrow else "info"
+            severity: Severity = (
+                "warn" if related in ("gpu", "unknown") and (narrow or ceiling) else "info"
+            )
+            if narrow:
+                why = ""
+            elif ceiling:
+                why = (
+                    f": the port's link is the ceiling (a slot, riser or board that trains at "
+                    f"most {notice.speed_gts:g} GT/s), "
+                    f"{_share(notice.available_gbps, notice.capable_gbps)} of the card's bandwidth"
+                )
+            else:
+                why = ": a speed-only limit at enumeration may be power saving"
             out.append(
                 Finding(
                     severity,
                     f"kernel: {device} limited to {notice.speed_gts:g} GT/s x{notice.width} "
                     f"(capable of {notice.capable_gts:g} GT/s x{notice.capable_width}) by the "
-                    f"link at {notice.limited_by or 'an upstream port'}"
-                    + ("" if narrow else ": a speed-only limit at enumeration may be power saving"),
+                    f"link at {notice.limited_by or 'an upstream port'}" + why,
                     subjects=[s for s in [subject(ctx, notice.bus_id)] if s],
                     evidence=[line(notice.quote, subject(ctx, notice.bus_id))],
                     remediation=[
                         "Check the slot and riser of the narrow link; re-read the link "
                         "under load (`pcidoc watch`)."
+                        if narrow
+                        else "Move the card to a slot wired to a port of its generation (the "
+                        "board manual's slot table), or check the BIOS's PCIe speed setting and "
+                        "the riser; re-read the link under load (`pcidoc watch`)."
                     ]
                     if severity == "warn"
                     else [],
