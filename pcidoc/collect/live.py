@@ -25,7 +25,9 @@ from pcidoc.collect.nvml import (
     FI_PCIE_REPLAY_ROLLOVER_COUNTER,
     NVLINK_COUNT_ERROR_FIELDS,
     NVLINK_ERROR_COUNTERS,
+    NVLINK_STATE_TRAFFIC_DISABLED,
     NVLINK_STATES,
+    TRAFFIC_DISABLED_REASON,
     NVML_NVLINK_MAX_LINKS,
     P2P_CAP_INDEX,
     PCIE_COUNTER_FIELDS,
@@ -346,6 +348,8 @@ def _read_link_fields(r: _GpuReader, i: int) -> None:
         if not isinstance(state, Unavailable) and int(state) in NVLINK_STATES:
             link.state = NVLINK_STATES[int(state)]  # type: ignore[assignment]
             link.unavailable.pop("state", None)
+            if int(state) == NVLINK_STATE_TRAFFIC_DISABLED:
+                link.mark_unavailable("speed_gbps", TRAFFIC_DISABLED_REASON)
         speed = results[(FI_NVLINK_GET_SPEED, link.link)]
         if link.state in ("up", "sleep"):
             if isinstance(speed, Unavailable):

@@ -131,6 +131,8 @@ class FakeNvLink:
         tx_kib_per_s: How fast ``tx_kib`` grows under :meth:`FakeNvmlBackend.advance`.
         rx_kib_per_s: How fast ``rx_kib`` grows.
         sleep: The link is in its low-power SLEEP state (field 165 reads 2).
+        traffic_disabled: Trained but carrying no traffic: ``nvlink_state`` says "enabled",
+            field 165 reads 3 (ACTIVE_TRAFFIC_DISABLED, nvml.h 13).
     """
 
     link: int
@@ -145,6 +147,7 @@ class FakeNvLink:
     tx_kib_per_s: float = 0.0
     rx_kib_per_s: float = 0.0
     sleep: bool = False
+    traffic_disabled: bool = False
 
 
 @dataclass
@@ -557,7 +560,7 @@ class FakeNvmlBackend:
             elif field_id == FI_NVLINK_GET_SPEED:
                 value = link.speed_mbps
             elif field_id == FI_NVLINK_GET_STATE:
-                value = (2 if link.sleep else 1) if link.up else 0
+                value = (3 if link.traffic_disabled else 2 if link.sleep else 1) if link.up else 0
             elif field_id in _NVLINK_COUNT_FIELDS:
                 value = link.errors.get(_NVLINK_COUNT_FIELDS[field_id])
             else:
