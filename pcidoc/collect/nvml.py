@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from pcidoc.collect.sysfs import normalize_bus_id
+from pcidoc.collect.busid import normalize_bus_id
 from pcidoc.model.cpulist import format_cpulist, parse_cpulist
 
 T = TypeVar("T")

@@ -358,6 +358,7 @@ class _GpuProbe:
                 {
                     "step": "plateau",
                     "link_source": self.link.source,
+                    **({"link_nvml": self.link.nvml_missing} if self.link.nvml_missing else {}),
                     "link_samples": self.link.samples,
                     "gated_sweep": gate.available,
                     "copies_per_trial": p.plateau_copies,
