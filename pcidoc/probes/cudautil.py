@@ -410,6 +410,24 @@ class PeerCopier:
             self.lib.cudaSetDevice(int(restore))
 
 
+def pci_bus_id(lib: Any, ordinal: int) -> str | None:
+    """``cudaDeviceGetPCIBusId`` of CUDA device ``ordinal`` (lower-case ``dddd:bb:dd.f``), or
+    ``None`` when the runtime cannot say."""
+    fn = getattr(lib, "cudaDeviceGetPCIBusId", None)
+    if fn is None:
+        return None
+    buffer = ctypes.create_string_buffer(32)
+    try:
+        code = fn(buffer, ctypes.c_int(len(buffer)), ctypes.c_int(int(ordinal)))
+    except Exception:
+        return None
+    if code != CUDA_SUCCESS:
+        getattr(lib, "cudaGetLastError", lambda: 0)()
+        return None
+    text = buffer.value.decode("ascii", errors="replace").strip().lower()
+    return text or None
+
+
 def load_peer_copier(torch: Any) -> PeerCopier:
     """A :class:`PeerCopier` on the CUDA runtime torch loaded, or one that says why not."""
     lib, where = find_cudart(torch)

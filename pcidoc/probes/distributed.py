@@ -51,7 +51,7 @@ class WorkerContext:
     """What a collective probe body gets in each worker process.
 
     Attributes:
-        rank: World rank (also the CUDA device ordinal for NCCL).
+        rank: World rank (NCCL: the rank uses CUDA device ``params["ordinals"][rank]``).
         world: World size.
         backend: ``nccl`` or ``gloo``.
         torch: The torch module.
@@ -232,8 +232,9 @@ def _worker_entry(
         _set_threads(torch, int(params.get("threads_per_rank", 1)))
         timeout = timedelta(seconds=float(params.get("pg_timeout_s", DEFAULT_PG_TIMEOUT_S)))
         if backend == "nccl":
-            torch.cuda.set_device(rank)
-            device = torch.device("cuda", rank)
+            ordinals = params.get("ordinals") or list(range(world))
+            torch.cuda.set_device(int(ordinals[rank]))
+            device = torch.device("cuda", int(ordinals[rank]))
         else:
             device = torch.device("cpu")
         if rank == 0:

@@ -557,8 +557,8 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     # The child arms a parent-death signal and checks it was not orphaned before that.
     env["PCIDOC_PARENT_PID"] = str(os.getpid())
-    # NVML and CUDA agree on GPU numbering only in PCI bus order.
-    env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    # CUDA_DEVICE_ORDER is not set here: each spec says which order its ordinals are in
+    # (pcidoc.probes.cudaview); a default that the user's value silently overrode mislabelled.
     if extra:
         env.update(extra)
     return env

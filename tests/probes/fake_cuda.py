@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import time
+import types
 from typing import Any
 
 import torch as real_torch
@@ -83,7 +84,9 @@ class FakeLibcudart:
     """The CUDA runtime entry points the P2P probe calls through ctypes; "device" memory is
     host memory here, so a peer copy is a ``memmove``. Records what it was asked to do."""
 
-    def __init__(self, peer_data: str = "copy") -> None:
+    def __init__(self, peer_data: str = "copy", bus_ids: tuple[str, ...] = ()) -> None:
+        self.bus_ids = bus_ids
+        """What ``cudaDeviceGetPCIBusId`` answers for each ordinal (upper case, as CUDA)."""
         self.peer_data = peer_data
         """``copy`` (a correct copy) or ``zeros`` (the destination reads back zeros, as peer
         copies through a broken IOMMU mapping do)."""
@@ -97,6 +100,16 @@ class FakeLibcudart:
         return 0
 
     def cudaGetLastError(self) -> int:
+        return 0
+
+    def cudaDeviceGetPCIBusId(self, buffer: Any, length: Any, device: Any) -> int:
+        ordinal = int(device.value)
+        if not 0 <= ordinal < len(self.bus_ids):
+            return 101  # cudaErrorInvalidDevice
+        text = self.bus_ids[ordinal].encode()
+        if len(text) + 1 > int(length.value):
+            return 1  # cudaErrorInvalidValue: the buffer is too short
+        buffer.value = text
         return 0
 
     def cudaDeviceEnablePeerAccess(self, peer: int, flags: int) -> int:
@@ -130,6 +143,7 @@ class FakeCuda:
 
     def __init__(self, count: int, peer: bool = True, corrupt: bool = False) -> None:
         self.count = count
+        self.pci_fields = True
         self.peer = peer
         self._cudart = FakeCudart()
         self.sleeps = 0
@@ -163,6 +177,23 @@ class FakeCuda:
 
     def can_device_access_peer(self, a: int, b: int) -> bool:
         return self.peer
+
+    def get_device_properties(self, device: int) -> Any:
+        """Properties as torch 2.5+ has them (``pci_*`` fields); ``OldTorch`` drops those."""
+        if not 0 <= int(device) < self.count:
+            raise AssertionError(f"invalid device ordinal {device}")
+        props = types.SimpleNamespace(
+            name="Fake GPU (synthetic)",
+            total_memory=16 * 2**30,
+            uuid=None,
+            pci_domain_id=0,
+            pci_bus_id=0x10 + int(device),
+            pci_device_id=0,
+        )
+        if not self.pci_fields:
+            for name in ("pci_domain_id", "pci_bus_id", "pci_device_id"):
+                delattr(props, name)
+        return props
 
     def _sleep(self, cycles: int) -> None:
         self.sleeps += 1
@@ -231,3 +262,4 @@ class OldTorch(FakeTorch):
         super().__init__(count, peer)
         self._C = _C(host_cache=False)
         self.accelerator = None
+        self.cuda.pci_fields = False  # pci_bus_id came with torch 2.5
