@@ -96,6 +96,8 @@ class ProbeSpec:
         startup_s: Start-up allowance (torch import, CUDA init).
         deadline_s: Explicit deadline that replaces ``expected_s × 2 + startup_s``.
         env: Extra environment variables for the child.
+        unset_env: Variables removed from the child's environment (the P2P probe's child
+            gets no ``PYTORCH_CUDA_ALLOC_CONF``: peer access must reach its buffers).
         module: Module run with ``python -m`` (tests use ``tests.fakes.testing_children``).
         label: Short human label for progress lines (defaults to ``name``).
     """
@@ -106,6 +108,7 @@ class ProbeSpec:
     startup_s: float = DEFAULT_STARTUP_S
     deadline_s: float | None = None
     env: dict[str, str] = field(default_factory=dict)
+    unset_env: tuple[str, ...] = ()
     module: str = CHILD_MODULE
     label: str | None = None
 
@@ -544,8 +547,10 @@ def signals_interrupt() -> Any:
 # ----------------------------------------------------------------------------- runners
 
 
-def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a probe child: ours, plus ``extra``.
+def child_environment(
+    extra: dict[str, str] | None = None, unset: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """The environment of a probe child: ours, without ``unset``, plus ``extra``.
 
     The child's module path is not given through ``PYTHONPATH``: it runs with ``-E`` (``-I``
     as root) and an explicit path (:func:`interpreter.module_argv`).
@@ -559,6 +564,8 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["PCIDOC_PARENT_PID"] = str(os.getpid())
     # CUDA_DEVICE_ORDER is not set here: each spec says which order its ordinals are in
     # (pcidoc.probes.cudaview); a default that the user's value silently overrode mislabelled.
+    for name in unset:
+        env.pop(name, None)
     if extra:
         env.update(extra)
     return env
@@ -672,7 +679,7 @@ class SubprocessProbeRunner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                env=child_environment(spec.env),
+                env=child_environment(spec.env, spec.unset_env),
                 cwd=interpreter.private_folder(),
                 close_fds=True,
             )

@@ -39,6 +39,7 @@ from pcidoc.probes import allocation as gpu_allocation
 from pcidoc.probes import gpusets, params, preflight, stats
 from pcidoc.probes.allocation import Allocation
 from pcidoc.probes.cudaview import cuda_view, gpu_ids
+from pcidoc.probes.cudautil import ALLOCATOR_VARIABLES
 from pcidoc.probes.runner import (
     ProbeOutcome,
     ProbeProgress,
@@ -208,12 +209,16 @@ def p2p_spec(
 ) -> ProbeSpec:
     """The P2P probe over every ordered pair of ``indices``."""
     entries, env = gpu_entries(capture, indices, env_info)
+    set_aside = {k: os.environ[k] for k in ALLOCATOR_VARIABLES if os.environ.get(k)}
     return ProbeSpec(
         name="p2p",
-        params={"mode": mode, "gpus": entries},
+        params={"mode": mode, "gpus": entries, "allocator_conf_set_aside": set_aside},
         expected_s=params.estimate_p2p_s(len(entries), mode),
         startup_s=params.STARTUP_S["p2p"],
         env=env,
+        # Raw peer copies need buffers cudaDeviceEnablePeerAccess reaches: plain cudaMalloc
+        # segments, not expandable segments nor cudaMallocAsync pools.
+        unset_env=ALLOCATOR_VARIABLES,
         label=f"p2p ({_gpu_list(indices)})",
     )
 
