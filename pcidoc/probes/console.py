@@ -294,6 +294,9 @@ def render_table(document: dict[str, Any]) -> list[str]:
         )
         if (c.get("ranks") or 0) <= 1:
             lines.append("  one rank: nothing crosses a link, so no bandwidth applies")
+        if c.get("nccl_env"):
+            settings = " ".join(f"{k}={v}" for k, v in sorted(c["nccl_env"].items()))
+            lines.append(f"  measured with {settings}")
         for row in c.get("rows", []):
             busbw = row.get("busbw_gbps")
             time_text = f"  {format_bytes(row['size_bytes']):>10}  {row['time_us']:>10.1f} us"

@@ -50,6 +50,7 @@ from typing import Any
 from pcidoc.probes import cudautil, stats
 from pcidoc.probes.child import (
     Emitter,
+    ProbeHung,
     ProbeUnavailable,
     import_torch,
     require_cuda,
@@ -603,7 +604,7 @@ class _PairCheck:
         )
         probe.emit.result("p2p_verification", self._record(False, detail))
         probe.hung = label
-        raise RuntimeError(f"{label}: {detail}")
+        raise ProbeHung(f"{label}: {detail}")
 
     def _record(self, ok: bool, detail: str) -> dict[str, Any]:
         return {

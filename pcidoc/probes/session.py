@@ -38,8 +38,8 @@ from pcidoc.model.units import link_label
 from pcidoc.probes import allocation as gpu_allocation
 from pcidoc.probes import gpusets, params, preflight, stats
 from pcidoc.probes.allocation import Allocation
-from pcidoc.probes.cudaview import cuda_view, gpu_ids
 from pcidoc.probes.cudautil import ALLOCATOR_VARIABLES
+from pcidoc.probes.cudaview import cuda_view, gpu_ids
 from pcidoc.probes.runner import (
     ProbeOutcome,
     ProbeProgress,

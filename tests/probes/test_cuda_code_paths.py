@@ -207,15 +207,15 @@ def _cells(outcome, mode: str, kind: str = "bandwidth", bidirectional: bool = Fa
     """(src, dst) -> value of the merged matrix of ``mode``; and its conditions."""
     for result in outcome.results:
         m = result.measurement
-        if (result.kind, getattr(m, "kind", None), getattr(m, "p2p", None)) == ("p2p", kind, mode):
-            if m.bidirectional == bidirectional:
-                cells = {
-                    (a, b): m.values[i][j]
-                    for i, a in enumerate(m.gpus)
-                    for j, b in enumerate(m.gpus)
-                    if m.values[i][j] is not None
-                }
-                return cells, m.conditions
+        found = (result.kind, getattr(m, "kind", None), getattr(m, "p2p", None))
+        if found == ("p2p", kind, mode) and m.bidirectional == bidirectional:
+            cells = {
+                (a, b): m.values[i][j]
+                for i, a in enumerate(m.gpus)
+                for j, b in enumerate(m.gpus)
+                if m.values[i][j] is not None
+            }
+            return cells, m.conditions
     return {}, {}
 
 
@@ -251,7 +251,7 @@ def test_a_refused_peer_enable_is_measured_as_what_it_is(tmp_path, monkeypatch) 
     assert (0, 9) not in enabled and (0, 9) in disabled
     assert conditions["peer_access"]["0->9"] == "refused: cudaErrorTooManyPeers (711)"
     assert len(enabled) == n * (n - 1) - 1
-    bidir, bidir_conditions = _cells(outcome, "enabled", bidirectional=True)
+    bidir, _ = _cells(outcome, "enabled", bidirectional=True)
     assert (0, 9) not in bidir and (9, 0) not in bidir  # both directions run together
     lat_enabled, _ = _cells(outcome, "enabled", kind="latency")
     assert (0, 9) not in lat_enabled
@@ -294,7 +294,7 @@ def test_an_allocator_peer_access_does_not_reach_is_not_copied_raw(
     outcome = _run(p2p, params, FakeTorch(2), tmp_path, monkeypatch, cudart=lib)
     assert outcome.ok, outcome.errors
     assert lib.peer_copies == 0 and lib.peer_access == set()
-    _cells_, conditions = _cells(outcome, "enabled")
+    _, conditions = _cells(outcome, "enabled")
     assert words in conditions["allocator"]
     assert conditions["copy_method"].startswith("torch copy_")
     assert "raw peer copies bypass" in conditions["copy_method"]
@@ -320,7 +320,7 @@ def test_the_p2p_child_gets_no_allocator_settings_and_says_so(tmp_path, monkeypa
         "allocator_conf_set_aside": set_aside,
     }
     outcome = _run(p2p, params, FakeTorch(2), tmp_path, monkeypatch)
-    _cells_, conditions = _cells(outcome, "enabled")
+    _, conditions = _cells(outcome, "enabled")
     assert conditions["allocator"] == (
         "torch caching allocator, cudaMalloc segments "
         "(PYTORCH_CUDA_ALLOC_CONF='expandable_segments:True' set aside for this probe)"
