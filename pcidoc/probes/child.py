@@ -97,10 +97,23 @@ def protect_stdout() -> int:
     return proto
 
 
+def torch_module() -> Any:
+    """``import torch``, without the "Failed to initialize NumPy" warning torch prints where
+    NumPy is missing (nothing pcidoc runs needs NumPy; the line only alarms)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Failed to initialize NumPy", category=UserWarning
+        )
+        import torch
+    return torch
+
+
 def import_torch() -> Any:
     """Import torch or raise :class:`ProbeUnavailable` with the install hint."""
     try:
-        import torch
+        torch = torch_module()
     except ImportError as exc:
         if exc.name in (None, "torch"):
             raise ProbeUnavailable(f"torch is not installed: {protocol.INSTALL_HINT}") from None
