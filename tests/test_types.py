@@ -34,9 +34,12 @@ CHECKED_FILES = (
     "pcidoc/_lazyre.py",
     "pcidoc/_record.py",
     "pcidoc/cli.py",
+    "pcidoc/collect/busid.py",
     "pcidoc/collect/capture.py",
     "pcidoc/errors.py",
     "pcidoc/fileio.py",
+    "pcidoc/probes/allocation.py",
+    "pcidoc/probes/cudaview.py",
     "pcidoc/samples/__init__.py",
     "pcidoc/sanitize.py",
 )
