@@ -37,6 +37,8 @@ CHECKED_FILES = (
     "pcidoc/collect/capture.py",
     "pcidoc/errors.py",
     "pcidoc/fileio.py",
+    "pcidoc/probes/allocation.py",
+    "pcidoc/probes/cudaview.py",
     "pcidoc/samples/__init__.py",
     "pcidoc/sanitize.py",
 )

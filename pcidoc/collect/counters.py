@@ -9,7 +9,9 @@ their Blackwell successors 215/219, with ``scopeId`` = link), plus three cheap s
 
 Driver branches before R555 (R535, R550) have no fields 197/198: there, and only there, the
 sampler falls back to ``nvmlDeviceGetPcieThroughput`` (KB/s over a 20 ms window per call, two
-calls per GPU; research/probes.md §5), whose rate is used as is.
+calls per GPU; research/probes.md §5), whose rate is used as is. That call blocks for its
+window, so it is made for at most :data:`THROUGHPUT_GPUS_PER_SAMPLE` GPUs per sample, the ones
+read longest ago first; the others show their last reading.
 
 Cost budget: at most 1 % of one core at 1 Hz on 8 GPUs, i.e. 10 ms of CPU per sample.
 :func:`measure_overhead` reports the CPU time one sample takes; with the fake backend it measures
@@ -22,6 +24,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pcidoc.collect.nvml import (
     FI_NVLINK_COUNT_EFFECTIVE_ERRORS,
@@ -58,6 +61,12 @@ _PER_LINK_FIELDS: tuple[int, ...] = (
     FI_NVLINK_COUNT_LINK_RECOVERY_EVENTS,
     FI_NVLINK_COUNT_EFFECTIVE_ERRORS,
 )
+_NEVER = 1 << 30
+THROUGHPUT_GPUS_PER_SAMPLE = 2
+"""``nvmlDeviceGetPcieThroughput`` blocks ~20 ms per call (two per GPU) on R535/R550: reading
+every GPU each sample would cost 0.3 s on 8 GPUs. Two GPUs per sample bound that to ~80 ms; at
+1 Hz each of 8 GPUs is refreshed every 4 s and shows its last reading in between."""
+
 _DL_ERRORS = slice(3, 6)
 _COUNT_ERRORS = slice(6, 8)
 _GPU_FIELDS: tuple[int, ...] = (
@@ -141,6 +150,10 @@ class CounterSampler:
             self.links[index] = tuple(ids if ids is not None else discover_links(backend, index))
         self.aer_paths = dict(aer_paths or {})
         self.clock = clock
+        self.throughput_gpus_per_sample = THROUGHPUT_GPUS_PER_SAMPLE
+        """GPUs whose ``nvmlDeviceGetPcieThroughput`` is read per sample (R535/R550 only)."""
+        self._throughput: dict[int, tuple[float | None, float | None, str | None]] = {}
+        self._throughput_age: dict[int, int] = {}
         self._requests: dict[int, list[FieldRequest]] = {
             index: [(fid, 0) for fid in _GPU_FIELDS]
             + [(fid, link) for link in self.links[index] for fid in _PER_LINK_FIELDS]
@@ -175,72 +188,109 @@ class CounterSampler:
             return None
 
     def _pcie_throughput(
-        self, index: int, field_error: Unavailable, errors: list[str]
-    ) -> tuple[float | None, float | None]:
+        self, index: int, field_error: Unavailable
+    ) -> tuple[float | None, float | None, str | None]:
         """PCIe TX/RX bytes per second from ``nvmlDeviceGetPcieThroughput`` (drivers without
-        fields 197/198); a reason in ``errors`` when that fails too."""
+        fields 197/198), or the reason it failed too."""
         rates: list[float | None] = []
         for counter in (PCIE_UTIL_TX_BYTES, PCIE_UTIL_RX_BYTES):
             kb = self.backend.pcie_throughput(index, counter)
             if isinstance(kb, Unavailable):
-                errors.append(
+                return (
+                    None,
+                    None,
                     f"GPU{index}: PCIe byte counters: {field_error.reason}; "
-                    f"PCIe throughput: {kb.reason}"
+                    f"PCIe throughput: {kb.reason}",
                 )
-                return None, None
             rates.append(float(kb) * PCIE_THROUGHPUT_KB)
-        return rates[0], rates[1]
+        return rates[0], rates[1], None
+
+    def _throughput_rates(
+        self, need: dict[int, Unavailable], errors: list[str]
+    ) -> dict[int, tuple[float | None, float | None]]:
+        """The ``nvmlDeviceGetPcieThroughput`` rates of the GPUs in ``need`` (GPU -> why the
+        byte fields failed). Each call blocks ~20 ms in the driver, so at most
+        :attr:`throughput_gpus_per_sample` GPUs are read per sample, those read longest ago
+        first; the others keep their last reading."""
+        order = list(need)
+        due = sorted(order, key=lambda i: (-self._throughput_age.get(i, _NEVER), order.index(i)))
+        due = due[: max(1, self.throughput_gpus_per_sample)]
+        for index in order:
+            if index in due:
+                self._throughput[index] = self._pcie_throughput(index, need[index])
+                self._throughput_age[index] = 0
+            else:
+                self._throughput_age[index] = self._throughput_age.get(index, _NEVER) + 1
+        out: dict[int, tuple[float | None, float | None]] = {}
+        for index in order:
+            tx, rx, error = self._throughput.get(index, (None, None, None))
+            if error:
+                errors.append(error)
+            out[index] = (tx, rx)
+        return out
 
     def sample(self) -> CounterSample:
         """Read every GPU's counters once; errors become ``CounterSample.errors`` lines."""
-        backend = self.backend
         errors: list[str] = []
-        gpus: list[GpuCounters] = []
         t = self.clock()
-        for index in self.gpu_indices:
-            values = backend.field_values(index, self._requests[index])
-            call_failed = isinstance(values, Unavailable)
-            if isinstance(values, Unavailable):
-                errors.append(f"GPU{index}: {values.reason}")
-                if values.fatal:
-                    gpus.append(GpuCounters(index=index))
-                    continue
-                values = [values] * len(self._requests[index])
-            tx, rx, replay = (_value(v) for v in values[:3])
-            tx_rate = rx_rate = None
-            if isinstance(values[0], Unavailable) and isinstance(values[1], Unavailable):
-                tx_rate, rx_rate = self._pcie_throughput(index, values[0], errors)
-            elif isinstance(values[0], Unavailable):
-                errors.append(f"GPU{index}: PCIe byte counters: {values[0].reason}")
-            step = len(_PER_LINK_FIELDS)
-            nvlinks = [
-                _link_counter(link, values[3 + n * step : 3 + (n + 1) * step])
-                for n, link in enumerate(self.links[index])
-            ]
-            if nvlinks and not call_failed and all(link.errors is None for link in nvlinks):
-                errors.append(
-                    f"GPU{index}: NVLink error counters not available on this GPU and driver "
-                    "(fields 161-163 end with Blackwell; 215/219 need driver R570 or later)"
-                )
-            gen = backend.pcie_current_gen(index)
-            width = backend.pcie_current_width(index)
-            pstate = backend.performance_state(index)
+        read = [(index, self._read_gpu(index, errors)) for index in self.gpu_indices]
+        need = {index: r[1] for index, r in read if r is not None and r[1] is not None}
+        rates = self._throughput_rates(need, errors) if need else {}
+        gpus = []
+        for index, r in read:
+            if r is None:
+                gpus.append(GpuCounters(index=index))
+                continue
+            tx_rate, rx_rate = rates.get(index, (None, None))
             gpus.append(
-                GpuCounters(
-                    index=index,
-                    pcie_tx_bytes=tx,
-                    pcie_rx_bytes=rx,
-                    replay_count=replay,
-                    aer_correctable=self._read_aer(index),
-                    link_gen=None if isinstance(gen, Unavailable) else gen,
-                    link_width=None if isinstance(width, Unavailable) else width,
-                    pstate=None if isinstance(pstate, Unavailable) else pstate,
-                    nvlinks=tuple(nvlinks),
-                    pcie_tx_bytes_per_s=tx_rate,
-                    pcie_rx_bytes_per_s=rx_rate,
-                )
+                GpuCounters(**r[0], pcie_tx_bytes_per_s=tx_rate, pcie_rx_bytes_per_s=rx_rate)
             )
         return CounterSample(t=t, gpus=tuple(gpus), errors=tuple(errors))
+
+    def _read_gpu(
+        self, index: int, errors: list[str]
+    ) -> tuple[dict[str, Any], Unavailable | None] | None:
+        """One GPU's counters (``GpuCounters`` fields) and, when its byte fields failed, their
+        error (the throughput call is then needed); ``None`` after a fatal error."""
+        backend = self.backend
+        values = backend.field_values(index, self._requests[index])
+        call_failed = isinstance(values, Unavailable)
+        if isinstance(values, Unavailable):
+            errors.append(f"GPU{index}: {values.reason}")
+            if values.fatal:
+                return None
+            values = [values] * len(self._requests[index])
+        tx, rx, replay = (_value(v) for v in values[:3])
+        fallback = None
+        if isinstance(values[0], Unavailable) and isinstance(values[1], Unavailable):
+            fallback = values[0]
+        elif isinstance(values[0], Unavailable):
+            errors.append(f"GPU{index}: PCIe byte counters: {values[0].reason}")
+        step = len(_PER_LINK_FIELDS)
+        nvlinks = [
+            _link_counter(link, values[3 + n * step : 3 + (n + 1) * step])
+            for n, link in enumerate(self.links[index])
+        ]
+        if nvlinks and not call_failed and all(link.errors is None for link in nvlinks):
+            errors.append(
+                f"GPU{index}: NVLink error counters not available on this GPU and driver "
+                "(fields 161-163 end with Blackwell; 215/219 need driver R570 or later)"
+            )
+        gen = backend.pcie_current_gen(index)
+        width = backend.pcie_current_width(index)
+        pstate = backend.performance_state(index)
+        fields = {
+            "index": index,
+            "pcie_tx_bytes": tx,
+            "pcie_rx_bytes": rx,
+            "replay_count": replay,
+            "aer_correctable": self._read_aer(index),
+            "link_gen": None if isinstance(gen, Unavailable) else gen,
+            "link_width": None if isinstance(width, Unavailable) else width,
+            "pstate": None if isinstance(pstate, Unavailable) else pstate,
+            "nvlinks": tuple(nvlinks),
+        }
+        return fields, fallback
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,13 @@ from pcidoc.collect.nvml import (
     FI_PCIE_REPLAY_ROLLOVER_COUNTER,
     NVLINK_COUNT_ERROR_FIELDS,
     NVLINK_ERROR_COUNTERS,
+    NVLINK_STATE_TRAFFIC_DISABLED,
     NVLINK_STATES,
     NVML_NVLINK_MAX_LINKS,
     P2P_CAP_INDEX,
     PCIE_COUNTER_FIELDS,
     TOPOLOGY_LEVELS,
+    TRAFFIC_DISABLED_REASON,
     NvmlBackend,
     PynvmlBackend,
     Unavailable,
@@ -38,7 +40,7 @@ from pcidoc.collect.nvml import (
     fabric_status_name,
     nvlink_version_name,
 )
-from pcidoc.collect.sysfs import SysfsReader, normalize_bus_id
+from pcidoc.collect.sysfs import EndpointInfo, SysfsReader, normalize_bus_id
 from pcidoc.model.base import FactModel
 from pcidoc.model.capture import Capture
 from pcidoc.model.facts import P2P_CAPS, Gpu, Host, Nic, NvLink, P2PStatus, Topology
@@ -346,6 +348,8 @@ def _read_link_fields(r: _GpuReader, i: int) -> None:
         if not isinstance(state, Unavailable) and int(state) in NVLINK_STATES:
             link.state = NVLINK_STATES[int(state)]  # type: ignore[assignment]
             link.unavailable.pop("state", None)
+            if int(state) == NVLINK_STATE_TRAFFIC_DISABLED:
+                link.mark_unavailable("speed_gbps", TRAFFIC_DISABLED_REASON)
         speed = results[(FI_NVLINK_GET_SPEED, link.link)]
         if link.state in ("up", "sleep"):
             if isinstance(speed, Unavailable):
@@ -419,6 +423,13 @@ def _merge_sysfs(gpu: Gpu, sysfs: SysfsReader) -> None:
     ):
         if key in info.unavailable:
             gpu.mark_unavailable(key, info.unavailable[key])
+    _merge_sysfs_link(gpu, info)
+    gpu.path = sysfs.upstream_path(gpu.bus_id)
+    _merge_upstream_port(gpu, info)
+
+
+def _merge_sysfs_link(gpu: Gpu, info: EndpointInfo) -> None:
+    """The GPU's own link from sysfs where NVML did not give it."""
     pcie = gpu.pcie
     for name in ("current_gen", "current_width"):
         if getattr(pcie, name) is None and getattr(info, name) is not None:
@@ -430,23 +441,27 @@ def _merge_sysfs(gpu: Gpu, sysfs: SysfsReader) -> None:
     pcie.device_max_width = info.max_width
     if info.max_width is None:
         pcie.mark_unavailable("device_max_width", info.unavailable.get("max_width", "unknown"))
-    gpu.path = sysfs.upstream_path(gpu.bus_id)
-    if gpu.path:
-        port = gpu.path[0]
-        # Without NVML's "max possible" values, derive them as min(GPU, upstream port), the
-        # way NCCL does from the same sysfs files.
-        for name, own in (("max_gen", info.max_gen), ("max_width", info.max_width)):
-            theirs = getattr(port, name)
-            if getattr(pcie, name) is None and own is not None and theirs is not None:
-                setattr(pcie, name, min(own, theirs))
-                pcie.unavailable.pop(name, None)
-        pcie.host_max_gen = port.max_gen
-        if pcie.host_max_gen is None:
-            pcie.mark_unavailable(
-                "host_max_gen", gpu.path[0].why("max_gen") or "upstream port max speed unknown"
-            )
-    else:
+
+
+def _merge_upstream_port(gpu: Gpu, info: EndpointInfo) -> None:
+    """What the port above the GPU allows (``gpu.path`` read already)."""
+    pcie = gpu.pcie
+    if not gpu.path:
         pcie.mark_unavailable("host_max_gen", "no PCIe bridge above the GPU in sysfs")
+        return
+    port = gpu.path[0]
+    # Without NVML's "max possible" values, derive them as min(GPU, upstream port), the
+    # way NCCL does from the same sysfs files.
+    for name, own in (("max_gen", info.max_gen), ("max_width", info.max_width)):
+        theirs = getattr(port, name)
+        if getattr(pcie, name) is None and own is not None and theirs is not None:
+            setattr(pcie, name, min(own, theirs))
+            pcie.unavailable.pop(name, None)
+    pcie.host_max_gen = port.max_gen
+    if pcie.host_max_gen is None:
+        pcie.mark_unavailable(
+            "host_max_gen", gpu.path[0].why("max_gen") or "upstream port max speed unknown"
+        )
 
 
 # ---------------------------------------------------------------------------- matrices
@@ -503,39 +518,34 @@ def _build_topology(
             return None, "PCI bus id unknown"
         return sysfs.link_class(bus_a, bus_b, numa_count)
 
+    def put(i: int, j: int, cell: str | None, reason: str | None, names: str) -> None:
+        if cell is None:
+            reasons.append(f"{names}: {reason}")
+        links[i][j] = links[j][i] = cell
+
     for i in range(size):
         links[i][i] = "X"
     for ia, ga in enumerate(gpus):
         for ib in range(ia + 1, len(gpus)):
             gb = gpus[ib]
-            cell = _nvlink_class(ga, gb)
-            reason = None
-            if cell is None and backend is not None and {ga.index, gb.index} <= usable:
-                level = backend.topology_common_ancestor(ga.index, gb.index)
-                if isinstance(level, Unavailable):
-                    reason = level.reason
-                else:
-                    cell = TOPOLOGY_LEVELS.get(level)
-                    used_nvml = used_nvml or cell is not None
-                    reason = None if cell else f"NVML reported unknown topology level {level}"
+            cell, reason, from_nvml = _gpu_pair_class(ga, gb, backend, usable)
+            used_nvml = used_nvml or from_nvml
             if cell is None:
                 cell, path_reason = by_path(ga.bus_id, gb.bus_id)
                 reason = path_reason if cell is None else None
-            if cell is None:
-                reasons.append(f"{ga.label}↔{gb.label}: {reason}")
-            links[ia][ib] = links[ib][ia] = cell
+            put(ia, ib, cell, reason, f"{ga.label}↔{gb.label}")
     offset = len(gpus)
     for jn, nic in enumerate(nics):
         for ia, ga in enumerate(gpus):
-            cell, reason = by_path(ga.bus_id, nic.bus_id)
-            if cell is None:
-                reasons.append(f"{ga.label}↔{nic.label}: {reason}")
-            links[ia][offset + jn] = links[offset + jn][ia] = cell
+            put(ia, offset + jn, *by_path(ga.bus_id, nic.bus_id), f"{ga.label}↔{nic.label}")
         for jm in range(jn + 1, len(nics)):
-            cell, reason = by_path(nic.bus_id, nics[jm].bus_id)
-            if cell is None:
-                reasons.append(f"{nic.label}↔{nics[jm].label}: {reason}")
-            links[offset + jn][offset + jm] = links[offset + jm][offset + jn] = cell
+            other = nics[jm]
+            put(
+                offset + jn,
+                offset + jm,
+                *by_path(nic.bus_id, other.bus_id),
+                f"{nic.label}↔{other.label}",
+            )
     source = None
     if labels:
         source = "nvml" if used_nvml or any(g.nvlinks for g in gpus) else "sysfs"
@@ -543,6 +553,21 @@ def _build_topology(
     if reasons:
         more = f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else ""
         capture.unavailable["topology"] = "; ".join(reasons[:3]) + more
+
+
+def _gpu_pair_class(
+    ga: Gpu, gb: Gpu, backend: NvmlBackend | None, usable: set[int]
+) -> tuple[str | None, str | None, bool]:
+    """``(class, why none, from NVML's topology call)`` of a GPU pair from NVLink, else NVML
+    (``None`` when neither knows: sysfs decides)."""
+    cell = _nvlink_class(ga, gb)
+    if cell is not None or backend is None or not {ga.index, gb.index} <= usable:
+        return cell, None, False
+    level = backend.topology_common_ancestor(ga.index, gb.index)
+    if isinstance(level, Unavailable):
+        return None, level.reason, False
+    cell = TOPOLOGY_LEVELS.get(level)
+    return cell, None if cell else f"NVML reported unknown topology level {level}", cell is not None
 
 
 def _build_p2p(capture: Capture, backend: NvmlBackend, usable: set[int]) -> None:

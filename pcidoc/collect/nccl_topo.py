@@ -29,6 +29,7 @@ from xml.sax.saxutils import quoteattr
 from pcidoc.errors import PcidocError
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import parse_cpulist
+from pcidoc.model.facts import Gpu, Host, Nic
 from pcidoc.model.links import is_nvlink, nvlink_count
 
 _VENDORS = {"intel": "GenuineIntel", "amd": "AuthenticAMD"}
@@ -106,7 +107,26 @@ def write_topology(
             f"nccl-topo: {', '.join(missing)} without a bus id in this capture; NCCL matches "
             "devices by bus id (capture the machine itself, or import nvidia-smi -q)"
         )
-    host = capture.host
+    cpu = _cpu_attrs(capture.host, arch, vendor, familyid, modelid, notes)
+    numa = _gpu_numa(gpus, capture.host)
+    nics = _placed_nics(capture, gpus, numa, notes)
+    writer = _TopoWriter(capture, gpus, nics, numa)
+    lines = ['<system version="1">']
+    for node in sorted(set(numa.values())):
+        lines.extend(writer.cpu(node, cpu))
+    lines.append("</system>")
+    return "\n".join(lines) + "\n", notes
+
+
+def _cpu_attrs(
+    host: Host,
+    arch: str | None,
+    vendor: str | None,
+    familyid: str | None,
+    modelid: str | None,
+    notes: list[str],
+) -> dict[str, str]:
+    """The attributes every ``<cpu>`` node carries besides its NUMA id and affinity."""
     arch = arch or ("x86_64" if host.cpu_vendor in _VENDORS else None)
     vendor = vendor or _VENDORS.get(host.cpu_vendor or "")
     if not arch or not vendor:
@@ -120,6 +140,15 @@ def write_topology(
             "familyid/modelid unknown: NCCL needs them for Intel CPUs; pass --cpu-family and "
             "--cpu-model (from /proc/cpuinfo) or run nccl-topo on the machine itself"
         )
+    attrs = {"arch": arch, "vendor": vendor}
+    if familyid is not None and modelid is not None:
+        attrs["familyid"] = str(familyid)
+        attrs["modelid"] = str(modelid)
+    return attrs
+
+
+def _gpu_numa(gpus: list[Gpu], host: Host) -> dict[str, int]:
+    """Label -> NUMA node of every GPU (a one-node host's node where the GPU has none)."""
     single = len(host.numa_nodes) == 1 and host.numa_nodes[0].id >= 0
     numa: dict[str, int] = {}
     for gpu in gpus:
@@ -132,6 +161,13 @@ def write_topology(
                 "device under its CPU (capture the machine itself)"
             )
         numa[gpu.label] = node
+    return numa
+
+
+def _placed_nics(
+    capture: Capture, gpus: list[Gpu], numa: dict[str, int], notes: list[str]
+) -> list[Nic]:
+    """The NICs that can be written (bus id and NUMA node known); their nodes go to ``numa``."""
     nics = []
     for nic in capture.nics:
         if not nic.bus_id:
@@ -148,59 +184,75 @@ def write_topology(
             continue
         numa[nic.label] = node
         nics.append(nic)
-    devices = [g.label for g in gpus] + [n.label for n in nics]
-    link = capture.topology.link
+    return nics
 
-    def rank(a: str, b: str) -> int:
-        cls = link(a, b)
+
+class _TopoWriter:
+    """Writes one ``<cpu>`` node at a time, numbering the synthetic switches across them."""
+
+    def __init__(
+        self, capture: Capture, gpus: list[Gpu], nics: list[Nic], numa: dict[str, int]
+    ) -> None:
+        self.capture, self.nics, self.numa = capture, nics, numa
+        self.devices = [g.label for g in gpus] + [n.label for n in nics]
+        self.cpu_of = {n.id: n.cpus for n in capture.host.numa_nodes}
+        self.gpu_by_label = {g.label: g for g in gpus}
+        self.nic_by_label = {n.label: n for n in nics}
+        self.all_nv = _nvswitch_like(capture)
+        gpudirect = capture.host.gpudirect
+        self.gdr = bool(gpudirect.nvidia_peermem or gpudirect.nv_peer_mem)
+        self.switch = 0
+
+    def rank(self, a: str, b: str) -> int:
+        cls = self.capture.topology.link(a, b)
         return {"PIX": 1, "PXB": 2}.get(cls or "", 9)
 
-    lines = ['<system version="1">']
-    cpu_of = {n.id: n.cpus for n in host.numa_nodes}
-    switch = 0
-    gpu_by_label = {g.label: g for g in gpus}
-    nic_by_label = {n.label: n for n in nics}
-    all_nv = _nvswitch_like(capture)
-    gdr = bool(host.gpudirect.nvidia_peermem or host.gpudirect.nv_peer_mem)
-    for node in sorted(set(numa.values())):
-        members = [d for d in devices if numa[d] == node]
+    def cpu(self, node: int, cpu: dict[str, str]) -> list[str]:
+        members = [d for d in self.devices if self.numa[d] == node]
         attrs = {"numaid": str(node)}
-        mask = cpu_mask(cpu_of.get(node))
+        mask = cpu_mask(self.cpu_of.get(node))
         if mask:
             attrs["affinity"] = mask
-        attrs["arch"] = arch
-        attrs["vendor"] = vendor
-        if familyid is not None and modelid is not None:
-            attrs["familyid"] = str(familyid)
-            attrs["modelid"] = str(modelid)
-        lines.append("  <cpu " + _attrs(attrs) + ">")
-        for outer in _groups(members, lambda a, b: rank(a, b) <= 2):
-            inner_groups = _groups(outer, lambda a, b: rank(a, b) <= 1)
-            indent = "    "
-            if len(outer) > 1:
-                switch += 1
-                lines.append(f"{indent}<pci {_switch_attrs(switch)}>")
-                indent += "  "
-            for inner in inner_groups:
-                wrap = len(outer) > 1 and (len(inner) > 1 or len(inner_groups) > 1)
-                pad = indent
-                if wrap:
-                    switch += 1
-                    lines.append(f"{pad}<pci {_switch_attrs(switch)}>")
-                    pad += "  "
-                for label in inner:
-                    if label in gpu_by_label:
-                        lines.extend(_gpu_xml(capture, gpu_by_label[label], pad, all_nv))
-                    else:
-                        nic = nic_by_label[label]
-                        lines.extend(_nic_xml(nic, nics.index(nic), pad, gdr))
-                if wrap:
-                    lines.append(f"{indent}</pci>")
-            if len(outer) > 1:
-                lines.append("    </pci>")
+        attrs["arch"] = cpu["arch"]
+        attrs["vendor"] = cpu["vendor"]
+        if "familyid" in cpu:
+            attrs["familyid"] = cpu["familyid"]
+            attrs["modelid"] = cpu["modelid"]
+        lines = ["  <cpu " + _attrs(attrs) + ">"]
+        for outer in _groups(members, lambda a, b: self.rank(a, b) <= 2):
+            lines.extend(self._outer(outer))
         lines.append("  </cpu>")
-    lines.append("</system>")
-    return "\n".join(lines) + "\n", notes
+        return lines
+
+    def _outer(self, outer: list[str]) -> list[str]:
+        """Devices behind one switch (PXB), their PIX groups each behind its own."""
+        lines: list[str] = []
+        inner_groups = _groups(outer, lambda a, b: self.rank(a, b) <= 1)
+        indent = "    "
+        if len(outer) > 1:
+            self.switch += 1
+            lines.append(f"{indent}<pci {_switch_attrs(self.switch)}>")
+            indent += "  "
+        for inner in inner_groups:
+            wrap = len(outer) > 1 and (len(inner) > 1 or len(inner_groups) > 1)
+            pad = indent
+            if wrap:
+                self.switch += 1
+                lines.append(f"{pad}<pci {_switch_attrs(self.switch)}>")
+                pad += "  "
+            for label in inner:
+                lines.extend(self._device(label, pad))
+            if wrap:
+                lines.append(f"{indent}</pci>")
+        if len(outer) > 1:
+            lines.append("    </pci>")
+        return lines
+
+    def _device(self, label: str, pad: str) -> list[str]:
+        if label in self.gpu_by_label:
+            return _gpu_xml(self.capture, self.gpu_by_label[label], pad, self.all_nv)
+        nic = self.nic_by_label[label]
+        return _nic_xml(nic, self.nics.index(nic), pad, self.gdr)
 
 
 def _attrs(values: dict[str, str]) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from pcidoc.collect.sysfs import normalize_bus_id
+from pcidoc.model.busid import bus_id_or_text as normalize_bus_id
 from pcidoc.model.cpulist import format_cpulist, parse_cpulist
 
 T = TypeVar("T")
@@ -296,8 +296,21 @@ NVLINK_COUNT_ERROR_FIELDS: dict[str, int] = {
 Field 221 (symbol errors) is left out on purpose: it counts raw errors before forward error
 correction, which are normal on a healthy link, and would read as link errors."""
 
-NVLINK_STATES: dict[int, str] = {0: "down", 1: "up", 2: "sleep"}
-"""Field 165 (``NVML_FI_DEV_NVLINK_GET_STATE``): INACTIVE, ACTIVE, SLEEP (``nvml.h``)."""
+NVLINK_STATE_TRAFFIC_DISABLED = 3
+"""Field 165's ``NVML_NVLINK_STATE_ACTIVE_TRAFFIC_DISABLED`` (``nvml.h`` 13): trained, but the
+link carries no traffic."""
+
+NVLINK_STATES: dict[int, str] = {
+    0: "down",
+    1: "up",
+    2: "sleep",
+    NVLINK_STATE_TRAFFIC_DISABLED: "down",
+}
+"""Field 165 (``NVML_FI_DEV_NVLINK_GET_STATE``): INACTIVE, ACTIVE, SLEEP (``nvml.h``), and
+ACTIVE_TRAFFIC_DISABLED, which is down for every use pcidoc makes of a link (it moves no data):
+never "up"."""
+
+TRAFFIC_DISABLED_REASON = "NVML: link trained but traffic disabled (ACTIVE_TRAFFIC_DISABLED)"
 
 PCIE_UTIL_TX_BYTES = 0
 PCIE_UTIL_RX_BYTES = 1
@@ -608,13 +621,59 @@ def possible_cpu_count(sys_root: str = "/sys") -> int:
     return max(highest, os.cpu_count() or 1, 1)
 
 
-FABRIC_STRUCTS: tuple[tuple[str, int], ...] = (
-    ("c_nvmlGpuFabricInfo_v3_t", 3),
-    ("c_nvmlGpuFabricInfo_v2_t", 2),
-    ("c_nvmlGpuFabricInfoV_t", 2),
+class _FabricInfoV1(ctypes.Structure):
+    """``nvmlGpuFabricInfo_t`` as ``nvml.h`` lays it out (the legacy call's structure)."""
+
+    _fields_ = [
+        ("clusterUuid", ctypes.c_ubyte * 16),  # NVML_GPU_FABRIC_UUID_LEN
+        ("status", ctypes.c_uint),  # nvmlReturn_t
+        ("cliqueId", ctypes.c_uint),
+        ("state", ctypes.c_ubyte),  # nvmlGpuFabricState_t is an unsigned char
+    ]
+
+
+class _FabricInfoV2(ctypes.Structure):
+    """``nvmlGpuFabricInfo_v2_t`` (36 bytes, version ``0x02000024``)."""
+
+    _fields_ = [("version", ctypes.c_uint), *_FabricInfoV1._fields_, ("healthMask", ctypes.c_uint)]
+
+
+class _FabricInfoV3(ctypes.Structure):
+    """``nvmlGpuFabricInfo_v3_t`` (40 bytes, version ``0x03000028``)."""
+
+    _fields_ = [*_FabricInfoV2._fields_, ("healthSummary", ctypes.c_ubyte)]
+
+
+FABRIC_STRUCTS: tuple[tuple[type[ctypes.Structure], int], ...] = (
+    (_FabricInfoV3, 3),
+    (_FabricInfoV2, 2),
 )
-"""Versioned fabric structures by the names each nvidia-ml-py generation uses: 12.550-12.575
-call the v2 structure ``c_nvmlGpuFabricInfoV_t``; later ones name ``_v2_t`` and ``_v3_t``."""
+"""The versioned fabric structures, newest first, declared here from ``nvml.h`` rather than
+taken from the bindings: nvidia-ml-py 12.535-12.575 declare ``clusterUuid`` as 80 ``c_char``
+(so every later field is read at the wrong offset), 12.535 names ``cliqueId`` ``partitionId``,
+12.570/12.575 decode the UUID as text, and every release reads the one-byte ``state`` as a
+four-byte integer (padding included). Only the call goes through the bindings."""
+
+
+class _ConfComputeSettingsV1(ctypes.Structure):
+    """``nvmlSystemConfComputeSettings_v1_t`` (nvidia-ml-py 12.535 does not declare it)."""
+
+    _fields_ = [
+        (name, ctypes.c_uint)
+        for name in ("version", "environment", "ccFeature", "devToolsMode", "multiGpuMode")
+    ]
+
+
+def _fabric_record(record: Any, health_mask: int | None) -> FabricInfo:
+    """A :class:`FabricInfo` from one of :data:`FABRIC_STRUCTS` (or the legacy structure);
+    the cluster UUID is 16 raw bytes, whatever they hold."""
+    return FabricInfo(
+        state=int(record.state),
+        status=int(record.status),
+        clique_id=int(record.cliqueId),
+        cluster_uuid=format_uuid_bytes(bytes(record.clusterUuid)),
+        health_mask=health_mask,
+    )
 
 
 def _struct_version(record: Any, version: int) -> int:
@@ -740,12 +799,9 @@ class PynvmlBackend:
             return state
 
         def settings() -> int:
-            record = nvml.c_nvmlSystemConfComputeSettings_v1_t()
-            if not int(record.version):
-                record.version = _struct_version(record, 1)
-            ret = nvml.nvmlSystemGetConfComputeSettings(ctypes.byref(record))
-            if ret:
-                raise nvml.NVMLError(ret)
+            record = _ConfComputeSettingsV1()
+            record.version = _struct_version(record, 1)
+            self._c_function("nvmlSystemGetConfComputeSettings")(ctypes.byref(record))
             return int(record.multiGpuMode)
 
         mode = query(settings)
@@ -952,53 +1008,49 @@ class PynvmlBackend:
         )
 
     def fabric_info(self, index: int) -> Maybe[FabricInfo]:
-        """Fabric info: the versioned call with the newest structure the bindings and the
-        driver both know (v3, v2 under either name), else the legacy v1 call (no health)."""
-        nvml = self._nvml
-
-        def versioned(handle: Any, struct_name: str, version: int) -> FabricInfo:
-            record = getattr(nvml, struct_name)()
-            if not int(getattr(record, "version", 0)):
-                record.version = _struct_version(record, version)
-            nvml.nvmlDeviceGetGpuFabricInfoV(handle, ctypes.byref(record))
-            return FabricInfo(
-                state=int(record.state),
-                status=int(record.status),
-                clique_id=int(record.cliqueId),
-                cluster_uuid=format_uuid_bytes(bytes(record.clusterUuid)),
-                health_mask=int(record.healthMask),
-            )
-
-        def legacy(handle: Any) -> FabricInfo:
-            record = nvml.c_nvmlGpuFabricInfo_t()
-            nvml.nvmlDeviceGetGpuFabricInfo(handle, ctypes.byref(record))
-            return FabricInfo(
-                state=int(record.state),
-                status=int(record.status),
-                clique_id=int(record.cliqueId),
-                cluster_uuid=format_uuid_bytes(bytes(record.clusterUuid)),
-            )
-
+        """Fabric info: the versioned call with the newest structure the driver accepts (v3,
+        then v2), else the legacy call (no health mask). The structures are pcidoc's own
+        (:data:`FABRIC_STRUCTS`), so every nvidia-ml-py release reads the same bytes."""
         if self._closed:
             return Unavailable.from_name("UNINITIALIZED")
-        result: FabricInfo | Unavailable = Unavailable.from_name("FUNCTION_NOT_FOUND")
-        tried: set[int] = set()
-        for struct_name, version in FABRIC_STRUCTS:
-            if version in tried or not hasattr(nvml, struct_name):
-                continue
-            tried.add(version)
-            result = self._device(index, versioned, struct_name, version)
+        for struct, version in FABRIC_STRUCTS:
+            result = self._device(index, self._fabric_versioned, struct, version)
             if not (
                 isinstance(result, Unavailable)
                 and result.error in ("ARGUMENT_VERSION_MISMATCH", "FUNCTION_NOT_FOUND")
             ):
                 return result
-        if isinstance(result, Unavailable) and result.error in (
-            "FUNCTION_NOT_FOUND",
-            "ARGUMENT_VERSION_MISMATCH",
-        ):
-            return self._device(index, legacy)
-        return result
+        return self._device(index, self._fabric_legacy)
+
+    def _fabric_versioned(
+        self, handle: Any, struct: type[ctypes.Structure], version: int
+    ) -> FabricInfo:
+        record: Any = struct()
+        record.version = _struct_version(record, version)
+        self._c_function("nvmlDeviceGetGpuFabricInfoV")(handle, ctypes.byref(record))
+        return _fabric_record(record, int(record.healthMask))
+
+    def _fabric_legacy(self, handle: Any) -> FabricInfo:
+        record = _FabricInfoV1()
+        self._c_function("nvmlDeviceGetGpuFabricInfo")(handle, ctypes.byref(record))
+        return _fabric_record(record, None)
+
+    def _c_function(self, name: str) -> Callable[..., Any]:
+        """C function ``name`` of the bindings' library, its return code checked here: some
+        releases have no wrapper for it (12.535 lacks ``nvmlDeviceGetGpuFabricInfoV``), and
+        some wrappers return the code unchecked (``nvmlSystemGetConfComputeSettings``)."""
+        lookup = getattr(self._nvml, "_nvmlGetFunctionPointer", None)
+        symbol = lookup(name) if lookup is not None else getattr(self._nvml, name, None)
+        if symbol is None:
+            raise NvmlError("FUNCTION_NOT_FOUND")
+
+        def call(*args: Any) -> int:
+            code = symbol(*args)
+            if isinstance(code, int) and code:
+                raise NvmlError(NVML_ERROR_NAMES.get(code, f"ERROR_{code}"))
+            return 0
+
+        return call
 
     def compute_processes(self, index: int) -> Maybe[list[ComputeProcess]]:
         """Compute processes (v3 call, falling back to v2)."""

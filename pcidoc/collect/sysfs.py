@@ -16,14 +16,14 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from pcidoc.model.busid import bus_id_or_text as normalize_bus_id
+from pcidoc.model.busid import is_bus_id
 from pcidoc.model.cpulist import format_cpulist, parse_cpumask
 from pcidoc.model.facts import AcsControl, PcieHop
 from pcidoc.model.units import parse_link_speed
 
 NVIDIA_VENDOR = 0x10DE
 
-_BDF_RE = re.compile(r"^([0-9a-f]{4,8}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$", re.IGNORECASE)
-_SHORT_BDF_RE = re.compile(r"^([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$", re.IGNORECASE)
 _HOST_BRIDGE_RE = re.compile(r"^pci([0-9a-f]{4,8}):([0-9a-f]{2})$", re.IGNORECASE)
 
 ACS_EXT_CAP_ID = 0x000D
@@ -42,28 +42,6 @@ _PORT_TYPES: dict[int, str] = {
     7: "bridge",  # PCIe to PCI/PCI-X bridge
     8: "bridge",  # PCI/PCI-X to PCIe bridge
 }
-
-
-def normalize_bus_id(text: str) -> str:
-    """Normalize a PCI address to sysfs form ``dddd:bb:dd.f`` in lower case.
-
-    NVML prints an 8-digit domain (``00000000:18:00.0``) and nvidia-smi sometimes an upper-case
-    one; short forms (``18:00.0``) get domain 0. Unrecognised text is returned lower-cased.
-    """
-    value = text.strip().lower()
-    match = _BDF_RE.match(value)
-    if match:
-        domain = int(match.group(1), 16)
-        return f"{domain:04x}:{match.group(2)}:{match.group(3)}.{match.group(4)}"
-    match = _SHORT_BDF_RE.match(value)
-    if match:
-        return f"0000:{match.group(1)}:{match.group(2)}.{match.group(3)}"
-    return value
-
-
-def is_bus_id(text: str) -> bool:
-    """True for a full PCI address such as ``0000:18:00.0``."""
-    return bool(_BDF_RE.match(text))
 
 
 def _parse_int(text: str | None, base: int = 10) -> int | None:

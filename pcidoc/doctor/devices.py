@@ -4,15 +4,13 @@ their upstream ports and NICs: shared by every check that reads such evidence.""
 from __future__ import annotations
 
 from pcidoc.doctor.context import Context
-from pcidoc.model.busid import normalize_bus_id as _full
+from pcidoc.model.busid import bus_id_or_text
 
 
 def normalize_bus_id(bus_id: str | None) -> str | None:
     """``0000:3b:00.0`` from any form a capture or an importer stores (NVML's 8-digit domain,
     upper case, no domain); the text itself (lower case) when it is no PCI address."""
-    if not bus_id:
-        return None
-    return _full(bus_id) or bus_id.strip().lower()
+    return bus_id_or_text(bus_id) if bus_id else None
 
 
 def device_label(

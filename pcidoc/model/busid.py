@@ -1,4 +1,8 @@
-"""PCI addresses (bus ids) in the one form every capture, importer and check compares."""
+"""PCI addresses (bus ids) in the one form every capture, importer and check compares.
+
+Standard library only (through :mod:`pcidoc._lazyre`): :mod:`pcidoc.collect.nvml` uses it in a
+probe child that runs under a Python with torch and nothing of pcidoc's dependencies.
+"""
 
 from __future__ import annotations
 
@@ -29,8 +33,22 @@ def normalize_bus_id(text: str | None) -> str | None:
     fn = int(match.group("fn") or "0")
     if dev > 0x1F:
         return None
-    dom = f"{domain:04x}" if domain <= 0xFFFF else f"{domain:08x}"
-    return f"{dom}:{bus:02x}:{dev:02x}.{fn}"
+    # sysfs's form: at least four digits (a VMD domain is ``10000``, as /sys names it).
+    return f"{domain:04x}:{bus:02x}:{dev:02x}.{fn}"
+
+
+def bus_id_or_text(text: str) -> str:
+    """:func:`normalize_bus_id`, or the text itself in lower case when it is no PCI address
+    (what sysfs, NVML and a stored capture hold is kept comparable, never dropped)."""
+    return normalize_bus_id(text) or text.strip().lower()
+
+
+def is_bus_id(text: str) -> bool:
+    """True for a full PCI address, domain and function included (``0000:18:00.0``)."""
+    return _FULL_RE.match(text.strip()) is not None
+
+
+_FULL_RE = lazy(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
 
 
 def bus_from_nccl(text: str | None) -> str | None:

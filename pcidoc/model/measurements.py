@@ -131,6 +131,10 @@ class CollectiveMeasurement(Model):
     correct: bool | None = None
     tool: str | None = None
     """``nccl-tests`` or ``pcidoc``."""
+    nccl_env: dict[str, str] = Field(default_factory=dict)
+    """NCCL variables in effect when pcidoc measured that change bus bandwidth (``NCCL_ALGO``,
+    ``NCCL_P2P_DISABLE``, ``NCCL_NVLS_ENABLE``, ``NCCL_MAX_NCHANNELS``, ``NCCL_TOPO_FILE``...);
+    empty when none was set, or for imported results."""
     source: str | None = None
     conditions: dict[str, Any] = Field(default_factory=dict)
     """How it was taken, so the number can be reproduced: mode, sizes, copies per trial,

@@ -6,14 +6,22 @@ Python, standard library only):
 
 1. ``CUDA_VISIBLE_DEVICES`` — indices (``0,2``), UUIDs (``GPU-8f3c…``, a unique prefix is
    enough, as CUDA accepts) or both; as in CUDA, the list ends at the first entry that names no
-   GPU (an unknown index or UUID, a duplicate, ``-1``), and an empty value allows none. Indices
-   are NVML's (= CUDA's in PCI bus order, which every probe child uses). ``MIG-…`` entries
-   name MIG instances, which the probes do not measure;
-2. ``SLURM_STEP_GPUS``, then ``SLURM_JOB_GPUS`` — Slurm's global GPU ids (device minor
-   numbers: ``/dev/nvidiaN``), mapped to GPUs through the driver's
-   ``/proc/driver/nvidia/gpus/*/information`` where it is readable (else taken as indices);
-3. the cgroup v1 ``devices`` controller's list (``c 195:N``), mapped like Slurm's ids. A
-   cgroup v2 device filter is an eBPF program that cannot be read; the driver then enforces it.
+   GPU (an unknown index or UUID, a duplicate, ``-1``), and an empty value allows none.
+   Indices are CUDA's: in PCI bus order (= NVML's) only with ``CUDA_DEVICE_ORDER=PCI_BUS_ID``;
+   otherwise CUDA numbers the GPUs fastest first, which only CUDA can tell. The allocation is
+   then read in PCI order provisionally and marked :attr:`Allocation.resolve_in_child`: the
+   ``env`` probe runs with the user's variables untouched, reports each CUDA device's UUID and
+   bus id, and :func:`resolve` maps them to NVML's GPUs. ``MIG-…`` entries name MIG instances,
+   which the probes do not measure;
+2. ``SLURM_STEP_GPUS``, then ``SLURM_JOB_GPUS`` — Slurm's global GPU ids. Since Slurm 21.08
+   (``gres_common.c``: "GPUs ... want it to match the order they enumerate on the PCI bus")
+   these are GPU *indices* in PCI bus order, not device minor numbers (``/dev/nvidiaN``), which
+   older Slurm wrote. They are read as indices; where the driver's minor numbers
+   (``/proc/driver/nvidia/gpus/*/information``) would name other GPUs, or cannot be read, a
+   note says so, since the installed Slurm's version is not visible from the job;
+3. the cgroup v1 ``devices`` controller's list (``c 195:N``): real device minors, mapped to
+   GPUs through the driver's bus ids. A cgroup v2 device filter is an eBPF program that cannot
+   be read; the driver then enforces it.
 """
 
 from __future__ import annotations
@@ -55,6 +63,9 @@ class Allocation:
     source: str | None = None
     value: str | None = None
     notes: list[str] = field(default_factory=list)
+    resolve_in_child: bool = False
+    """``CUDA_VISIBLE_DEVICES`` holds indices in CUDA's fastest-first order: ``indices`` is a
+    provisional PCI-order reading until :func:`resolve` maps what the child saw."""
 
     def allows(self, index: int) -> bool:
         """True when GPU ``index`` is inside the allocation."""
@@ -69,6 +80,52 @@ class Allocation:
     def as_dict(self) -> dict[str, object]:
         """JSON form (``pcidoc probe`` output, measurement conditions)."""
         return {"source": self.source, "value": self.value, "gpus": self.indices}
+
+
+def _uuid_key(uuid: object) -> str | None:
+    text = str(uuid).strip().lower() if uuid else ""
+    if not text:
+        return None
+    return text if text.startswith(("gpu-", "mig-")) else "gpu-" + text
+
+
+def match_device(device: Mapping[str, object], gpus: Sequence[GpuId]) -> int | None:
+    """The NVML index of a CUDA device the ``env`` probe reported (by UUID, else bus id)."""
+    uuid = _uuid_key(device.get("uuid"))
+    if uuid:
+        for gpu in gpus:
+            if _uuid_key(gpu.uuid) == uuid:
+                return gpu.index
+    bus = _bus_key(str(device.get("bus_id") or ""))
+    if bus:
+        for gpu in gpus:
+            if gpu.bus_id and _bus_key(gpu.bus_id) == bus:
+                return gpu.index
+    return None
+
+
+def _gpu_names(indices: Sequence[int]) -> str:
+    return ", ".join(f"GPU{i}" for i in indices) or "no GPU"
+
+
+def resolve(
+    found: Allocation, gpus: Sequence[GpuId], devices: Sequence[Mapping[str, object]]
+) -> Allocation:
+    """``found`` with CUDA-ordered indices replaced by the GPUs the ``env`` probe saw (run with
+    the user's ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER``), matched by UUID or bus id.
+    Unchanged unless :attr:`Allocation.resolve_in_child`."""
+    if not found.resolve_in_child:
+        return found
+    mapped = [match_device(device, gpus) for device in devices]
+    if devices and None not in mapped:
+        indices = list(dict.fromkeys(i for i in mapped if i is not None))
+        note = f"CUDA's order, as the probe child saw it: {_gpu_names(indices)}"
+        return Allocation(indices, found.source, found.value, [*found.notes, note])
+    note = (
+        "the probe child could not name its GPUs (no UUID or bus id from CUDA): "
+        f"CUDA_VISIBLE_DEVICES read in PCI bus order ({_gpu_names(found.indices or [])})"
+    )
+    return Allocation(found.indices, found.source, found.value, [*found.notes, note])
 
 
 def _match_uuid(entry: str, gpus: Sequence[GpuId]) -> GpuId | None:
@@ -155,6 +212,38 @@ def minors_to_indices(
     return out, notes
 
 
+def slurm_to_indices(
+    ids: Sequence[int], gpus: Sequence[GpuId], minor_bus: Mapping[int, str]
+) -> tuple[list[int], list[str]]:
+    """GPU indices of Slurm's GPU ids, read as Slurm 21.08+ writes them: indices in PCI bus
+    order (NVML's order; by bus id when every GPU has one). A note when an older Slurm's
+    reading (device minor numbers) would name other GPUs, or cannot be checked."""
+    if all(g.bus_id for g in gpus):
+        ordered = sorted(gpus, key=lambda g: _bus_key(g.bus_id) or "")
+    else:
+        ordered = sorted(gpus, key=lambda g: g.index)
+    out: list[int] = []
+    notes: list[str] = []
+    for gid in ids:
+        if not 0 <= gid < len(ordered):
+            notes.append(f"Slurm GPU index {gid} is beyond the {len(ordered)} GPUs NVML sees")
+        elif ordered[gid].index not in out:
+            out.append(ordered[gid].index)
+    if minor_bus:
+        as_minors, _ = minors_to_indices(ids, gpus, minor_bus)
+        if as_minors != out:
+            notes.append(
+                "read as GPU indices in PCI bus order (Slurm 21.08 and later); an older Slurm "
+                f"wrote device minor numbers, which would be {_gpu_names(as_minors)}"
+            )
+    elif out:
+        notes.append(
+            "read as GPU indices in PCI bus order (Slurm 21.08 and later); the driver's minor "
+            "numbers are unreadable, so an older Slurm's device minors could not be checked"
+        )
+    return out, notes
+
+
 def _int_list(value: str) -> list[int] | None:
     """``0,1`` / ``0-3,5`` -> ints; ``None`` when it is not such a list."""
     out: list[int] = []
@@ -217,7 +306,15 @@ def current(
     visible = env.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         indices, notes = parse_visible_devices(visible, gpus)
-        return Allocation(indices, "CUDA_VISIBLE_DEVICES", visible, notes)
+        by_index = any(re.fullmatch(r"\d+", e.strip()) for e in visible.split(","))
+        pci_order = env.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID"
+        resolve_in_child = bool(indices) and by_index and not pci_order
+        if resolve_in_child:
+            notes.append(
+                "CUDA_DEVICE_ORDER is not PCI_BUS_ID, so CUDA numbers GPUs fastest first: the "
+                "probe child tells which GPUs these indices are"
+            )
+        return Allocation(indices, "CUDA_VISIBLE_DEVICES", visible, notes, resolve_in_child)
     for variable in SLURM_VARIABLES:
         value = env.get(variable)
         if not value:
@@ -225,7 +322,7 @@ def current(
         ids = _int_list(value)
         if ids is None:
             return Allocation(None, None, None, [f"{variable}={value!r} is not a GPU id list"])
-        indices, notes = minors_to_indices(ids, gpus, driver_minors(driver_root))
+        indices, notes = slurm_to_indices(ids, gpus, driver_minors(driver_root))
         return Allocation(indices, variable, value, notes)
     minors, text = cgroup_minors(proc_root, cgroup_root)
     if minors is not None:

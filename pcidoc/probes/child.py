@@ -34,6 +34,12 @@ class ProbeUnavailable(Exception):
     """The probe cannot run here (no torch, no CUDA device, no NCCL); not a failure."""
 
 
+class ProbeHung(RuntimeError):
+    """A device operation never completed: the probe reported it, and this process must not
+    run its normal exit (tearing the CUDA context down waits for the hung copy): the child
+    sends its last message and leaves with ``os._exit``."""
+
+
 class Emitter:
     """Writes protocol messages to one file descriptor, whole lines, from any thread.
 
@@ -78,6 +84,10 @@ class Emitter:
         """Report facts learned about the environment."""
         self.send(protocol.info(data))
 
+    def end(self, status: int) -> None:
+        """The last message: everything is reported, the process is about to exit."""
+        self.send(protocol.end(status))
+
 
 def protect_stdout() -> int:
     """Move the protocol off fd 1: returns a private duplicate, and fd 1 becomes stderr."""
@@ -87,10 +97,23 @@ def protect_stdout() -> int:
     return proto
 
 
+def torch_module() -> Any:
+    """``import torch``, without the "Failed to initialize NumPy" warning torch prints where
+    NumPy is missing (nothing pcidoc runs needs NumPy; the line only alarms)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Failed to initialize NumPy", category=UserWarning
+        )
+        import torch
+    return torch
+
+
 def import_torch() -> Any:
     """Import torch or raise :class:`ProbeUnavailable` with the install hint."""
     try:
-        import torch
+        torch = torch_module()
     except ImportError as exc:
         if exc.name in (None, "torch"):
             raise ProbeUnavailable(f"torch is not installed: {protocol.INSTALL_HINT}") from None
@@ -128,7 +151,7 @@ def torch_versions(torch: Any) -> dict[str, Any]:
         "python_version": platform.python_version(),
         "torch_version": getattr(torch, "__version__", None),
         "cuda_build": getattr(getattr(torch, "version", None), "cuda", None),
-        "nccl_env": {k: os.environ[k] for k in protocol.NCCL_TUNING_VARIABLES if k in os.environ},
+        "nccl_env": protocol.nccl_settings(os.environ),
     }
     try:
         version = torch.cuda.nccl.version()
@@ -195,17 +218,24 @@ def main(argv: list[str] | None = None) -> int:
     from pcidoc.probes import child as imported
 
     unavailable = (ProbeUnavailable, imported.ProbeUnavailable)
+    hung = (ProbeHung, imported.ProbeHung)
+    status = 0
     try:
         module = importlib.import_module(module_name)
         module.run(params, emit)
     except unavailable as exc:
         emit.error("unavailable", str(exc))
-        return 0
+    except hung as exc:
+        emit.error("error", str(exc))
+        emit.end(1)
+        sys.stderr.flush()
+        os._exit(1)  # a normal exit would wait on the hung device work
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         emit.error("error", f"{type(exc).__name__}: {exc}")
-        return 1
-    return 0
+        status = 1
+    emit.end(status)
+    return status
 
 
 if __name__ == "__main__":

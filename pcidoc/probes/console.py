@@ -21,6 +21,9 @@ from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.measurements import ProbeError
 from pcidoc.model.units import format_bytes
 from pcidoc.probes import interpreter, params, preflight
+from pcidoc.probes.allocation import Allocation
+from pcidoc.probes.allocation import resolve as resolve_allocation
+from pcidoc.probes.cudaview import cuda_view, gpu_ids
 from pcidoc.probes.runner import (
     ProbeOutcome,
     ProbeProgress,
@@ -291,6 +294,9 @@ def render_table(document: dict[str, Any]) -> list[str]:
         )
         if (c.get("ranks") or 0) <= 1:
             lines.append("  one rank: nothing crosses a link, so no bandwidth applies")
+        if c.get("nccl_env"):
+            settings = " ".join(f"{k}={v}" for k, v in sorted(c["nccl_env"].items()))
+            lines.append(f"  measured with {settings}")
         for row in c.get("rows", []):
             busbw = row.get("busbw_gbps")
             time_text = f"  {format_bytes(row['size_bytes']):>10}  {row['time_us']:>10.1f} us"
@@ -372,9 +378,9 @@ def probe_command(
     state: dict[str, Any] = {"machine": capture}
     try:
         with signals_interrupt():
-            return _probe_command(
+            return _ProbeRun(
                 args, name, mode, gpus, ranks, progress, runner, display, state, out
-            )
+            ).run()
     except KeyboardInterrupt as exc:
         return _interrupted(exc, name, mode, state, progress, out)
 
@@ -432,152 +438,183 @@ def _interrupted(
     return exc.exit_code if signalled else int(ExitCode.INTERRUPTED)  # type: ignore[union-attr]
 
 
-def _fail(progress: Progress, message: str, document: dict[str, Any], out: Any) -> int:
-    out.write(json.dumps(document, indent=2) + "\n")
-    progress(f"pcidoc: {message}")
-    return int(ExitCode.BAD_INPUT)
+class _Stop(Exception):
+    """``pcidoc probe`` cannot run as asked: one line on stderr, exit 3, and (with ``kind``) a
+    ``pcidoc.probe/1`` document carrying the error."""
+
+    def __init__(self, line: str, kind: str | None = None, message: str | None = None) -> None:
+        super().__init__(line)
+        self.line = line
+        self.kind = kind
+        self.message = message or line
 
 
-def _probe_command(
-    args: Any,
-    name: str,
-    mode: str,
-    gpus: list[int] | None,
-    ranks: list[int] | None,
-    progress: Progress,
-    runner: ProbeRunner,
-    display: ProgressDisplay,
-    state: dict[str, Any],
-    out: Any,
-) -> int:
-    backend: str | None = getattr(args, "backend", None)
-    force = bool(getattr(args, "force", False))
-    timeout = getattr(args, "timeout", None)
-    capture = state.get("machine")
-    machine = capture if capture is not None else _collect(progress)
-    state["machine"] = machine
-    known = {g.index for g in machine.gpus}
-    allocation = allocation_of(machine)
-    if gpus is not None and known and not set(gpus) <= known:
-        missing = ", ".join(str(g) for g in sorted(set(gpus) - known))
-        progress(
-            f"pcidoc: --gpus: no GPU {missing} on this machine (GPUs: "
-            f"{format_cpulist(sorted(known))})"
-        )
-        return int(ExitCode.BAD_INPUT)
-    outside = sorted(g for g in (gpus or []) if not allocation.allows(g))
-    if outside and (name in ("transfer", "p2p") or backend != "gloo"):
-        progress(
-            f"pcidoc: --gpus: GPU {format_cpulist(outside)} is outside this job's GPUs "
-            f"({allocation.describe()}); choose among {format_cpulist(allocation.indices or [])}"
-        )
-        return int(ExitCode.BAD_INPUT)
+class _ProbeRun:
+    """One ``pcidoc probe NAME`` after its options were checked: the machine, the job's GPUs,
+    what torch sees, the spec, the run."""
 
-    def error_document(kind: str, message: str) -> dict[str, Any]:
-        error = ProbeError(probe=name, message=message, kind=kind)  # type: ignore[arg-type]
-        return probe_json(name, mode, machine, None, None, [error])
+    def __init__(
+        self,
+        args: Any,
+        name: str,
+        mode: str,
+        gpus: list[int] | None,
+        ranks: list[int] | None,
+        progress: Progress,
+        runner: ProbeRunner,
+        display: ProgressDisplay,
+        state: dict[str, Any],
+        out: Any,
+    ) -> None:
+        self.args, self.name, self.mode = args, name, mode
+        self.gpus, self.ranks = gpus, ranks
+        self.progress, self.runner, self.display = progress, runner, display
+        self.state, self.out = state, out
+        self.backend: str | None = getattr(args, "backend", None)
+        capture = state.get("machine")
+        self.machine: Capture = capture if capture is not None else _collect(progress)
+        state["machine"] = self.machine
 
-    needs_cuda = name in ("transfer", "p2p") or backend == "nccl"
-    env_info: dict[str, Any] = {}
-    if backend != "gloo":
-        env = run_env(runner, None, None, machine, allocation)
+    def run(self) -> int:
+        try:
+            allocation = self._allocation()
+            env_info, allocation = self._environment(allocation)
+            indices = self._indices(allocation, env_info)
+            spec = self._spec(indices, env_info, allocation)
+        except _Stop as stop:
+            if stop.kind is None:
+                self.progress(f"pcidoc: {stop.line}")
+                return int(ExitCode.BAD_INPUT)
+            error = ProbeError(probe=self.name, message=stop.message, kind=stop.kind)  # type: ignore[arg-type]
+            document = probe_json(self.name, self.mode, self.machine, None, None, [error])
+            return _fail(self.progress, stop.line, document, self.out)
+        return self._measure(spec)
+
+    def _allocation(self) -> Allocation:
+        """The job's GPUs; ``--gpus`` must name GPUs of this machine inside them."""
+        known = {g.index for g in self.machine.gpus}
+        allocation = allocation_of(self.machine)
+        gpus = self.gpus
+        if gpus is not None and known and not set(gpus) <= known:
+            missing = ", ".join(str(g) for g in sorted(set(gpus) - known))
+            raise _Stop(
+                f"--gpus: no GPU {missing} on this machine (GPUs: {format_cpulist(sorted(known))})"
+            )
+        outside = sorted(g for g in (gpus or []) if not allocation.allows(g))
+        if outside and (self.name in ("transfer", "p2p") or self.backend != "gloo"):
+            raise _Stop(
+                f"--gpus: GPU {format_cpulist(outside)} is outside this job's GPUs "
+                f"({allocation.describe()}); choose among "
+                f"{format_cpulist(allocation.indices or [])}"
+            )
+        return allocation
+
+    def _environment(self, allocation: Allocation) -> tuple[dict[str, Any], Allocation]:
+        """What torch sees (the ``env`` probe), the backend, and the allocation in CUDA's
+        order; nothing to ask for gloo."""
+        if self.backend == "gloo":
+            return {}, allocation
+        env = run_env(self.runner, None, None, self.machine, allocation)
         if not env.info:
             error = env.error
             message = error.message if error else "the torch environment probe failed"
             kind = error.kind if error else "error"
-            message = no_gpu_message(machine, error) or message
-            return _fail(
-                progress, f"probe {name}: {kind}: {message}", error_document(kind, message), out
-            )
-        env_info = env.info
-        cuda = bool(env_info.get("cuda_available")) and int(env_info.get("device_count") or 0) > 0
+            message = no_gpu_message(self.machine, error) or message
+            raise _Stop(f"probe {self.name}: {kind}: {message}", kind, message)
+        allocation = resolve_allocation(
+            allocation, gpu_ids(self.machine), env.info.get("devices") or []
+        )
+        cuda = bool(env.info.get("cuda_available")) and int(env.info.get("device_count") or 0) > 0
         if not cuda:
-            reason = env_info.get("no_cuda_reason") or "no CUDA device visible to torch"
-            if needs_cuda:
-                return _fail(
-                    progress,
-                    f"probe {name}: unavailable: {reason}",
-                    error_document("unavailable", reason),
-                    out,
-                )
-            backend = "gloo"
-            progress(f"pcidoc: {reason}; running {name} with gloo on CPU")
-        elif backend is None:
-            backend = "nccl" if env_info.get("nccl_available", True) else "gloo"
-    indices: list[int] = []
-    if name in ("transfer", "p2p") or backend == "nccl":
-        indices, notes = probe_gpus(machine, gpus, allocation)
-        for note in notes:
-            progress(f"pcidoc: {note}")
-        if not machine.gpus:
+            reason = env.info.get("no_cuda_reason") or "no CUDA device visible to torch"
+            if self.name in ("transfer", "p2p") or self.backend == "nccl":
+                raise _Stop(f"probe {self.name}: unavailable: {reason}", "unavailable", reason)
+            self.backend = "gloo"
+            self.progress(f"pcidoc: {reason}; running {self.name} with gloo on CPU")
+        elif self.backend is None:
+            self.backend = "nccl" if env.info.get("nccl_available", True) else "gloo"
+        return env.info, allocation
+
+    def _indices(self, allocation: Allocation, env_info: dict[str, Any]) -> list[int]:
+        """The GPUs to measure: the job's, usable, placed in the child, not busy."""
+        if self.name not in ("transfer", "p2p") and self.backend != "nccl":
+            return []
+        machine = self.machine
+        indices, notes = probe_gpus(machine, self.gpus, allocation)
+        if machine.gpus:
+            view = cuda_view(machine, indices, env_info)
+            notes += view.notes()
+            indices = [i for i in indices if i in view.ordinals]
+        else:
             count = int(env_info.get("device_count") or 0)
-            indices = [i for i in range(count) if gpus is None or i in gpus]
+            indices = [i for i in range(count) if self.gpus is None or i in self.gpus]
+        for note in notes:
+            self.progress(f"pcidoc: {note}")
         if not indices:
-            return _fail(
-                progress,
-                f"probe {name}: no usable GPU",
-                error_document("unavailable", "no usable GPU"),
-                out,
-            )
-        if name == "p2p" and len(indices) < 2:
-            return _fail(
-                progress,
-                "probe p2p: needs at least 2 GPUs",
-                error_document("unavailable", "needs at least 2 GPUs"),
-                out,
-            )
-        if ranks is not None and backend == "nccl" and max(ranks) > len(indices):
-            progress(f"pcidoc: --ranks: only {len(indices)} GPU(s); larger counts dropped")
-        if not force:
+            raise _Stop(f"probe {self.name}: no usable GPU", "unavailable", "no usable GPU")
+        if self.name == "p2p" and len(indices) < 2:
+            raise _Stop("probe p2p: needs at least 2 GPUs", "unavailable", "needs at least 2 GPUs")
+        if self.ranks is not None and self.backend == "nccl" and max(self.ranks) > len(indices):
+            self.progress(f"pcidoc: --ranks: only {len(indices)} GPU(s); larger counts dropped")
+        if not getattr(self.args, "force", False):
             busy = preflight.busy_processes(machine, indices, preflight.live_gpu_processes(indices))
             if busy:
                 message = preflight.refusal_message(busy)
-                return _fail(
-                    progress,
-                    f"probe {name}: refused: {message}",
-                    error_document("refused", message),
-                    out,
-                )
-    if name == "transfer":
-        spec = transfer_spec(machine, indices, mode, env_info)
-    elif name == "p2p":
-        spec = p2p_spec(machine, indices, mode, env_info)
-    else:
-        assert backend is not None
-        spec = collective_spec(
-            name,
-            machine,
-            backend,
-            mode,
-            ranks=ranks,
-            indices=indices if backend == "nccl" else None,
-        )
-        if not spec.params["members"]:
-            return _fail(
-                progress,
-                f"probe {name}: no rank count fits",
-                error_document("unavailable", "no rank count fits"),
-                out,
+                raise _Stop(f"probe {self.name}: refused: {message}", "refused", message)
+        return indices
+
+    def _spec(
+        self, indices: list[int], env_info: dict[str, Any], allocation: Allocation
+    ) -> ProbeSpec:
+        machine, name, mode = self.machine, self.name, self.mode
+        if name == "transfer":
+            spec = transfer_spec(machine, indices, mode, env_info)
+        elif name == "p2p":
+            spec = p2p_spec(machine, indices, mode, env_info)
+        else:
+            assert self.backend is not None
+            spec = collective_spec(
+                name,
+                machine,
+                self.backend,
+                mode,
+                ranks=self.ranks,
+                indices=indices if self.backend == "nccl" else None,
+                env_info=env_info,
             )
-    if timeout is not None:
-        spec.deadline_s = float(timeout)
-    spec.params["allocation"] = allocation.as_dict()
-    state["spec"] = spec
-    display.start(spec, spec.expected_s + params.TYPICAL_STARTUP_S.get(spec.name, 3.0))
-    outcome = runner.run(spec, display.callback(spec))
-    display.finish(spec, outcome)
-    document = probe_json(name, mode, machine, spec, outcome)
-    if not getattr(args, "json", False):
-        for line in render_table(document):
-            progress(line)
-    if not getattr(args, "json", False):
-        line = measured_with_line(outcome.info)
-        if line:
-            progress(f"pcidoc: {line}")
+            if not spec.params["members"]:
+                raise _Stop(
+                    f"probe {name}: no rank count fits", "unavailable", "no rank count fits"
+                )
+        timeout = getattr(self.args, "timeout", None)
+        if timeout is not None:
+            spec.deadline_s = float(timeout)
+        spec.params["allocation"] = allocation.as_dict()
+        self.state["spec"] = spec
+        return spec
+
+    def _measure(self, spec: ProbeSpec) -> int:
+        display, progress = self.display, self.progress
+        display.start(spec, spec.expected_s + params.TYPICAL_STARTUP_S.get(spec.name, 3.0))
+        outcome = self.runner.run(spec, display.callback(spec))
+        display.finish(spec, outcome)
+        document = probe_json(self.name, self.mode, self.machine, spec, outcome)
+        if not getattr(self.args, "json", False):
+            for line in render_table(document):
+                progress(line)
+            line = measured_with_line(outcome.info)
+            if line:
+                progress(f"pcidoc: {line}")
+        self.out.write(json.dumps(document, indent=2) + "\n")
+        if outcome.errors:
+            return int(ExitCode.BAD_INPUT)
+        if not outcome.results:
+            progress(f"pcidoc: probe {self.name}: no measurement")
+            return int(ExitCode.BAD_INPUT)
+        return int(ExitCode.OK)
+
+
+def _fail(progress: Progress, message: str, document: dict[str, Any], out: Any) -> int:
     out.write(json.dumps(document, indent=2) + "\n")
-    if outcome.errors:
-        return int(ExitCode.BAD_INPUT)
-    if not outcome.results:
-        progress(f"pcidoc: probe {name}: no measurement")
-        return int(ExitCode.BAD_INPUT)
-    return int(ExitCode.OK)
+    progress(f"pcidoc: {message}")
+    return int(ExitCode.BAD_INPUT)

@@ -296,6 +296,53 @@ def round_down_pow2(value: int, floor: int = 1 << 20) -> int:
 CUDA_SUCCESS = 0
 CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704
 CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705
+CUDA_ERROR_TOO_MANY_PEERS = 711
+
+CUDA_ERROR_NAMES: dict[int, str] = {
+    0: "cudaSuccess",
+    1: "cudaErrorInvalidValue",
+    101: "cudaErrorInvalidDevice",
+    217: "cudaErrorPeerAccessUnsupported",
+    704: "cudaErrorPeerAccessAlreadyEnabled",
+    705: "cudaErrorPeerAccessNotEnabled",
+    711: "cudaErrorTooManyPeers",
+}
+"""The ``cudaError_t`` values the peer-access calls return (``driver_types.h``)."""
+
+
+def cuda_error_text(code: int) -> str:
+    """``cudaErrorTooManyPeers (711)``."""
+    return f"{CUDA_ERROR_NAMES.get(int(code), 'cudaError')} ({int(code)})"
+
+
+def allocator_in_effect(torch: Any, environ: Any = None) -> tuple[str, bool]:
+    """Which CUDA allocator torch's buffers come from, and whether ``cudaDeviceEnablePeerAccess``
+    applies to them (True only for plain ``cudaMalloc`` segments).
+
+    ``expandable_segments`` maps memory with ``cuMemMap`` (its peers need ``cuMemSetAccess``) and
+    ``backend:cudaMallocAsync`` allocates from pools (``cudaMemPoolSetAccess``): peer access
+    enabled through the runtime does not reach either, so a raw peer copy between them would
+    be staged or fault. torch reads ``PYTORCH_ALLOC_CONF`` and, before 2.9 only,
+    ``PYTORCH_CUDA_ALLOC_CONF``: both are looked at.
+    """
+    env = os.environ if environ is None else environ
+    backend = "native"
+    get_backend = getattr(torch.cuda, "get_allocator_backend", None)
+    if get_backend is not None:
+        try:
+            backend = str(get_backend())
+        except Exception:
+            backend = "unknown"
+    conf = ",".join(env.get(name) or "" for name in ALLOCATOR_VARIABLES).replace(" ", "").lower()
+    if backend != "native":
+        return f"torch's {backend} allocator (memory pools)", False
+    if "expandable_segments:true" in conf:
+        return "torch caching allocator with expandable segments (cuMemMap)", False
+    return "torch caching allocator, cudaMalloc segments", True
+
+
+ALLOCATOR_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+"""Where torch reads its allocator settings (the first is torch 2.9's name)."""
 
 
 def cudart_candidates(torch: Any) -> list[str]:
@@ -389,25 +436,46 @@ class PeerCopier:
         if code != CUDA_SUCCESS:
             raise RuntimeError(f"cudaMemcpyPeerAsync failed with CUDA error {code}")
 
-    def set_peer_access(self, device: int, peer: int, enabled: bool, restore: int) -> bool:
-        """Enable or disable ``device``'s access to ``peer``'s memory; True on success (an
-        already-enabled / not-enabled state counts as success). ``restore`` is the device to
-        make current again afterwards."""
-        if self.lib is None:
-            return False
-        self.lib.cudaSetDevice(int(device))
+    def enable(self, device: int, peer: int, restore: int) -> int:
+        """``cudaDeviceEnablePeerAccess(peer)`` on ``device``; the return code as CUDA gave it
+        (0, 704 already enabled, 711 too many peers...). ``restore`` is made current again."""
+        return self._peer_call(device, restore, "cudaDeviceEnablePeerAccess", int(peer), 0)
+
+    def disable(self, device: int, peer: int, restore: int) -> int:
+        """``cudaDeviceDisablePeerAccess(peer)`` on ``device``; its return code."""
+        return self._peer_call(device, restore, "cudaDeviceDisablePeerAccess", int(peer))
+
+    def _peer_call(self, device: int, restore: int, name: str, *args: int) -> int:
+        lib = self.lib
+        if lib is None:
+            return 1  # cudaErrorInvalidValue: there is no runtime to ask
+        code = int(lib.cudaSetDevice(int(device)))
         try:
-            if enabled:
-                code = self.lib.cudaDeviceEnablePeerAccess(int(peer), 0)
-                ok = code in (CUDA_SUCCESS, CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
-            else:
-                code = self.lib.cudaDeviceDisablePeerAccess(int(peer))
-                ok = code in (CUDA_SUCCESS, CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
+            if code == CUDA_SUCCESS:
+                code = int(getattr(lib, name)(*args))
             if code != CUDA_SUCCESS:
-                self.lib.cudaGetLastError()  # clear it: torch checks the last error later
-            return ok
+                lib.cudaGetLastError()  # clear it: torch checks the last error later
+            return code
         finally:
-            self.lib.cudaSetDevice(int(restore))
+            lib.cudaSetDevice(int(restore))
+
+
+def pci_bus_id(lib: Any, ordinal: int) -> str | None:
+    """``cudaDeviceGetPCIBusId`` of CUDA device ``ordinal`` (lower-case ``dddd:bb:dd.f``), or
+    ``None`` when the runtime cannot say."""
+    fn = getattr(lib, "cudaDeviceGetPCIBusId", None)
+    if fn is None:
+        return None
+    buffer = ctypes.create_string_buffer(32)
+    try:
+        code = fn(buffer, ctypes.c_int(len(buffer)), ctypes.c_int(int(ordinal)))
+    except Exception:
+        return None
+    if code != CUDA_SUCCESS:
+        getattr(lib, "cudaGetLastError", lambda: 0)()
+        return None
+    text = buffer.value.decode("ascii", errors="replace").strip().lower()
+    return text or None
 
 
 def load_peer_copier(torch: Any) -> PeerCopier:

@@ -51,7 +51,7 @@ class WorkerContext:
     """What a collective probe body gets in each worker process.
 
     Attributes:
-        rank: World rank (also the CUDA device ordinal for NCCL).
+        rank: World rank (NCCL: the rank uses CUDA device ``params["ordinals"][rank]``).
         world: World size.
         backend: ``nccl`` or ``gloo``.
         torch: The torch module.
@@ -232,8 +232,9 @@ def _worker_entry(
         _set_threads(torch, int(params.get("threads_per_rank", 1)))
         timeout = timedelta(seconds=float(params.get("pg_timeout_s", DEFAULT_PG_TIMEOUT_S)))
         if backend == "nccl":
-            torch.cuda.set_device(rank)
-            device = torch.device("cuda", rank)
+            ordinals = params.get("ordinals") or list(range(world))
+            torch.cuda.set_device(int(ordinals[rank]))
+            device = torch.device("cuda", int(ordinals[rank]))
         else:
             device = torch.device("cpu")
         if rank == 0:
@@ -355,36 +356,10 @@ def launch(params: dict[str, Any], emit: Emitter, body_module: str) -> None:
         worker.start()
     failed: tuple[int, int] | None = None
     try:
-        while True:
-            try:
-                _forward(emit, messages.get(timeout=0.1), state)
-                continue
-            except queue_module.Empty:
-                pass
-            codes = [w.exitcode for w in workers]
-            bad = [(rank, code) for rank, code in enumerate(codes) if code not in (None, 0)]
-            if bad:
-                failed = bad[0]
-                break
-            if all(code == 0 for code in codes):
-                break
+        failed = _supervise(workers, messages, emit, state)
     finally:
         if failed is not None or any(w.is_alive() for w in workers):
-            # Give the failing rank's message a moment to arrive, then end the rest.
-            deadline = time.monotonic() + 1.0
-            while time.monotonic() < deadline:
-                try:
-                    _forward(emit, messages.get(timeout=0.1), state)
-                except queue_module.Empty:
-                    break
-            for worker in workers:
-                if worker.is_alive():
-                    worker.terminate()
-            for worker in workers:
-                worker.join(2.0)
-                if worker.is_alive():
-                    worker.kill()
-                    worker.join(1.0)
+            _stop_workers(workers, messages, emit, state)
     while True:
         try:
             _forward(emit, messages.get_nowait(), state)
@@ -394,3 +369,40 @@ def launch(params: dict[str, Any], emit: Emitter, body_module: str) -> None:
         rank, code = failed
         how = f"exit status {code}" if code > 0 else f"signal {-code}"
         emit.error("crash", f"worker rank {rank} ended with {how} (see stderr)")
+
+
+def _supervise(
+    workers: list[Any], messages: Any, emit: Emitter, state: dict[str, Any]
+) -> tuple[int, int] | None:
+    """Forward messages until every worker exited; the first ``(rank, exit code)`` that was
+    not 0, as soon as one is seen."""
+    while True:
+        try:
+            _forward(emit, messages.get(timeout=0.1), state)
+            continue
+        except queue_module.Empty:
+            pass
+        codes = [w.exitcode for w in workers]
+        bad = [(rank, code) for rank, code in enumerate(codes) if code not in (None, 0)]
+        if bad:
+            return bad[0]
+        if all(code == 0 for code in codes):
+            return None
+
+
+def _stop_workers(workers: list[Any], messages: Any, emit: Emitter, state: dict[str, Any]) -> None:
+    """Give the failing rank's message a moment to arrive, then end the rest."""
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        try:
+            _forward(emit, messages.get(timeout=0.1), state)
+        except queue_module.Empty:
+            break
+    for worker in workers:
+        if worker.is_alive():
+            worker.terminate()
+    for worker in workers:
+        worker.join(2.0)
+        if worker.is_alive():
+            worker.kill()
+            worker.join(1.0)

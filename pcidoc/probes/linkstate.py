@@ -29,6 +29,8 @@ class LinkReading:
     samples: int = 0
     source: str | None = None
     """``sysfs``, ``nvml`` or ``sysfs+nvml``."""
+    nvml_missing: str | None = None
+    """Why NVML was not read (no bindings in this Python, no driver...), else ``None``."""
 
 
 def read_sysfs_link(bus_id: str | None, sys_root: str = "/sys") -> tuple[int | None, int | None]:
@@ -52,18 +54,25 @@ def read_sysfs_link(bus_id: str | None, sys_root: str = "/sys") -> tuple[int | N
 
 
 class _Nvml:
-    """NVML reads through pcidoc's backend; silently absent when NVML is not there."""
+    """NVML reads through pcidoc's backend; absent (with :attr:`missing` saying why) when NVML
+    cannot be opened. :mod:`pcidoc.collect.nvml` needs only the standard library and the
+    bindings, so this works under a ``--python`` that has torch and nothing else of pcidoc's."""
 
     def __init__(self) -> None:
         self.backend: Any = None
+        self.missing: str | None = None
         try:
             from pcidoc.collect.nvml import PynvmlBackend
 
             backend = PynvmlBackend()
-            if backend.init() is None:
-                self.backend = backend
-        except Exception:
-            self.backend = None
+            failed = backend.init()
+        except Exception as exc:  # never let the sampler break a measurement
+            self.missing = f"NVML not read: {type(exc).__name__}: {exc}"
+            return
+        if failed is None:
+            self.backend = backend
+        else:
+            self.missing = f"NVML not read: {failed.reason}"
 
     def read(self, index: int | None) -> tuple[int | None, int | None, int | None]:
         if self.backend is None or index is None:
@@ -166,4 +175,6 @@ class LinkSampler:
         if self._nvml is not None:
             self._nvml.close()
         self.reading.source = "+".join(sorted(self._sources)) or None
+        if self._nvml is not None:
+            self.reading.nvml_missing = self._nvml.missing
         return self.reading

@@ -21,7 +21,7 @@ from pcidoc.model.measurements import (
     P2PMatrixMeasurement,
     ScalingMeasurement,
 )
-from pcidoc.probes.protocol import NCCL_TUNING_VARIABLES
+from pcidoc.probes.protocol import nccl_settings
 
 VERSION_KEYS = ("torch_version", "cuda_build", "nccl_version", "python", "python_version")
 
@@ -110,7 +110,7 @@ def run_conditions(mode: str | None, info: dict[str, Any]) -> dict[str, Any]:
             out[key] = info[key]
     nccl_env = info.get("nccl_env")
     if not isinstance(nccl_env, dict):
-        nccl_env = {k: os.environ[k] for k in NCCL_TUNING_VARIABLES if k in os.environ}
+        nccl_env = nccl_settings(os.environ)
     if nccl_env:
         out["nccl_env"] = nccl_env
     return out

@@ -9,9 +9,20 @@ Methods and the reference tool each one matches (``research/probes.md`` §1.3, �
   ``device_to_device_memcpy_write_ce``. Not ``copy_``: torch makes the two devices' streams
   wait on each other around every cross-device copy (:class:`cudautil.PeerCopier`). Copies per
   trial are sized from the pair's timed warm-up copy;
+* peer access, as p2pBandwidthLatencyTest sets it: enabled for one pair at a time (both ways),
+  every ``cudaDeviceEnablePeerAccess`` return code checked, switched off after. Only a
+  direction whose enable succeeded (or was already on: 704) is labelled ``enabled``; a
+  refused one (``cudaErrorTooManyPeers`` 711 past 8 peers without NVSwitch, or any other code)
+  is measured as what it is, the driver's copy without peer access, labelled ``disabled``
+  with ``conditions["peer_access"]["i->j"] = "refused: ..."``;
+* allocator: raw peer copies need buffers that runtime peer access reaches, i.e. plain
+  ``cudaMalloc`` segments. The parent removes ``PYTORCH_CUDA_ALLOC_CONF`` /
+  ``PYTORCH_ALLOC_CONF`` from this child (noted in ``conditions["allocator"]``); if torch
+  still uses expandable segments or ``cudaMallocAsync`` pools, torch's ``copy_`` (which grants
+  its allocator's mappings) measures instead, and the conditions say so;
 * unidirectional, **disabled**: the same copy with peer access switched off — the driver stages
   it through host memory (p2pBandwidthLatencyTest's "P2P=Disabled" matrix); for pairs that
-  cannot access each other that is the only path;
+  cannot access each other, or whose enable was refused, that is the only path;
 * bidirectional: i→j measured on i's stream while j→i, with twice the copies, runs on j's
   stream (the interferer outlasts the measured direction, as nvbandwidth's bidirectional tests
   do); both released by one gate; per-direction bandwidth;
@@ -33,12 +44,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from pcidoc.probes import cudautil, stats
 from pcidoc.probes.child import (
     Emitter,
+    ProbeHung,
     ProbeUnavailable,
     import_torch,
     require_cuda,
@@ -47,6 +59,14 @@ from pcidoc.probes.child import (
 from pcidoc.probes.params import P2P, P2PParams
 
 ENQUEUE_S = 30e-6
+
+ENABLED = "enabled"
+ALREADY_ENABLED = "enabled (already: cudaErrorPeerAccessAlreadyEnabled)"
+BY_TORCH = "enabled by torch's copy_ (no runtime to ask)"
+NOT_CAPABLE = "not capable (cudaDeviceCanAccessPeer: no)"
+SWITCHED_OFF = "switched off (cudaDeviceDisablePeerAccess)"
+"""Peer-access states of one direction, as the conditions' ``peer_access`` table shows them;
+a refused enable reads ``refused: cudaErrorTooManyPeers (711)``."""
 
 
 def p2p_params(params: dict[str, Any]) -> P2PParams:
@@ -80,7 +100,14 @@ def _matrix(n: int) -> list[list[float | None]]:
 
 
 class _P2PProbe:
-    def __init__(self, torch: Any, emit: Emitter, gpus: list[dict[str, Any]], p: P2PParams):
+    def __init__(
+        self,
+        torch: Any,
+        emit: Emitter,
+        gpus: list[dict[str, Any]],
+        p: P2PParams,
+        set_aside: dict[str, str] | None = None,
+    ) -> None:
         self.torch = torch
         self.emit = emit
         self.p = p
@@ -92,6 +119,19 @@ class _P2PProbe:
         self.phases = 5
         self.phase = 0
         self.copier = cudautil.load_peer_copier(torch)
+        self.allocator, raw_ok = cudautil.allocator_in_effect(torch)
+        if set_aside:
+            shown = ", ".join(f"{k}={v!r}" for k, v in sorted(set_aside.items()))
+            self.allocator += f" ({shown} set aside for this probe)"
+        if self.copier.available and not raw_ok:
+            # Peer access enabled through the runtime does not reach this allocator's memory:
+            # torch's copy_ (which grants its allocator's peer mappings) measures instead.
+            self.copier = cudautil.PeerCopier(None, f"raw peer copies bypass {self.allocator}")
+        self.access: dict[str, str] = {}
+        """``"i->j"`` -> the peer-access state of the latest measurement of that direction."""
+        self.ours: set[tuple[int, int]] = set()
+        """Directions of the latest pair whose peer access this probe enabled (and so can
+        switch off for the "peer access off" measurement)."""
         self.copies_by_pair: dict[str, int] = {}
         self.hung: str | None = None
         """The pair whose verified copy never completed (nothing more is done on the GPUs)."""
@@ -124,6 +164,7 @@ class _P2PProbe:
         )
         if not self.copier.available:
             self.emit.log("warning", f"P2P copies through torch copy_: {self.copier.reason}")
+        self.emit.info({"allocator": self.allocator})
         free = min(torch.cuda.mem_get_info(d)[0] for d in self.devices)
         size = p.size_bytes
         if 2 * size > 0.4 * free:
@@ -137,7 +178,6 @@ class _P2PProbe:
         self.streams = [torch.cuda.Stream(device=d) for d in self.devices]
         self.stage_streams = [torch.cuda.Stream(device=d) for d in self.devices]
         self.gates = [cudautil.calibrate_gate(torch, s) for s in self.streams]
-        self._set_all_peer_access(True)
         try:
             # Bytes first (outside every timed loop): a pair that returns wrong data or hangs
             # is named before anything is timed on it.
@@ -154,7 +194,6 @@ class _P2PProbe:
                 step()
         finally:
             if self.hung is None:  # a hung copy would block these: the parent cleans up
-                self._set_all_peer_access(True)
                 del self.src, self.dst
                 for device in self.devices:
                     with contextlib.suppress(Exception):
@@ -164,31 +203,72 @@ class _P2PProbe:
 
     # ----------------------------------------------------------------------- peer access
 
-    def _set_all_peer_access(self, enabled: bool) -> None:
-        for a, b in self.pairs:
-            if self.can[a][b]:
-                self._peer_access(a, b, enabled)
-
-    def _peer_access(self, a: int, b: int, enabled: bool) -> bool:
-        current = int(self.torch.cuda.current_device())
-        return self.copier.set_peer_access(self.ordinals[a], self.ordinals[b], enabled, current)
-
     @contextlib.contextmanager
-    def _peer_off(self, a: int, b: int) -> Any:
-        """Peer access between ``a`` and ``b`` switched off (both ways) while inside."""
-        off = self._peer_access(a, b, False) and self._peer_access(b, a, False)
+    def _peer(self, a: int, b: int) -> Iterator[None]:
+        """Peer access between ``a`` and ``b``, both ways, while inside, as
+        p2pBandwidthLatencyTest sets it: for this pair only (a device never holds more than
+        one peer of ours, so the 8-peer limit of GPUs without NVSwitch is not reached by the
+        probe itself), every return code checked, switched off again after. Each direction's
+        state goes to :attr:`access`; a refused enable is measured as what it is."""
+        enabled = []
+        for x, y in ((a, b), (b, a)):
+            self.access[self.key(x, y)] = state = self._enable(x, y)
+            if state == ENABLED:
+                enabled.append((x, y))
+        self.ours = set(enabled)
         try:
-            yield off
+            yield
         finally:
-            self._peer_access(a, b, True)
-            self._peer_access(b, a, True)
+            current = int(self.torch.cuda.current_device())
+            for x, y in enabled:
+                code = self.copier.disable(self.ordinals[x], self.ordinals[y], current)
+                if code not in (cudautil.CUDA_SUCCESS, cudautil.CUDA_ERROR_PEER_ACCESS_NOT_ENABLED):
+                    self.emit.log(
+                        "warning",
+                        f"{self.label(x, y)}: disabling peer access failed: "
+                        f"{cudautil.cuda_error_text(code)}",
+                    )
+                self.access[self.key(x, y)] = SWITCHED_OFF
+
+    def _enable(self, a: int, b: int) -> str:
+        """Ask for ``a``'s access to ``b``'s memory; the state, in words."""
+        if not self.can[a][b]:
+            return NOT_CAPABLE
+        if not self.copier.available:
+            return BY_TORCH
+        current = int(self.torch.cuda.current_device())
+        code = self.copier.enable(self.ordinals[a], self.ordinals[b], current)
+        if code == cudautil.CUDA_SUCCESS:
+            return ENABLED
+        if code == cudautil.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED:
+            return ALREADY_ENABLED
+        state = f"refused: {cudautil.cuda_error_text(code)}"
+        self.emit.log(
+            "warning",
+            f"{self.label(a, b)}: cudaDeviceEnablePeerAccess {state}; measured as the driver's "
+            "copy without peer access",
+        )
+        return state
+
+    def _on(self, a: int, b: int) -> bool:
+        """True when the latest ``a -> b`` state carries peer-to-peer traffic."""
+        return self.access.get(self.key(a, b)) in (ENABLED, ALREADY_ENABLED, BY_TORCH)
+
+    def _mode(self, *directions: tuple[int, int]) -> str:
+        return "enabled" if all(self._on(a, b) for a, b in directions) else "disabled"
+
+    def _can_switch_off(self, a: int, b: int) -> bool:
+        """Both directions were enabled by this probe (so switching them off is real)."""
+        return {(a, b), (b, a)} <= self.ours
 
     # -------------------------------------------------------------------------- helpers
 
-    def _conditions(self, **fields: Any) -> dict[str, Any]:
+    def _conditions(self, *directions: tuple[int, int], **fields: Any) -> dict[str, Any]:
         return {
             "copy_method": self.copier.method,
+            "allocator": self.allocator,
             "gated": all(g.available for g in self.gates),
+            "peer_access": {self.key(a, b): self.access.get(self.key(a, b)) for a, b in directions},
             **fields,
         }
 
@@ -247,21 +327,21 @@ class _P2PProbe:
         for step, (a, b) in enumerate(self.pairs):
             self.report(step / len(self.pairs), f"{self.label(a, b)} copy bandwidth")
             copy = self._copy(a, b)
-            value, copies = self._time_pair(a, b, copy, self.size)
-            self.copies_by_pair[self.key(a, b)] = copies
-            extra = self._conditions(copies_by_pair={self.key(a, b): copies}, trials=self.p.trials)
-            self._emit_cell(
-                a, b, value, "enabled" if self.can[a][b] else "disabled", extra, **common
-            )
-            if self.can[a][b] and self.copier.available:
-                with self._peer_off(a, b) as off:
-                    if off:
-                        staged, copies = self._time_pair(a, b, copy, self.size)
-                        extra = self._conditions(
-                            copies_by_pair={self.key(a, b): copies},
-                            disabled="peer access switched off (driver-staged copy)",
-                        )
-                        self._emit_cell(a, b, staged, "disabled", extra, **common)
+            with self._peer(a, b):
+                value, copies = self._time_pair(a, b, copy, self.size)
+                self.copies_by_pair[self.key(a, b)] = copies
+                extra = self._conditions(
+                    (a, b), copies_by_pair={self.key(a, b): copies}, trials=self.p.trials
+                )
+                self._emit_cell(a, b, value, self._mode((a, b)), extra, **common)
+            if self._can_switch_off(a, b):  # p2pBandwidthLatencyTest's "P2P=Disabled" cell
+                staged, copies = self._time_pair(a, b, copy, self.size)
+                extra = self._conditions(
+                    (a, b),
+                    copies_by_pair={self.key(a, b): copies},
+                    disabled="peer access switched off (driver-staged copy)",
+                )
+                self._emit_cell(a, b, staged, "disabled", extra, **common)
 
     # ------------------------------------------------------------------- bidirectional
 
@@ -296,17 +376,20 @@ class _P2PProbe:
         common = {"bidirectional": True, "access": "write", "method": "ce", "size_bytes": self.size}
         for step, (x, y) in enumerate(unordered):
             self.report(step / len(unordered), f"GPU{self.indices[x]}<->GPU{self.indices[y]}")
-            both = bool(self.can[x][y] and self.can[y][x])
-            for a, b in ((x, y), (y, x)):
-                copies = self.copies_by_pair.get(self.key(a, b), p.bidir_copies)
-                copies = min(copies, p.bidir_copies)
-                values = [self._bidir_trial(a, b, copies) for _ in range(p.bidir_trials)]
-                value = round(stats.summarize(values, discard_first=1).median, 4)
-                extra = self._conditions(
-                    copies_by_pair={self.key(a, b): copies},
-                    interferer="the other direction with twice the copies, same gate",
-                )
-                self._emit_cell(a, b, value, "enabled" if both else "disabled", extra, **common)
+            with self._peer(x, y):
+                mode = self._mode((x, y), (y, x))
+                for a, b in ((x, y), (y, x)):
+                    copies = self.copies_by_pair.get(self.key(a, b), p.bidir_copies)
+                    copies = min(copies, p.bidir_copies)
+                    values = [self._bidir_trial(a, b, copies) for _ in range(p.bidir_trials)]
+                    value = round(stats.summarize(values, discard_first=1).median, 4)
+                    extra = self._conditions(
+                        (a, b),
+                        (b, a),
+                        copies_by_pair={self.key(a, b): copies},
+                        interferer="the other direction with twice the copies, same gate",
+                    )
+                    self._emit_cell(a, b, value, mode, extra, **common)
 
     # -------------------------------------------------------------------------- staged
 
@@ -397,19 +480,17 @@ class _P2PProbe:
             "method": "ce",
             "size_bytes": count * 4,
         }
-        extra = self._conditions(copies=p.latency_copies, trials=p.latency_trials)
         for step, (a, b) in enumerate(self.pairs):
             self.report(step / len(self.pairs), f"{self.label(a, b)} latency")
             src, dst = small_src[a], small_dst[b]
-            value = self._latency_pair(a, b, src, dst)
-            self._emit_cell(
-                a, b, value, "enabled" if self.can[a][b] else "disabled", extra, **common
-            )
-            if self.can[a][b] and self.copier.available:
-                with self._peer_off(a, b) as off:
-                    if off:
-                        value = self._latency_pair(a, b, src, dst)
-                        self._emit_cell(a, b, value, "disabled", extra, **common)
+            with self._peer(a, b):
+                value = self._latency_pair(a, b, src, dst)
+                extra = self._conditions((a, b), copies=p.latency_copies, trials=p.latency_trials)
+                self._emit_cell(a, b, value, self._mode((a, b)), extra, **common)
+            if self._can_switch_off(a, b):
+                value = self._latency_pair(a, b, src, dst)
+                extra = self._conditions((a, b), copies=p.latency_copies, trials=p.latency_trials)
+                self._emit_cell(a, b, value, "disabled", extra, **common)
 
     # -------------------------------------------------------------------------- verify
 
@@ -426,12 +507,13 @@ class _P2PProbe:
         for step, (a, b) in enumerate(self.pairs):
             self.report(step / len(self.pairs), f"{self.label(a, b)} verify")
             checker = _PairCheck(self, a, b)
-            for size, offset in plan:
-                checker.copy(self.src[a], self.dst[b], size, offset)
-            if far is not None:
-                offset = far[2]
-                checker.copy(far[0][a], far[1][b], plan[-1][0], offset)
-            checker.emit()
+            with self._peer(a, b):
+                for size, offset in plan:
+                    checker.copy(self.src[a], self.dst[b], size, offset)
+                if far is not None:
+                    offset = far[2]
+                    checker.copy(far[0][a], far[1][b], plan[-1][0], offset)
+                checker.emit()
 
     def _far_buffers(self, chunk: int) -> tuple[list[Any], list[Any], int] | None:
         """Source and destination buffers reaching past ``verify_far_offset_bytes`` on every
@@ -522,7 +604,7 @@ class _PairCheck:
         )
         probe.emit.result("p2p_verification", self._record(False, detail))
         probe.hung = label
-        raise RuntimeError(f"{label}: {detail}")
+        raise ProbeHung(f"{label}: {detail}")
 
     def _record(self, ok: bool, detail: str) -> dict[str, Any]:
         return {
@@ -535,8 +617,8 @@ class _PairCheck:
 
     def emit(self) -> None:
         probe = self.probe
-        can = probe.can[self.a][self.b]
-        path = "peer access" if can else "no peer access (driver-staged)"
+        state = probe.access.get(probe.key(self.a, self.b)) or NOT_CAPABLE
+        path = "peer access" if probe._on(self.a, self.b) else f"no peer access ({state})"
         how = f"{self.copies} copies, {self.bytes} bytes via {path} ({probe.copier.method})"
         if not self.wrong:
             detail = f"{how}; all bytes matched"
@@ -569,4 +651,5 @@ def run(params: dict[str, Any], emit: Emitter) -> None:
         gpus = [{"index": i, "ordinal": i} for i in range(count)]
     if len(gpus) < 2:
         raise ProbeUnavailable("the P2P probe needs at least 2 GPUs")
-    _P2PProbe(torch, emit, gpus, p2p_params(params)).run()
+    set_aside = params.get("allocator_conf_set_aside") or {}
+    _P2PProbe(torch, emit, gpus, p2p_params(params), dict(set_aside)).run()

@@ -13,6 +13,9 @@ A probe child writes one JSON object per line on its protocol stream (the child'
   :class:`pcidoc.model.measurements.ProbeError` kind.
 * ``{"type": "log", "level": "warning", "message": "..."}``
 * ``{"type": "info", "data": {...}}`` — facts a probe learned (torch version, CUDA devices).
+* ``{"type": "end", "status": 0}`` — the child's last message: everything is reported. A
+  child that then does not exit (a device teardown stuck behind a hung copy) is ended by the
+  parent after a short grace instead of at the probe's deadline.
 
 This module needs only the standard library (no torch, no pydantic): the child imports it, and
 the child may run under another interpreter that has torch but none of pcidoc's dependencies
@@ -30,8 +33,44 @@ PROTOCOL_VERSION = 1
 RESULT_KINDS: tuple[str, ...] = ("transfer", "p2p", "p2p_verification", "collective", "scaling")
 """Result kinds; each names a :class:`pcidoc.model.measurements.Measurements` list."""
 
-NCCL_TUNING_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL")
-"""NCCL variables that change what a collective measures (recorded with each run)."""
+NCCL_TUNING_VARIABLES = (
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_P2P_DISABLE",
+    "NCCL_P2P_LEVEL",
+    "NCCL_P2P_USE_CUDA_MEMCPY",
+    "NCCL_SHM_DISABLE",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_CUMEM_ENABLE",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_MIN_CTAS",
+    "NCCL_MAX_CTAS",
+    "NCCL_NTHREADS",
+    "NCCL_BUFFSIZE",
+    "NCCL_LL_BUFFSIZE",
+    "NCCL_LL128_BUFFSIZE",
+    "NCCL_TOPO_FILE",
+    "NCCL_GRAPH_FILE",
+    "NCCL_NET",
+    "NCCL_IB_DISABLE",
+    "NCCL_IB_HCA",
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_NET_GDR_LEVEL",
+    "NCCL_NET_GDR_READ",
+    "NCCL_CROSS_NIC",
+    "NCCL_PXN_DISABLE",
+    "NCCL_COLLNET_ENABLE",
+)
+"""NCCL variables that change what a collective measures: the algorithm and protocol, the
+transports allowed (P2P, SHM, NVLS, the network), channel counts and buffer sizes, a topology
+file. Recorded with each run (``CollectiveMeasurement.nccl_env``)."""
+
+
+def nccl_settings(environ: Any) -> dict[str, str]:
+    """The :data:`NCCL_TUNING_VARIABLES` set in ``environ`` (values cut at 200 characters)."""
+    return {k: str(environ[k])[:200] for k in NCCL_TUNING_VARIABLES if k in environ}
+
 
 ERROR_KINDS: tuple[str, ...] = (
     "timeout",
@@ -88,6 +127,11 @@ def info(data: dict[str, Any]) -> dict[str, Any]:
     return {"type": "info", "data": data}
 
 
+def end(status: int) -> dict[str, Any]:
+    """The child's last message; ``status`` is the exit status it is about to return."""
+    return {"type": "end", "status": int(status)}
+
+
 class ProtocolError(ValueError):
     """A line that is not a protocol message."""
 
@@ -130,6 +174,6 @@ def decode(line: bytes | str) -> dict[str, Any]:
         if not isinstance(message.get("message"), str):
             raise ProtocolError("error without a message")
         return message
-    if kind in ("log", "info"):
+    if kind in ("log", "info", "end"):
         return message
     raise ProtocolError(f"unknown message type {kind!r}")

@@ -96,6 +96,8 @@ class ProbeSpec:
         startup_s: Start-up allowance (torch import, CUDA init).
         deadline_s: Explicit deadline that replaces ``expected_s × 2 + startup_s``.
         env: Extra environment variables for the child.
+        unset_env: Variables removed from the child's environment (the P2P probe's child
+            gets no ``PYTORCH_CUDA_ALLOC_CONF``: peer access must reach its buffers).
         module: Module run with ``python -m`` (tests use ``tests.fakes.testing_children``).
         label: Short human label for progress lines (defaults to ``name``).
     """
@@ -106,6 +108,7 @@ class ProbeSpec:
     startup_s: float = DEFAULT_STARTUP_S
     deadline_s: float | None = None
     env: dict[str, str] = field(default_factory=dict)
+    unset_env: tuple[str, ...] = ()
     module: str = CHILD_MODULE
     label: str | None = None
 
@@ -210,6 +213,8 @@ class OutcomeBuilder:
         self._start = clock()
         self._lock = threading.Lock()
         self.last_progress: ProbeProgress | None = None
+        self.ended_at: float | None = None
+        """When the child's ``end`` message arrived (its clock), else ``None``."""
 
     def feed(self, line: bytes | str) -> None:
         """Handle one raw line from the child."""
@@ -254,6 +259,8 @@ class OutcomeBuilder:
         elif kind == "log":
             level = str(message.get("level") or "info")
             self.add_log(level, str(message.get("message") or ""))
+        elif kind == "end":
+            self.ended_at = self._clock()
         elif kind == "info":
             data = message.get("data")
             if isinstance(data, dict):
@@ -271,6 +278,10 @@ class OutcomeBuilder:
                 continue
             kept[key] = value
         return kept
+
+    def seconds_since_end(self) -> float | None:
+        """Seconds since the child's ``end`` message (``None`` before it came)."""
+        return None if self.ended_at is None else self._clock() - self.ended_at
 
     def add_error(self, kind: str, message: str, probe: str | None = None) -> None:
         """Record an error of this probe."""
@@ -311,6 +322,10 @@ class OutcomeBuilder:
                     conditions,
                     result.measurement.conditions,  # type: ignore[attr-defined]
                 )
+                if isinstance(result.measurement, CollectiveMeasurement):
+                    nccl_env = shared.get("nccl_env")
+                    if isinstance(nccl_env, dict) and not result.measurement.nccl_env:
+                        result.measurement.nccl_env = {str(k): str(v) for k, v in nccl_env.items()}
             keep = merge.merge_results([(r.kind, r.measurement) for r in outcome.results])
             outcome.results = [outcome.results[i] for i in keep]
             cut = merge.not_measured(
@@ -544,8 +559,10 @@ def signals_interrupt() -> Any:
 # ----------------------------------------------------------------------------- runners
 
 
-def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a probe child: ours, plus ``extra``.
+def child_environment(
+    extra: dict[str, str] | None = None, unset: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """The environment of a probe child: ours, without ``unset``, plus ``extra``.
 
     The child's module path is not given through ``PYTHONPATH``: it runs with ``-E`` (``-I``
     as root) and an explicit path (:func:`interpreter.module_argv`).
@@ -557,8 +574,10 @@ def child_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     # The child arms a parent-death signal and checks it was not orphaned before that.
     env["PCIDOC_PARENT_PID"] = str(os.getpid())
-    # NVML and CUDA agree on GPU numbering only in PCI bus order.
-    env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    # CUDA_DEVICE_ORDER is not set here: each spec says which order its ordinals are in
+    # (pcidoc.probes.cudaview); a default that the user's value silently overrode mislabelled.
+    for name in unset:
+        env.pop(name, None)
     if extra:
         env.update(extra)
     return env
@@ -585,6 +604,9 @@ class SubprocessProbeRunner:
         reap_orphans: Become a child subreaper so orphaned grandchildren can be reaped.
         drain_s: After a normal exit, how long helpers may take to exit on their own before
             they count as left behind.
+        exit_grace_s: After the child's last message (``end``), how long it may take to
+            exit before its process group is ended (a teardown stuck behind a hung copy must
+            not hold the parent until the deadline).
     """
 
     def __init__(
@@ -596,7 +618,9 @@ class SubprocessProbeRunner:
         stderr_lines: int = 20,
         reap_orphans: bool = True,
         drain_s: float = 0.5,
+        exit_grace_s: float = 10.0,
     ) -> None:
+        self.exit_grace_s = exit_grace_s
         if isinstance(python, str):
             python = interpreter.Interpreter(python, "--python")
         self._interpreter = python
@@ -672,45 +696,30 @@ class SubprocessProbeRunner:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                env=child_environment(spec.env),
+                env=child_environment(spec.env, spec.unset_env),
                 cwd=interpreter.private_folder(),
                 close_fds=True,
             )
         except OSError as exc:
             builder.add_error("crash", f"could not start the probe process: {exc}")
             return builder.finish()
-        pgid = proc.pid
-        self.last_pgid = pgid
+        self.last_pgid = proc.pid
         readers = [
             threading.Thread(
-                target=self._read_stdout,
-                args=(proc, builder),
-                name=f"probe-{spec.name}-out",
+                target=reader,
+                args=(proc, sink),
+                name=f"probe-{spec.name}-{what}",
                 daemon=True,
-            ),
-            threading.Thread(
-                target=self._read_stderr,
-                args=(proc, tail),
-                name=f"probe-{spec.name}-err",
-                daemon=True,
-            ),
+            )
+            for reader, sink, what in (
+                (self._read_stdout, builder, "out"),
+                (self._read_stderr, tail, "err"),
+            )
         ]
         for reader in readers:
             reader.start()
-        deadline = time.monotonic() + spec.deadline
-        stop: str | None = None
         try:
-            while not self._exited(proc.pid):
-                if cancel is not None and cancel.is_set():
-                    stop = "interrupted"
-                    break
-                if time.monotonic() >= deadline:
-                    stop = "timeout"
-                    break
-                if cancel is not None:
-                    cancel.wait(self.poll_s)
-                else:
-                    time.sleep(self.poll_s)
+            stop = self._wait(proc, spec, builder, cancel)
         except KeyboardInterrupt as exc:
             hard = False
             while True:  # a second Ctrl-C (or signal) must not leave the group running
@@ -724,26 +733,9 @@ class SubprocessProbeRunner:
             exc.outcome = builder.finish()  # type: ignore[attr-defined]
             raise
         survivors = self._cleanup(proc, readers, builder, stopping=stop is not None)
-        outcome = builder.outcome
-        outcome.returncode = proc.returncode
-        outcome.stderr_tail = list(tail)
-        if stop == "timeout":
-            last = builder.last_progress
-            where = f" (last step: {last.message})" if last and last.message else ""
-            builder.add_error("timeout", f"timed out after {spec.deadline:.0f} s{where}")
-        elif stop == "interrupted":
-            builder.add_error("interrupted", "cancelled before it finished")
-        elif proc.returncode not in (0, None) and not outcome.errors:
-            if proc.returncode < 0:
-                how = f"was killed by {_signal_name(proc.returncode)}"
-                if proc.returncode == -signal.SIGKILL:
-                    how += " (out of memory?)"
-            else:
-                how = f"exited with status {proc.returncode}"
-            stderr = " | ".join(line for line in list(tail)[-5:] if line.strip())
-            builder.add_error(
-                "crash", f"the probe process {how}" + (f"; stderr: {stderr}" if stderr else "")
-            )
+        builder.outcome.returncode = proc.returncode
+        builder.outcome.stderr_tail = list(tail)
+        self._report(spec, proc, builder, stop, list(tail))
         if survivors:
             builder.add_error(
                 "error",
@@ -752,6 +744,64 @@ class SubprocessProbeRunner:
                 + " (stuck in the driver?); check `nvidia-smi` for leftover GPU memory",
             )
         return builder.finish()
+
+    def _wait(
+        self,
+        proc: subprocess.Popen[bytes],
+        spec: ProbeSpec,
+        builder: OutcomeBuilder,
+        cancel: threading.Event | None,
+    ) -> str | None:
+        """Wait for the child to exit; why it had to be stopped (``timeout``,
+        ``interrupted``, ``lingered`` after its last message), else ``None``."""
+        deadline = time.monotonic() + spec.deadline
+        while not self._exited(proc.pid):
+            if cancel is not None and cancel.is_set():
+                return "interrupted"
+            if time.monotonic() >= deadline:
+                return "timeout"
+            since_end = builder.seconds_since_end()
+            if since_end is not None and since_end >= self.exit_grace_s:
+                return "lingered"
+            if cancel is not None:
+                cancel.wait(self.poll_s)
+            else:
+                time.sleep(self.poll_s)
+        return None
+
+    def _report(
+        self,
+        spec: ProbeSpec,
+        proc: subprocess.Popen[bytes],
+        builder: OutcomeBuilder,
+        stop: str | None,
+        tail: list[str],
+    ) -> None:
+        """The error (or log line) that says how the child ended."""
+        outcome = builder.outcome
+        if stop == "timeout":
+            last = builder.last_progress
+            where = f" (last step: {last.message})" if last and last.message else ""
+            builder.add_error("timeout", f"timed out after {spec.deadline:.0f} s{where}")
+        elif stop == "interrupted":
+            builder.add_error("interrupted", "cancelled before it finished")
+        elif stop == "lingered":
+            builder.add_log(
+                "warning",
+                f"the probe process reported everything but had not exited {self.exit_grace_s:g} "
+                "s later (its device teardown was stuck); ended it",
+            )
+        elif proc.returncode not in (0, None) and not outcome.errors:
+            if proc.returncode < 0:
+                how = f"was killed by {_signal_name(proc.returncode)}"
+                if proc.returncode == -signal.SIGKILL:
+                    how += " (out of memory?)"
+            else:
+                how = f"exited with status {proc.returncode}"
+            stderr = " | ".join(line for line in tail[-5:] if line.strip())
+            builder.add_error(
+                "crash", f"the probe process {how}" + (f"; stderr: {stderr}" if stderr else "")
+            )
 
     # -- internals ------------------------------------------------------------------------
 

@@ -38,6 +38,8 @@ from pcidoc.model.units import link_label
 from pcidoc.probes import allocation as gpu_allocation
 from pcidoc.probes import gpusets, params, preflight, stats
 from pcidoc.probes.allocation import Allocation
+from pcidoc.probes.cudautil import ALLOCATOR_VARIABLES
+from pcidoc.probes.cudaview import cuda_view, gpu_ids
 from pcidoc.probes.runner import (
     ProbeOutcome,
     ProbeProgress,
@@ -81,7 +83,8 @@ def probe_gpus(
     capture: Capture, gpus: Sequence[int] | None = None, allocation: Allocation | None = None
 ) -> tuple[list[int], list[str]]:
     """GPUs the probes may use: the capture's (or ``gpus``) inside the job's ``allocation``,
-    minus MIG-enabled ones.
+    minus MIG-enabled ones and GPUs NVML reported an error for (lost, reset required...),
+    which are left out of every plan; the others keep their numbers.
 
     Returns:
         ``(indices, notes)``.
@@ -99,6 +102,12 @@ def probe_gpus(
     usable = []
     for index in chosen:
         gpu = capture.gpu(index)
+        if gpu is not None and gpu.nvml_error:
+            notes.append(
+                f"GPU{index} left out: NVML error {gpu.nvml_error} (the other GPUs keep their "
+                "numbers)"
+            )
+            continue
         if gpu is not None and gpu.mig.enabled:
             notes.append(f"GPU{index} skipped: MIG is enabled (probes measure whole GPUs)")
             continue
@@ -109,45 +118,30 @@ def probe_gpus(
 def gpu_entries(
     capture: Capture, indices: Sequence[int], env_info: dict[str, Any] | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Per-GPU parameters for the child and the environment that makes its ordinals match.
-
-    With the UUID of every GPU known, the child gets ``CUDA_VISIBLE_DEVICES=<uuids>`` and GPU k
-    of the list is CUDA device k. Otherwise CUDA devices are matched by PCI bus id (from the
-    ``env`` probe), else assumed to follow NVML order (both enumerate in PCI bus order with
-    ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, which every child gets).
+    """Per-GPU parameters for the child and the environment that makes its ordinals right
+    (:func:`pcidoc.probes.cudaview.cuda_view`: UUIDs, else the UUIDs or bus ids the ``env``
+    probe reported). GPUs no CUDA device could be matched to are not in the entries.
 
     Returns:
         ``(entries, env)``; each entry has ``index``, ``ordinal``, ``bus_id``, ``cpus``,
         ``numa_node``.
     """
+    view = cuda_view(capture, indices, env_info)
     entries: list[dict[str, Any]] = []
-    devices = (env_info or {}).get("devices") or []
-    by_bus = {d.get("bus_id"): d.get("ordinal") for d in devices if d.get("bus_id")}
-    uuids = []
     for index in indices:
+        if index not in view.ordinals:
+            continue
         gpu = capture.gpu(index)
-        uuids.append(gpu.uuid if gpu is not None else None)
-    use_uuids = bool(indices) and all(uuids)
-    for position, index in enumerate(indices):
-        gpu = capture.gpu(index)
-        bus = gpu.bus_id if gpu is not None else None
-        if use_uuids:
-            ordinal = position
-        elif bus and bus in by_bus:
-            ordinal = int(by_bus[bus])
-        else:
-            ordinal = index
         entries.append(
             {
                 "index": index,
-                "ordinal": ordinal,
-                "bus_id": bus,
+                "ordinal": view.ordinals[index],
+                "bus_id": gpu.bus_id if gpu is not None else None,
                 "cpus": gpu.cpu_affinity if gpu is not None else None,
                 "numa_node": gpu.numa_node if gpu is not None else None,
             }
         )
-    env = {"CUDA_VISIBLE_DEVICES": ",".join(str(u) for u in uuids)} if use_uuids else {}
-    return entries, env
+    return entries, view.env
 
 
 def _numa_nodes(capture: Capture) -> list[dict[str, Any]]:
@@ -156,14 +150,18 @@ def _numa_nodes(capture: Capture) -> list[dict[str, Any]]:
 
 def env_spec(capture: Capture | None = None, allocation: Allocation | None = None) -> ProbeSpec:
     """The ``env`` probe: what torch sees of the capture's usable GPUs (as the probes will:
-    same ``CUDA_VISIBLE_DEVICES``). Without GPU facts the child keeps the user's
-    ``CUDA_VISIBLE_DEVICES``."""
+    same ``CUDA_VISIBLE_DEVICES``). Without GPU facts, or when the user's
+    ``CUDA_VISIBLE_DEVICES`` holds indices in CUDA's fastest-first order
+    (:attr:`Allocation.resolve_in_child`), the child keeps the user's variables as they are and
+    reports what they select."""
     env: dict[str, str] = {}
-    if capture is not None and capture.gpus:
+    resolve = allocation is not None and allocation.resolve_in_child
+    if capture is not None and capture.gpus and not resolve:
         indices, _notes = probe_gpus(capture, None, allocation)
-        _entries, env = gpu_entries(capture, indices)
-        if not indices:
-            env = {}  # nothing to name: leave the user's CUDA_VISIBLE_DEVICES as it is
+        if indices:  # nothing to name: leave the user's CUDA_VISIBLE_DEVICES as it is
+            env = cuda_view(capture, indices).env
+            if "CUDA_VISIBLE_DEVICES" not in env and allocation is not None and allocation.source:
+                env = {}  # the user's list decides which GPUs the child sees, in its order
     return ProbeSpec(
         name="env",
         expected_s=2.0,
@@ -211,12 +209,16 @@ def p2p_spec(
 ) -> ProbeSpec:
     """The P2P probe over every ordered pair of ``indices``."""
     entries, env = gpu_entries(capture, indices, env_info)
+    set_aside = {k: os.environ[k] for k in ALLOCATOR_VARIABLES if os.environ.get(k)}
     return ProbeSpec(
         name="p2p",
-        params={"mode": mode, "gpus": entries},
+        params={"mode": mode, "gpus": entries, "allocator_conf_set_aside": set_aside},
         expected_s=params.estimate_p2p_s(len(entries), mode),
         startup_s=params.STARTUP_S["p2p"],
         env=env,
+        # Raw peer copies need buffers cudaDeviceEnablePeerAccess reaches: plain cudaMalloc
+        # segments, not expandable segments nor cudaMallocAsync pools.
+        unset_env=ALLOCATOR_VARIABLES,
         label=f"p2p ({_gpu_list(indices)})",
     )
 
@@ -229,26 +231,31 @@ def collective_spec(
     ranks: Sequence[int] | None = None,
     indices: Sequence[int] | None = None,
     cpu_count: int | None = None,
+    env_info: dict[str, Any] | None = None,
 ) -> ProbeSpec:
     """The ``allreduce``, ``scaling`` or ``collectives`` (both) probe: one launch covering
     every rank count.
 
     On GPUs (NCCL) the GPU set of each rank count comes from :func:`gpusets.choose_gpu_sets`;
     on CPU (gloo) rank counts are capped by the CPUs (:func:`gpusets.cpu_rank_cap`) unless
-    given explicitly.
+    given explicitly. Only GPUs a CUDA device is known for become ranks
+    (:func:`pcidoc.probes.cudaview.cuda_view`), and rank r uses ``params["ordinals"][r]``.
     """
     cpus = cpu_count if cpu_count is not None else (os.cpu_count() or 2)
     env: dict[str, str] = {}
+    ordinals: list[int] | None = None
     if backend == "nccl":
         available = list(indices if indices is not None else (g.index for g in capture.gpus))
+        # Only GPUs a CUDA device is known for: a lost GPU must not become a rank.
+        available = [i for i in available if i in cuda_view(capture, available, env_info).ordinals]
         counts = list(ranks) if ranks else gpusets.default_gpu_ranks(len(available))
         sets = gpusets.choose_gpu_sets(capture, counts, available)
         world_gpus = gpusets.world_order(sets)
         members = {str(k): [world_gpus.index(g) for g in v] for k, v in sets.items()}
         gpus_by_count = {str(k): v for k, v in sets.items()}
-        _entries, env = gpu_entries(capture, world_gpus)
-        if not env:
-            env = {"CUDA_VISIBLE_DEVICES": ",".join(str(g) for g in world_gpus)}
+        view = cuda_view(capture, world_gpus, env_info)
+        env = dict(view.env)
+        ordinals = [view.ordinals[g] for g in world_gpus]
         world = len(world_gpus)
         threads = max(1, min(4, cpus // max(1, world)))
         label_gpus = f"nccl, {_gpu_list(world_gpus)}"
@@ -268,16 +275,19 @@ def collective_spec(
     if name in ("scaling", "collectives"):
         expected += params.estimate_scaling_s(rank_counts, backend, mode)
     env["OMP_NUM_THREADS"] = str(threads)
+    spec_params: dict[str, Any] = {
+        "mode": mode,
+        "backend": backend,
+        "world": world,
+        "members": members,
+        "gpus_by_count": gpus_by_count,
+        "threads_per_rank": threads,
+    }
+    if ordinals is not None:
+        spec_params["ordinals"] = ordinals  # rank r uses CUDA device ordinals[r]
     return ProbeSpec(
         name=name,
-        params={
-            "mode": mode,
-            "backend": backend,
-            "world": world,
-            "members": members,
-            "gpus_by_count": gpus_by_count,
-            "threads_per_rank": threads,
-        },
+        params=spec_params,
         expected_s=expected,
         startup_s=params.STARTUP_S[name],
         env=env,
@@ -337,7 +347,12 @@ def plan_probes(
         return plan
     indices, notes = probe_gpus(capture, gpus, allocation)
     plan.notes += notes
+    if capture.gpus:
+        view = cuda_view(capture, indices, env_info)
+        plan.notes += view.notes()
+        indices = [i for i in indices if i in view.ordinals]
     if allocation is not None and allocation.source is not None and capture.gpus:
+        plan.notes += allocation.notes
         plan.notes.append(f"GPUs of this job: {_gpu_list(indices)} ({allocation.describe()})")
     if not capture.gpus:
         # NVML gave us nothing but CUDA sees devices: measure them in CUDA (= PCI) order.
@@ -363,7 +378,13 @@ def plan_probes(
             # One launch for both: torch, CUDA and NCCL start-up are paid once.
             plan.specs.append(
                 collective_spec(
-                    "collectives", capture, "nccl", mode, indices=indices, cpu_count=cpu_count
+                    "collectives",
+                    capture,
+                    "nccl",
+                    mode,
+                    indices=indices,
+                    cpu_count=cpu_count,
+                    env_info=env_info,
                 )
             )
         else:
@@ -572,12 +593,15 @@ class ProbeSession:
         capture = self.capture
         if self.allocation is None:
             self.allocation = allocation_of(capture)
+        self.listener.env_started()
+        env = run_env(self.runner, None, self.cancel, capture, self.allocation)
+        self.allocation = gpu_allocation.resolve(
+            self.allocation, gpu_ids(capture), env.info.get("devices") or []
+        )
         indices, _notes = probe_gpus(capture, self.gpus, self.allocation)
         busy: list[preflight.BusyProcess] = []
         if indices and not self.force and self.busy_check is not None:
             busy = self.busy_check(capture, indices)
-        self.listener.env_started()
-        env = run_env(self.runner, None, self.cancel, capture, self.allocation)
         if not env.info:
             errors = self._env_errors(env)
             capture.measurements.probe_errors.extend(errors)

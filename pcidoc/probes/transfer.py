@@ -209,6 +209,49 @@ class _GpuProbe:
     def _measure(self) -> None:
         torch, p = self.torch, self.p
         torch.cuda.set_device(self.device)
+        cpus = self._bind_cpus()
+        plateau, big, host, device_buffer = self._buffers()
+        stream = torch.cuda.Stream(device=self.device)
+        gate = cudautil.calibrate_gate(torch, stream)
+
+        def h2d(size: int) -> Any:
+            return lambda: device_buffer[:size].copy_(host[:size], non_blocking=True)
+
+        def d2h(size: int) -> Any:
+            return lambda: host[:size].copy_(device_buffer[:size], non_blocking=True)
+
+        copies_by_dir = {"h2d": h2d, "d2h": d2h}
+        # Warm-up: plateau size and the smallest size, each direction.
+        with torch.cuda.stream(stream):
+            for make in copies_by_dir.values():
+                for _ in range(p.warmup_copies):
+                    make(plateau)()
+                make(min(p.sweep_sizes))()
+        stream.synchronize()
+        self.report(0.05, "pinned plateau")
+        plateaus = self._plateaus(stream, copies_by_dir, plateau)
+        self.report(0.35, "size sweep")
+        sweeps = self._sweeps(stream, copies_by_dir, plateaus, plateau, big, gate)
+        if not gate.available:
+            self.context_parts.append("sweep not gated (torch.cuda._sleep unavailable)")
+        self.report(0.45, "verify")
+        verified = self._verify(host, device_buffer, big)
+        if verified:
+            self.context_parts.append(f"{verified} bytes verified each way")
+        self.report(0.5, "bidirectional")
+        context = "; ".join(self.context_parts)
+        self._emit_pinned(plateaus, sweeps, plateau, context, gate)
+        self._bidirectional(host, device_buffer, stream, gate, plateau, context)
+        self.report(0.7, "pageable")
+        self._pageable(device_buffer, context)
+        if self.do_numa:
+            self.report(0.85, "local vs remote NUMA node")
+            self._numa(device_buffer, stream, plateau)
+            if cpus:
+                cudautil.set_process_affinity(cpus)
+
+    def _bind_cpus(self) -> list[int] | None:
+        """Threads onto the GPU's local CPUs (what the kernel allowed is recorded)."""
         cpus = parse_cpulist(self.gpu.get("cpus"))
         applied = cudautil.set_process_affinity(cpus) if cpus else None
         self.cpus = {
@@ -227,6 +270,12 @@ class _GpuProbe:
             )
         else:
             self.context_parts.append("CPU affinity not set (GPU-local CPUs unknown)")
+        return cpus
+
+    def _buffers(self) -> tuple[int, int, Any, Any]:
+        """``(plateau, big, host, device)``: sizes fitted to free memory, the pinned host
+        buffer (where its pages landed is recorded) and the device buffer."""
+        torch, p = self.torch, self.p
         free, _total = torch.cuda.mem_get_info(self.device)
         plateau = p.plateau_bytes
         big = max([plateau, *[s for s in p.sweep_sizes]])
@@ -253,26 +302,13 @@ class _GpuProbe:
             self.context_parts.append(
                 "pinned buffer from torch's cache (this torch cannot empty it): placement unknown"
             )
-        stream = torch.cuda.Stream(device=self.device)
-        gate = cudautil.calibrate_gate(torch, stream)
+        return plateau, big, host, device_buffer
 
-        def h2d(size: int) -> Any:
-            return lambda: device_buffer[:size].copy_(host[:size], non_blocking=True)
-
-        def d2h(size: int) -> Any:
-            return lambda: host[:size].copy_(device_buffer[:size], non_blocking=True)
-
-        copies_by_dir = {"h2d": h2d, "d2h": d2h}
-        # Warm-up: plateau size and the smallest size, each direction.
-        with torch.cuda.stream(stream):
-            for make in copies_by_dir.values():
-                for _ in range(p.warmup_copies):
-                    make(plateau)()
-                make(min(p.sweep_sizes))()
-        stream.synchronize()
-        self.report(0.05, "pinned plateau")
-
-        # Plateau, with the link sampled while it runs.
+    def _plateaus(
+        self, stream: Any, copies_by_dir: dict[str, Any], plateau: int
+    ) -> dict[str, stats.TrialStats]:
+        """Each direction at the plateau size, with the link sampled while it runs."""
+        p = self.p
         sampler = LinkSampler(self.gpu.get("bus_id"), self.index).start()
         plateaus: dict[str, stats.TrialStats] = {}
         try:
@@ -298,9 +334,19 @@ class _GpuProbe:
                 plateaus[direction] = st
         finally:
             self.link = sampler.stop()
-        self.report(0.35, "size sweep")
+        return plateaus
 
-        # Size sweep.
+    def _sweeps(
+        self,
+        stream: Any,
+        copies_by_dir: dict[str, Any],
+        plateaus: dict[str, stats.TrialStats],
+        plateau: int,
+        big: int,
+        gate: cudautil.Gate,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The size sweep of each direction (small copies gated)."""
+        p = self.p
         sweeps: dict[str, list[dict[str, Any]]] = {"h2d": [], "d2h": []}
         for direction, make in copies_by_dir.items():
             estimate = plateaus[direction].median
@@ -327,15 +373,18 @@ class _GpuProbe:
                 sweeps[direction].append(
                     {"size_bytes": size, "bandwidth_gbps": round(st.median, 4)}
                 )
-        if not gate.available:
-            self.context_parts.append("sweep not gated (torch.cuda._sleep unavailable)")
-        self.report(0.45, "verify")
-        verified = self._verify(host, device_buffer, big)
-        if verified:
-            self.context_parts.append(f"{verified} bytes verified each way")
-        self.report(0.5, "bidirectional")
+        return sweeps
 
-        context = "; ".join(self.context_parts)
+    def _emit_pinned(
+        self,
+        plateaus: dict[str, stats.TrialStats],
+        sweeps: dict[str, list[dict[str, Any]]],
+        plateau: int,
+        context: str,
+        gate: cudautil.Gate,
+    ) -> None:
+        """One pinned-memory result per direction (plateau, sweep, link under load)."""
+        p = self.p
         for direction in ("h2d", "d2h"):
             points = [(pt["size_bytes"], pt["bandwidth_gbps"]) for pt in sweeps[direction]]
             s95 = stats.saturation_size(points, plateaus[direction].median)
@@ -358,6 +407,7 @@ class _GpuProbe:
                 {
                     "step": "plateau",
                     "link_source": self.link.source,
+                    **({"link_nvml": self.link.nvml_missing} if self.link.nvml_missing else {}),
                     "link_samples": self.link.samples,
                     "gated_sweep": gate.available,
                     "copies_per_trial": p.plateau_copies,
@@ -368,16 +418,6 @@ class _GpuProbe:
                     **self.cpus,
                 },
             )
-
-        # Bidirectional.
-        self._bidirectional(host, device_buffer, stream, gate, plateau, context)
-        self.report(0.7, "pageable")
-        self._pageable(device_buffer, context)
-        if self.do_numa:
-            self.report(0.85, "local vs remote NUMA node")
-            self._numa(device_buffer, stream, plateau)
-            if cpus:
-                cudautil.set_process_affinity(cpus)
 
     # ------------------------------------------------------------------- bidirectional
 

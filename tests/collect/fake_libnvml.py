@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import types
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -47,10 +48,6 @@ def _index(handle: Any) -> int:
     return address - HANDLE_BASE
 
 
-def _struct_version(record: Any, version: int) -> int:
-    return ctypes.sizeof(record) | (version << 24)
-
-
 class FakeLibNvml:
     """Two synthetic GPUs; GPU 1's handle cannot be opened (GPU_IS_LOST).
 
@@ -68,6 +65,7 @@ class FakeLibNvml:
         self.fields: dict[int, int] = {197: 123_456_789_012, 94: 7, 165: 2, 215: 4, 219: 1}
         self.lost: set[int] = {1}
         self.handle_calls = 0
+        self.fabric = FabricState()
 
     def __getattribute__(self, name: str) -> Any:
         if name.startswith("nvml"):
@@ -112,10 +110,10 @@ class FakeLibNvml:
         return SUCCESS
 
     def nvmlSystemGetConfComputeSettings(self, ref: Any) -> int:
-        record = _out(ref)
-        if int(record.version) != _struct_version(record, 1):
+        if ctypes.c_uint.from_address(_address(ref)).value != 0x01000014:  # v1, 20 bytes
             return ARGUMENT_VERSION_MISMATCH
-        record.environment, record.ccFeature, record.multiGpuMode = 1, 1, 1
+        record = _ConfComputeC(version=0x01000014, environment=1, ccFeature=1, multiGpuMode=1)
+        _write_c(ref, record)
         return SUCCESS
 
     def nvmlDeviceGetCount_v2(self, ref: Any) -> int:
@@ -228,22 +226,102 @@ class FakeLibNvml:
         return SUCCESS
 
     def nvmlDeviceGetGpuFabricInfoV(self, handle: Any, ref: Any) -> int:
-        record = _out(ref)
-        accepted = {_struct_version(record, v) for v in self.branch.fabric_versions}
-        if int(record.version) not in accepted:
+        version = ctypes.c_uint.from_address(_address(ref)).value
+        layouts = {_c_version(_FABRIC_C[v], v): _FABRIC_C[v] for v in self.branch.fabric_versions}
+        layout = layouts.get(version)
+        if layout is None:
             return ARGUMENT_VERSION_MISMATCH
-        record.state = 3
-        record.status = 0
-        record.cliqueId = 5
-        record.healthMask = 1  # degraded bandwidth: true
+        record = layout(version=version, healthMask=self.fabric.health_mask)
+        _write_c(ref, self._fabric_fields(record))
         return SUCCESS
 
     def nvmlDeviceGetGpuFabricInfo(self, handle: Any, ref: Any) -> int:
-        record = _out(ref)
-        record.state = 3
-        record.status = 0
-        record.cliqueId = 5
+        _write_c(ref, self._fabric_fields(_FabricC1()))
         return SUCCESS
+
+    def _fabric_fields(self, record: Any) -> Any:
+        fabric = self.fabric
+        record.clusterUuid[:] = list(fabric.cluster_uuid)
+        record.status, record.cliqueId, record.state = fabric.status, fabric.clique_id, fabric.state
+        return record
+
+
+@dataclass
+class FabricState:
+    """What the fake driver reports for every GPU's fabric registration (synthetic)."""
+
+    state: int = 3
+    status: int = SUCCESS
+    clique_id: int = 5
+    cluster_uuid: bytes = bytes(range(0xF0, 0x100))
+    """16 raw bytes; not text (real cluster UUIDs are binary)."""
+    health_mask: int = 1  # degraded bandwidth: true
+
+
+# The fabric structures as nvml.h lays them out, written here independently of pcidoc and of
+# the bindings. ``state`` is an unsigned char: the padding after it is filled with garbage, as
+# memory the driver does not define, so a reader that takes four bytes there reads nonsense.
+_FABRIC_BASE = [
+    ("clusterUuid", ctypes.c_uint8 * 16),
+    ("status", ctypes.c_int),
+    ("cliqueId", ctypes.c_uint32),
+    ("state", ctypes.c_uint8),
+]
+
+
+class _FabricC1(ctypes.Structure):
+    _fields_ = _FABRIC_BASE
+
+
+class _FabricC2(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), *_FABRIC_BASE, ("healthMask", ctypes.c_uint32)]
+
+
+class _FabricC3(ctypes.Structure):
+    _fields_ = [*_FabricC2._fields_, ("healthSummary", ctypes.c_uint8)]
+
+
+class _ConfComputeC(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_uint32)
+        for name in ("version", "environment", "ccFeature", "devToolsMode", "multiGpuMode")
+    ]
+
+
+_FABRIC_C: dict[int, type[ctypes.Structure]] = {2: _FabricC2, 3: _FabricC3}
+assert ctypes.sizeof(_FabricC1) == 28 and ctypes.sizeof(_FabricC2) == 0x24
+assert ctypes.sizeof(_FabricC3) == 0x28
+
+PADDING_GARBAGE = 0xA5
+
+
+def _c_version(layout: type[ctypes.Structure], version: int) -> int:
+    return ctypes.sizeof(layout) | (version << 24)
+
+
+def _address(ref: Any) -> int:
+    return ctypes.addressof(_out(ref))
+
+
+def _write_c(ref: Any, record: Any) -> None:
+    """Copy ``record`` over the caller's buffer byte for byte, as the C library does; a buffer
+    smaller than the structure would be overrun by the real library: refused here."""
+    target = _out(ref)
+    size = ctypes.sizeof(record)
+    assert ctypes.sizeof(target) >= size, "the caller's buffer is smaller than nvml.h's struct"
+    raw = bytearray(bytes(record))
+    described = {
+        offset
+        for name, *_ in type(record)._fields_
+        for offset in range(
+            getattr(type(record), name).offset,
+            getattr(type(record), name).offset + getattr(type(record), name).size,
+        )
+    }
+    for offset in range(size):
+        if offset not in described:
+            raw[offset] = PADDING_GARBAGE
+    ctypes.memmove(ctypes.addressof(target), bytes(raw), size)
 
 
 def install(monkeypatch: pytest.MonkeyPatch, lib: object | None = None) -> Any:
@@ -266,36 +344,20 @@ _STRING_CALLS = (
 
 
 def old_bindings(generation: str) -> types.SimpleNamespace:
-    """The installed ``pynvml`` as an older nvidia-ml-py generation presents itself.
-
-    * ``"11.495"`` (before 11.515): names, UUIDs, serials and versions come back as ``bytes``;
-      only the legacy fabric call exists.
-    * ``"12.550"`` (12.550-12.575): the versioned fabric structure is called
-      ``c_nvmlGpuFabricInfoV_t`` and its constructor leaves ``version`` at 0.
+    """The installed ``pynvml`` as nvidia-ml-py before 11.515 presented itself
+    (``generation="11.495"``): names, UUIDs, serials and versions come back as ``bytes``.
 
     Passed to :class:`pcidoc.collect.nvml.PynvmlBackend` as its bindings; the C library
-    underneath is whatever :func:`install` put there.
+    underneath is whatever :func:`install` put there. The supported 12.x/13.x releases are
+    tested with their real modules (:mod:`tests.collect.nvml_releases`).
     """
     import pynvml
 
-    names = {name: getattr(pynvml, name) for name in dir(pynvml) if not name.startswith("__")}
-    for hidden in (
-        "c_nvmlGpuFabricInfo_v2_t",
-        "c_nvmlGpuFabricInfo_v3_t",
-        "c_nvmlGpuFabricInfoV_t",
-    ):
-        names.pop(hidden, None)
-    if generation == "11.495":
-        for call in _STRING_CALLS:
-            names[call] = _returning_bytes(getattr(pynvml, call))
-    elif generation == "12.550":
-
-        class GpuFabricInfoV(ctypes.Structure):
-            _fields_ = pynvml.c_nvmlGpuFabricInfo_v2_t._fields_
-
-        names["c_nvmlGpuFabricInfoV_t"] = GpuFabricInfoV
-    else:
+    if generation != "11.495":
         raise ValueError(generation)
+    names = {name: getattr(pynvml, name) for name in dir(pynvml) if not name.startswith("__")}
+    for call in _STRING_CALLS:
+        names[call] = _returning_bytes(getattr(pynvml, call))
     return types.SimpleNamespace(**names)
 
 

@@ -207,6 +207,18 @@ def test_a_sleeping_link_is_not_up() -> None:
     assert [(link.state, link.up) for link in links] == [("up", True), ("sleep", False)]
 
 
+def test_a_link_with_traffic_disabled_is_not_up() -> None:
+    """NVML 13's ACTIVE_TRAFFIC_DISABLED (field 165 = 3): trained, but it moves no data."""
+    gpu = FakeGpu(
+        bus_id="0000:01:00.0",
+        nvlinks=[FakeNvLink(link=0), FakeNvLink(link=1, traffic_disabled=True)],
+    )
+    fake = FakeNvmlBackend([gpu])
+    fake.init()
+    links = CounterSampler(fake).sample().gpus[0].nvlinks
+    assert [(link.state, link.up) for link in links] == [("up", True), ("down", False)]
+
+
 def test_a_failed_field_call_is_one_reason_not_a_blackwell_explanation() -> None:
     gpu = FakeGpu(
         bus_id="0000:01:00.0",

@@ -94,7 +94,7 @@ def test_cli_and_tui_report_the_same_machine_on_every_branch(branch: str) -> Non
     assert (sleeping.state, sleeping.up) == ("sleep", False)
 
 
-@pytest.mark.parametrize(("branch", "throughput_calls"), [("R535", 8), ("R550", 8), ("R570", 0)])
+@pytest.mark.parametrize(("branch", "throughput_calls"), [("R535", 4), ("R550", 4), ("R570", 0)])
 def test_the_throughput_call_is_made_only_where_the_byte_fields_are_missing(
     branch: str, throughput_calls: int
 ) -> None:
@@ -106,9 +106,34 @@ def test_the_throughput_call_is_made_only_where_the_byte_fields_are_missing(
     sampler = CounterSampler.for_capture(fake, capture)
     fake.calls.clear()
     sampler.sample()
-    assert fake.calls["pcie_throughput"] == throughput_calls  # TX and RX for each of 4 GPUs
+    assert fake.calls["pcie_throughput"] == throughput_calls  # TX and RX of 2 of the 4 GPUs
     assert fake.calls["field_values"] == 4
     fake.shutdown()
+
+
+def test_the_blocking_throughput_call_is_spread_over_samples() -> None:
+    """R550, 8 GPUs: at most 2 GPUs' throughput calls (~20 ms each) per sample, oldest first,
+    so every GPU has a rate after 4 samples and none is read twice before all were read."""
+    gpus = [
+        FakeGpu(bus_id=f"0000:{0x10 + i:02x}:00.0", pcie_tx_bytes_per_s=(i + 1) * 1e9)
+        for i in range(8)
+    ]
+    fake = FakeNvmlBackend(gpus, driver_branch="R550")
+    assert fake.init() is None
+    from pcidoc.collect.counters import CounterSampler
+
+    sampler = CounterSampler(fake, links={i: [] for i in range(8)})
+    read_order = []
+    for _ in range(5):
+        fake.calls.clear()
+        before = {g.index for g in sampler.sample().gpus if g.pcie_tx_bytes_per_s is not None}
+        assert fake.calls["pcie_throughput"] <= 4
+        read_order.append(before)
+    last = sampler.sample().gpus
+    fake.shutdown()
+    assert [len(s) for s in read_order] == [2, 4, 6, 8, 8]
+    expected = [(i + 1) * 1e9 for i in range(8)]
+    assert [g.pcie_tx_bytes_per_s for g in last] == pytest.approx(expected, rel=1e-3)
 
 
 @pytest.mark.parametrize("branch", sorted(DRIVER_BRANCHES))

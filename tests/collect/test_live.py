@@ -377,6 +377,18 @@ def test_sleeping_links_are_neither_up_nor_down_but_still_join_gpus(box: Box) ->
     assert capture.topology.link("GPU0", "GPU1") == "NV2"
 
 
+def test_a_link_with_traffic_disabled_is_down_not_up(box: Box) -> None:
+    fake = _box_backend()
+    fake.gpus[0].nvlinks[1].traffic_disabled = True  # type: ignore[index]
+    fake.gpus[0].nvlinks[1].speed_mbps = 25_000  # type: ignore[index]
+    capture = _collect(box, fake)
+    link = capture.gpus[0].nvlinks[1]
+    assert link.state == "down"
+    assert link.speed_gbps is None
+    assert "traffic disabled" in (link.why("speed_gbps") or "")
+    assert capture.topology.link("GPU0", "GPU1") == "NV1"
+
+
 def test_blackwell_link_errors_and_their_absence(box: Box) -> None:
     errors = {"recovery_events": 1, "effective_errors": 0, "symbol_errors": 40}
     fake = _box_backend(gpu0={"architecture": "blackwell"})

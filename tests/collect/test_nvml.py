@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes.util
 import os
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -261,34 +260,6 @@ def test_possible_cpu_count_reads_sysfs_and_never_undercounts(tmp_path: Path) ->
     assert possible_cpu_count(str(tmp_path / "missing")) == max(1, os.cpu_count() or 1)
 
 
-@pytest.mark.parametrize(
-    ("generation", "branch", "health_mask"),
-    [
-        (None, "R580", 1),  # current bindings, v3 accepted
-        (None, "R570", 1),  # v3 refused (ARGUMENT_VERSION_MISMATCH), v2 accepted
-        (None, "R550", 1),
-        (None, "R535", None),  # no versioned call: legacy structure, no health mask
-        ("12.550", "R550", 1),  # the v2 structure under its 12.550-12.575 name
-        ("12.550", "R580", 1),
-        ("11.495", "R580", None),  # bindings without any versioned structure
-    ],
-)
-def test_fabric_info_on_every_binding_generation_and_branch(
-    monkeypatch: pytest.MonkeyPatch, generation: str | None, branch: str, health_mask: int | None
-) -> None:
-    lib = fake_libnvml.FakeLibNvml(branch=branch)
-    fake_libnvml.install(monkeypatch, lib)
-    bindings = fake_libnvml.old_bindings(generation) if generation else None
-    backend = PynvmlBackend(bindings)
-    assert backend.init() is None
-    try:
-        fabric = backend.fabric_info(0)
-        assert not isinstance(fabric, Unavailable), fabric
-        assert (fabric.state, fabric.clique_id, fabric.health_mask) == (3, 5, health_mask)
-    finally:
-        backend.shutdown()
-
-
 def test_old_bindings_returning_bytes_give_text(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_libnvml.install(monkeypatch)
     old = fake_libnvml.old_bindings("11.495")
@@ -334,29 +305,6 @@ def test_blackwell_has_no_dl_error_counters(monkeypatch: pytest.MonkeyPatch) -> 
         replay, recovery = backend.field_values(0, [(161, 0), (215, 0)])  # type: ignore[misc]
         assert replay == Unavailable.from_name("NOT_SUPPORTED")
         assert recovery == 4
-    finally:
-        backend.shutdown()
-
-
-def test_conf_compute_settings_need_their_structure_version(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import ctypes
-
-    import pynvml
-
-    class Unversioned(ctypes.Structure):  # a constructor that leaves ``version`` at 0
-        _fields_ = pynvml.c_nvmlSystemConfComputeSettings_v1_t._fields_
-
-    fake_libnvml.install(monkeypatch, fake_libnvml.FakeLibNvml())
-    bindings = types.SimpleNamespace(
-        **{name: getattr(pynvml, name) for name in dir(pynvml) if not name.startswith("__")}
-    )
-    bindings.c_nvmlSystemConfComputeSettings_v1_t = Unversioned
-    backend = PynvmlBackend(bindings)
-    assert backend.init() is None
-    try:
-        assert backend.conf_compute() == ConfCompute(enabled=True, multi_gpu_mode="protected_pcie")
     finally:
         backend.shutdown()
 

@@ -131,6 +131,8 @@ class FakeNvLink:
         tx_kib_per_s: How fast ``tx_kib`` grows under :meth:`FakeNvmlBackend.advance`.
         rx_kib_per_s: How fast ``rx_kib`` grows.
         sleep: The link is in its low-power SLEEP state (field 165 reads 2).
+        traffic_disabled: Trained but carrying no traffic: ``nvlink_state`` says "enabled",
+            field 165 reads 3 (ACTIVE_TRAFFIC_DISABLED, nvml.h 13).
     """
 
     link: int
@@ -145,6 +147,7 @@ class FakeNvLink:
     tx_kib_per_s: float = 0.0
     rx_kib_per_s: float = 0.0
     sleep: bool = False
+    traffic_disabled: bool = False
 
 
 @dataclass
@@ -206,6 +209,47 @@ class FakeGpu:
             if item.link == link_id:
                 return item
         return None
+
+
+_PER_LINK = frozenset(
+    {
+        FI_NVLINK_THROUGHPUT_DATA_TX,
+        FI_NVLINK_THROUGHPUT_DATA_RX,
+        FI_NVLINK_GET_SPEED,
+        FI_NVLINK_GET_STATE,
+        *_NVLINK_ERROR_FIELDS,
+        *_NVLINK_COUNT_FIELDS,
+    }
+)
+
+
+def _link_field(link: FakeNvLink, field_id: int) -> Any:
+    """One per-link field's raw value (``None``: not supported)."""
+    if field_id == FI_NVLINK_THROUGHPUT_DATA_TX:
+        return link.tx_kib
+    if field_id == FI_NVLINK_THROUGHPUT_DATA_RX:
+        return link.rx_kib
+    if field_id == FI_NVLINK_GET_SPEED:
+        return link.speed_mbps
+    if field_id == FI_NVLINK_GET_STATE:
+        return (3 if link.traffic_disabled else 2 if link.sleep else 1) if link.up else 0
+    if field_id in _NVLINK_COUNT_FIELDS:
+        return link.errors.get(_NVLINK_COUNT_FIELDS[field_id])
+    return link.errors.get(_NVLINK_ERROR_FIELDS[field_id])
+
+
+def _gpu_field(gpu: FakeGpu, field_id: int) -> Any:
+    """One per-GPU field's raw value (``None``: not supported)."""
+    simple = {
+        FI_PCIE_COUNT_TX_BYTES: gpu.pcie_tx_bytes,
+        FI_PCIE_COUNT_RX_BYTES: gpu.pcie_rx_bytes,
+        FI_PCIE_REPLAY_COUNTER: gpu.replay_count,
+        FI_PCIE_REPLAY_ROLLOVER_COUNTER: gpu.replay_rollover_count,
+        FI_NVLINK_LINK_COUNT: None if gpu.nvlinks is None else len(gpu.nvlinks),
+    }
+    if field_id in simple:
+        return simple[field_id]
+    return gpu.pcie_counters.get(field_id)
 
 
 class FakeNvmlBackend:
@@ -526,44 +570,15 @@ class FakeNvmlBackend:
             gpu.architecture == "blackwell" and field_id in BLACKWELL_UNSUPPORTED_FIELDS
         ):
             return Unavailable.from_name("NOT_SUPPORTED")
-        value: Any = None
-        if field_id == FI_PCIE_COUNT_TX_BYTES:
-            value = gpu.pcie_tx_bytes
-        elif field_id == FI_PCIE_COUNT_RX_BYTES:
-            value = gpu.pcie_rx_bytes
-        elif field_id == FI_PCIE_REPLAY_COUNTER:
-            value = gpu.replay_count
-        elif field_id == FI_PCIE_REPLAY_ROLLOVER_COUNTER:
-            value = gpu.replay_rollover_count
-        elif field_id == FI_NVLINK_LINK_COUNT:
-            value = None if gpu.nvlinks is None else len(gpu.nvlinks)
-        elif field_id in (
-            FI_NVLINK_THROUGHPUT_DATA_TX,
-            FI_NVLINK_THROUGHPUT_DATA_RX,
-            FI_NVLINK_GET_SPEED,
-            FI_NVLINK_GET_STATE,
-            *_NVLINK_ERROR_FIELDS,
-            *_NVLINK_COUNT_FIELDS,
-        ):
+        if field_id in _PER_LINK:
             link = gpu.link(scope) if gpu.nvlinks is not None else None
             if link is None:
                 return Unavailable.from_name(
                     "NOT_SUPPORTED" if gpu.nvlinks is None else "INVALID_ARGUMENT"
                 )
-            if field_id == FI_NVLINK_THROUGHPUT_DATA_TX:
-                value = link.tx_kib
-            elif field_id == FI_NVLINK_THROUGHPUT_DATA_RX:
-                value = link.rx_kib
-            elif field_id == FI_NVLINK_GET_SPEED:
-                value = link.speed_mbps
-            elif field_id == FI_NVLINK_GET_STATE:
-                value = (2 if link.sleep else 1) if link.up else 0
-            elif field_id in _NVLINK_COUNT_FIELDS:
-                value = link.errors.get(_NVLINK_COUNT_FIELDS[field_id])
-            else:
-                value = link.errors.get(_NVLINK_ERROR_FIELDS[field_id])
+            value = _link_field(link, field_id)
         else:
-            value = gpu.pcie_counters.get(field_id)
+            value = _gpu_field(gpu, field_id)
         if value is None:
             return Unavailable.from_name("NOT_SUPPORTED")
         return value

@@ -128,9 +128,12 @@ def _sweep(bandwidth: float, sizes: Sequence[int]) -> list[dict[str, Any]]:
     ]
 
 
-def synthetic_env(gpu_count: int = 8) -> list[Line]:
-    """An env stream with ``gpu_count`` synthetic CUDA devices."""
-    devices = [
+def synthetic_env(
+    gpu_count: int = 8, devices: Sequence[Mapping[str, Any]] | None = None, **info: Any
+) -> list[Line]:
+    """An env stream with ``gpu_count`` synthetic CUDA devices (or ``devices``: ordinal, uuid,
+    bus_id of each, in CUDA's order), plus ``info`` (``cuda_visible_devices``...)."""
+    listed = [
         {
             "ordinal": i,
             "name": "Synthetic GPU",
@@ -140,6 +143,9 @@ def synthetic_env(gpu_count: int = 8) -> list[Line]:
         }
         for i in range(gpu_count)
     ]
+    if devices is not None:
+        listed = [{**listed[0], **d} if listed else dict(d) for d in devices]
+        gpu_count = len(listed)
     return [
         (
             0.0,
@@ -152,11 +158,12 @@ def synthetic_env(gpu_count: int = 8) -> list[Line]:
                     "cuda_build": "synthetic",
                     "cuda_available": gpu_count > 0,
                     "device_count": gpu_count,
-                    "devices": devices,
+                    "devices": listed,
                     "nccl_available": True,
                     "gloo_available": True,
                     "cuda_sleep": True,
                     "synthetic": True,
+                    **info,
                 },
             },
         )

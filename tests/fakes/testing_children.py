@@ -56,6 +56,18 @@ def _spawn_grandchildren(count: int) -> list[int]:
     return pids
 
 
+def run(params: dict, emit: object) -> None:
+    """A probe (``pcidoc.probes.child`` calls it) whose device work never completes: a thread
+    that a normal interpreter exit would wait for stands in for the CUDA context's teardown."""
+    import threading
+
+    from pcidoc.probes.child import ProbeHung
+
+    threading.Thread(target=_sleep_forever, name="stuck-teardown", daemon=False).start()
+    emit.result("transfer", _SYNTHETIC_TRANSFER)  # type: ignore[attr-defined]
+    raise ProbeHung("GPU0->GPU1: a 65536-byte peer copy did not complete (hanging)")
+
+
 def main(argv: list[str]) -> int:
     """Run one behaviour named by ``argv[0]``."""
     behaviour = argv[0] if argv else "ok"
@@ -107,6 +119,17 @@ def main(argv: list[str]) -> int:
             _result()
             return 0
         _sleep_forever()
+    if behaviour == "end_then_hang":
+        # Everything reported, then the exit never comes (a CUDA teardown behind a hung copy).
+        _result()
+        _emit({"type": "end", "status": 0})
+        _sleep_forever()
+    if behaviour == "probe_hung":
+        # The real child entry point running a probe that hits a hung copy.
+        from pcidoc.probes import child
+
+        child.PROBE_MODULES["hung"] = "tests.fakes.testing_children"
+        return child.main(["hung"])
     if behaviour == "ignore_term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         _progress(0.1, "ignoring SIGTERM")

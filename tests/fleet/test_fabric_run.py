@@ -9,10 +9,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import queue
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -143,8 +146,94 @@ def test_a_rank_that_never_joins_is_named(tmp_path: Path) -> None:
     doc = json.loads(proc.stdout)
     assert not doc["ok"] and doc["fabric"]["missing_ranks"] == [1]
     message = doc["errors"][0]["message"]
-    assert "rank 1 on node rank 1" in message and "never joined" in message
+    assert "rank 1 on node rank 1" in message and "never joined within 5 s" in message
     assert "never joined" in proc.stderr
+    assert "NumPy" not in proc.stderr  # torch's warning where NumPy is missing stays out
+
+
+def test_a_rank_whose_master_never_comes_waits_the_join_timeout_once() -> None:
+    """torch's store client retries its connect once more after its timeout (twice the wait
+    the message names, with a C++ stack trace each time): the rank waits for the port itself."""
+    env = _env(
+        RANK="1", WORLD_SIZE="2", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(_free_port()),
+    )  # fmt: skip
+    proc = subprocess.run(
+        [PCIDOC, "probe", "fabric", "--backend", "gloo", "--json", "--timeout", "10"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "could not reach the rendezvous store at 127.0.0.1:" in proc.stderr
+    assert "within 5 s" in proc.stderr
+    assert "retrying" not in proc.stderr and "Exception raised from" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def _listeners(port: int) -> list[str]:
+    """Local addresses listening on ``port`` (from /proc/net/tcp and tcp6)."""
+    found = []
+    for name in ("tcp", "tcp6"):
+        try:
+            lines = Path("/proc/net", name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            address, state = fields[1], fields[3]
+            if state == "0A" and int(address.rsplit(":", 1)[1], 16) == port:
+                found.append(address.rsplit(":", 1)[0])
+    return found
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_ends_the_rank_with_one_line_and_leaves_nothing(tmp_path: Path, signum) -> None:
+    """Rank 0 waiting for a rank that never comes (inside torch's store), MASTER_ADDR on
+    loopback: the store listens on 127.0.0.1 only, and SIGTERM / SIGHUP / SIGINT end the rank
+    at once with 143 / 129 / 130, one line, no traceback, no file, no process."""
+    port = _free_port()
+    env = _env(
+        RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", GROUP_RANK="0",
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+    )  # fmt: skip
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen(
+        [PCIDOC, "probe", "fabric", "--backend", "gloo", "--timeout", "300",
+         "-o", str(out / "fabric.json")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(
+        target=lambda: [lines.put(line) for line in proc.stderr],
+        daemon=True,  # type: ignore[union-attr]
+    )
+    reader.start()
+    seen = []
+    while not any("fabric: join" in line for line in seen):
+        seen.append(lines.get(timeout=120))  # Empty (a failure) if the rank never gets there
+    try:
+        addresses = _listeners(port)
+        assert addresses, "rank 0 should be listening"
+        loopback = {"0100007F", "0000000000000000FFFF00000100007F"}
+        assert set(addresses) <= loopback, addresses  # never 0.0.0.0 or ::
+    finally:
+        os.killpg(proc.pid, signum)
+    proc.wait(timeout=60)
+    reader.join(timeout=10)
+    rest = []
+    while not lines.empty():
+        rest.append(lines.get())
+    stderr = "".join(seen + rest)
+    assert proc.returncode == 128 + signum, stderr[-2000:]
+    name = signal.Signals(signum).name
+    assert stderr.strip().splitlines()[-1] == (
+        f"pcidoc: fabric rank 0: interrupted by {name} during join"
+    )
+    assert "Traceback" not in stderr
+    assert list(out.iterdir()) == []
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)
 
 
 def test_the_deadline_ends_the_rank_and_names_the_phase() -> None:

@@ -95,7 +95,7 @@ def test_prepare_joins_continued_commands_and_splits_glued_headers() -> None:
         ("00000000:99:00", "0000:99:00.0"),
         ("[0000:04:00]", "0000:04:00.0"),
         ("1b:00.1", "0000:1b:00.1"),
-        ("00010000:01:00.0", "00010000:01:00.0"),
+        ("00010000:01:00.0", "10000:01:00.0"),  # a VMD domain, as /sys names it
         ("0x01", None),
         ("GPU0", None),
         ("0000:04:20.0", None),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import time
+import types
 from typing import Any
 
 import torch as real_torch
@@ -80,35 +81,81 @@ class FakeCudart:
 
 
 class FakeLibcudart:
-    """The CUDA runtime entry points the P2P probe calls through ctypes; "device" memory is
-    host memory here, so a peer copy is a ``memmove``. Records what it was asked to do."""
+    """The CUDA runtime entry points the probes call through ctypes; "device" memory is host
+    memory here, so a peer copy is a ``memmove``. As strict as the runtime where the probe
+    depends on it:
 
-    def __init__(self, peer_data: str = "copy") -> None:
+    * ``cudaDeviceEnablePeerAccess`` answers 704 when already enabled, and 711
+      (``cudaErrorTooManyPeers``) when the current device already has ``max_peers`` peers
+      (8 on GPUs without NVSwitch); ``refuse`` forces a code for given (device, peer) pairs;
+      the error stays as the last error until ``cudaGetLastError`` clears it;
+    * every peer copy is logged with whether peer access was on for its direction
+      (``copy_log``: ``(src, dst, peer_access_on)``): the runtime stages a copy without it.
+    """
+
+    def __init__(
+        self,
+        peer_data: str = "copy",
+        bus_ids: tuple[str, ...] = (),
+        max_peers: int = 8,
+        refuse: dict[tuple[int, int], int] | None = None,
+    ) -> None:
+        self.bus_ids = bus_ids
+        """What ``cudaDeviceGetPCIBusId`` answers for each ordinal (upper case, as CUDA)."""
         self.peer_data = peer_data
         """``copy`` (a correct copy) or ``zeros`` (the destination reads back zeros, as peer
         copies through a broken IOMMU mapping do)."""
+        self.max_peers = max_peers
+        self.refuse = dict(refuse or {})
         self.peer_copies = 0
         self.peer_access: set[tuple[int, int]] = set()
         self.disabled_calls = 0
         self.current = 0
+        self.last_error = 0
+        self.copy_log: list[tuple[int, int, bool]] = []
+        self.most_peers = 0
+        """The most peers any device held at once (the probe enables one pair at a time)."""
 
     def cudaSetDevice(self, device: int) -> int:
         self.current = device
         return 0
 
     def cudaGetLastError(self) -> int:
+        error, self.last_error = self.last_error, 0
+        return error
+
+    def cudaDeviceGetPCIBusId(self, buffer: Any, length: Any, device: Any) -> int:
+        ordinal = int(device.value)
+        if not 0 <= ordinal < len(self.bus_ids):
+            return 101  # cudaErrorInvalidDevice
+        text = self.bus_ids[ordinal].encode()
+        if len(text) + 1 > int(length.value):
+            return 1  # cudaErrorInvalidValue: the buffer is too short
+        buffer.value = text
         return 0
 
+    def _fail(self, code: int) -> int:
+        self.last_error = code
+        return code
+
     def cudaDeviceEnablePeerAccess(self, peer: int, flags: int) -> int:
-        if (self.current, peer) in self.peer_access:
-            return 704
-        self.peer_access.add((self.current, peer))
+        assert flags == 0, "flags is reserved and must be 0"
+        pair = (self.current, peer)
+        if pair in self.refuse:
+            return self._fail(self.refuse[pair])
+        if pair in self.peer_access:
+            return self._fail(704)
+        held = sum(1 for device, _ in self.peer_access if device == self.current)
+        if held >= self.max_peers:
+            return self._fail(711)  # cudaErrorTooManyPeers
+        self.peer_access.add(pair)
+        self.most_peers = max(self.most_peers, held + 1)
         return 0
 
     def cudaDeviceDisablePeerAccess(self, peer: int) -> int:
         self.disabled_calls += 1
         if (self.current, peer) not in self.peer_access:
-            return 705
+            return self._fail(705)
         self.peer_access.discard((self.current, peer))
         return 0
 
@@ -121,6 +168,7 @@ class FakeLibcudart:
         else:
             ctypes.memmove(dst, src, size)
         self.peer_copies += 1
+        self.copy_log.append((src_device, dst_device, (src_device, dst_device) in self.peer_access))
         return 0
 
 
@@ -130,6 +178,7 @@ class FakeCuda:
 
     def __init__(self, count: int, peer: bool = True, corrupt: bool = False) -> None:
         self.count = count
+        self.pci_fields = True
         self.peer = peer
         self._cudart = FakeCudart()
         self.sleeps = 0
@@ -163,6 +212,32 @@ class FakeCuda:
 
     def can_device_access_peer(self, a: int, b: int) -> bool:
         return self.peer
+
+    def get_allocator_backend(self) -> str:
+        """As torch: from the allocator settings it read (``backend:cudaMallocAsync``)."""
+        import os
+
+        conf = ",".join(
+            os.environ.get(name) or "" for name in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+        )
+        return "cudaMallocAsync" if "backend:cudaMallocAsync" in conf.replace(" ", "") else "native"
+
+    def get_device_properties(self, device: int) -> Any:
+        """Properties as torch 2.5+ has them (``pci_*`` fields); ``OldTorch`` drops those."""
+        if not 0 <= int(device) < self.count:
+            raise AssertionError(f"invalid device ordinal {device}")
+        props = types.SimpleNamespace(
+            name="Fake GPU (synthetic)",
+            total_memory=16 * 2**30,
+            uuid=None,
+            pci_domain_id=0,
+            pci_bus_id=0x10 + int(device),
+            pci_device_id=0,
+        )
+        if not self.pci_fields:
+            for name in ("pci_domain_id", "pci_bus_id", "pci_device_id"):
+                delattr(props, name)
+        return props
 
     def _sleep(self, cycles: int) -> None:
         self.sleeps += 1
@@ -231,3 +306,4 @@ class OldTorch(FakeTorch):
         super().__init__(count, peer)
         self._C = _C(host_cache=False)
         self.accelerator = None
+        self.cuda.pci_fields = False  # pci_bus_id came with torch 2.5

@@ -52,6 +52,31 @@ def test_empty_visible_devices_allow_no_gpu_and_mig_entries_are_skipped() -> Non
     assert indices == [1] and "MIG" in notes[0]
 
 
+def test_visible_device_indices_are_cudas_order_resolved_by_the_child() -> None:
+    """Without CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA numbers GPUs fastest first: "0" on a box
+    with a slow GPU0 and a fast GPU1 is GPU1. The env probe (run with the user's variables)
+    reports what it sees, and the allocation follows it."""
+    found = allocation.current(GPUS, {"CUDA_VISIBLE_DEVICES": "0"}, driver_root="/nonexistent")
+    assert found.resolve_in_child and found.indices == [0]  # provisional, PCI order
+    child_saw = [{"ordinal": 0, "uuid": None, "bus_id": "0000:3B:00.0"}]
+    resolved = allocation.resolve(found, GPUS, child_saw)
+    assert resolved.indices == [1] and not resolved.resolve_in_child
+    assert "as the probe child saw it: GPU1" in resolved.notes[-1]
+    by_uuid = allocation.resolve(found, GPUS, [{"ordinal": 0, "uuid": "GPU-cccc3333-0000"}])
+    assert by_uuid.indices == [2]
+    blind = allocation.resolve(found, GPUS, [{"ordinal": 0, "uuid": None, "bus_id": None}])
+    assert blind.indices == [0] and "could not name its GPUs" in blind.notes[-1]
+
+
+def test_pci_bus_order_and_uuids_need_no_child() -> None:
+    env = {"CUDA_VISIBLE_DEVICES": "2,0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    found = allocation.current(GPUS, env, driver_root="/nonexistent")
+    assert (found.indices, found.resolve_in_child) == ([2, 0], False)
+    found = allocation.current(GPUS, {"CUDA_VISIBLE_DEVICES": "GPU-cccc"}, driver_root="/x")
+    assert (found.indices, found.resolve_in_child) == ([2], False)
+    assert allocation.resolve(found, GPUS, []) is found
+
+
 def test_visible_devices_win_over_slurm() -> None:
     env = {"CUDA_VISIBLE_DEVICES": "3", "SLURM_JOB_GPUS": "0,1"}
     found = allocation.current(GPUS, env, driver_root="/nonexistent", proc_root="/nonexistent")
@@ -78,23 +103,42 @@ def _driver(tmp_path, minors: dict[int, str]):
     return root
 
 
-def test_slurm_ids_are_device_minors_mapped_by_bus(tmp_path) -> None:
-    # Minor numbers need not follow NVML's order.
-    driver = _driver(tmp_path, {0: "0000:af:00.0", 1: "0000:86:00.0", 2: "0000:17:00.0"})
-    env = {"SLURM_STEP_GPUS": "0,1", "SLURM_JOB_GPUS": "0-2"}
+def test_slurm_ids_are_pci_order_indices_not_device_minors(tmp_path) -> None:
+    """Slurm 21.08+ writes GPU indices in PCI bus order (gres_common.c), not /dev/nvidiaN
+    minors: with minors 2,3,0,1, SLURM_JOB_GPUS=0,1 is GPUs 0 and 1, not 2 and 3."""
+    driver = _driver(
+        tmp_path, {2: "0000:17:00.0", 3: "0000:3b:00.0", 0: "0000:86:00.0", 1: "0000:af:00.0"}
+    )
+    found = allocation.current(
+        GPUS, {"SLURM_JOB_GPUS": "0,1"}, driver_root=driver, proc_root=tmp_path
+    )
+    assert (found.indices, found.source, found.value) == ([0, 1], "SLURM_JOB_GPUS", "0,1")
+    # The older reading is named, since the job cannot see which Slurm wrote the list.
+    assert any("minor numbers, which would be GPU2, GPU3" in note for note in found.notes)
+    env = {"SLURM_STEP_GPUS": "3,1", "SLURM_JOB_GPUS": "0-3"}
     found = allocation.current(GPUS, env, driver_root=driver, proc_root=tmp_path)
-    assert (found.indices, found.source, found.value) == ([3, 2], "SLURM_STEP_GPUS", "0,1")
-    env = {"SLURM_JOB_GPUS": "0-2"}
-    found = allocation.current(GPUS, env, driver_root=driver, proc_root=tmp_path)
-    assert found.indices == [3, 2, 0]
+    assert (found.indices, found.source) == ([3, 1], "SLURM_STEP_GPUS")
 
 
-def test_slurm_ids_without_the_driver_files_are_indices(tmp_path) -> None:
+def test_slurm_indices_follow_the_pci_bus_not_nvml_numbering(tmp_path) -> None:
+    shuffled = [GpuId(0, None, "0000:86:00.0"), GpuId(1, None, "0000:17:00.0")]
+    found = allocation.current(
+        shuffled, {"SLURM_JOB_GPUS": "0"}, driver_root=tmp_path / "none", proc_root=tmp_path
+    )
+    assert found.indices == [1]  # index 0 is the GPU lowest on the bus
+
+
+def test_slurm_ids_without_the_driver_files_say_what_could_not_be_checked(tmp_path) -> None:
     found = allocation.current(
         GPUS, {"SLURM_JOB_GPUS": "1,3"}, driver_root=tmp_path / "none", proc_root=tmp_path
     )
     assert found.indices == [1, 3]
-    assert any("NVML indices" in note for note in found.notes)
+    assert any("could not be checked" in note for note in found.notes)
+    same = _driver(tmp_path, {i: g.bus_id for i, g in enumerate(GPUS)})
+    found = allocation.current(
+        GPUS, {"SLURM_JOB_GPUS": "1,3"}, driver_root=same, proc_root=tmp_path
+    )
+    assert found.indices == [1, 3] and found.notes == []  # both readings agree: nothing to say
 
 
 def _cgroup(tmp_path, devices: str):
@@ -128,6 +172,7 @@ def test_cgroup_allowing_everything_restricts_nothing(tmp_path) -> None:
 
 def test_session_probes_only_the_allocated_gpus(monkeypatch) -> None:
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", f"{_uuid(2)},1")
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # "1" is then NVML's GPU1
     cap = machine(4)
     runner = FakeProbeRunner(gpu_count=2, speed=float("inf"))
     lines: list[str] = []

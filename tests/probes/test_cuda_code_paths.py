@@ -181,7 +181,8 @@ def test_p2p_probe_records(tmp_path, monkeypatch, peer: bool) -> None:
     assert lib.peer_copies > 0  # raw cudaMemcpyPeerAsync, not copy_
     if peer:
         assert lib.disabled_calls > 0
-        assert len(lib.peer_access) == 6  # every capable pair is enabled again afterwards
+        assert lib.peer_access == set()  # switched off after each pair (p2pBandwidthLatencyTest)
+        assert lib.most_peers == 1  # one peer at a time: the 8-peer limit is never ours
     conditions = next(m.measurement.conditions for m in outcome.results if m.kind == "p2p")
     assert "cudaMemcpyPeerAsync" in conditions["copy_method"]
     assert len(conditions["copies_by_pair"]) == 6
@@ -200,6 +201,131 @@ def test_p2p_probe_records(tmp_path, monkeypatch, peer: bool) -> None:
     assert len(verifications) == 6
     assert all(v.ok for v in verifications)
     assert outcome.info["can_access_peer"][0][1] is peer
+
+
+def _cells(outcome, mode: str, kind: str = "bandwidth", bidirectional: bool = False):
+    """(src, dst) -> value of the merged matrix of ``mode``; and its conditions."""
+    for result in outcome.results:
+        m = result.measurement
+        found = (result.kind, getattr(m, "kind", None), getattr(m, "p2p", None))
+        if found == ("p2p", kind, mode) and m.bidirectional == bidirectional:
+            cells = {
+                (a, b): m.values[i][j]
+                for i, a in enumerate(m.gpus)
+                for j, b in enumerate(m.gpus)
+                if m.values[i][j] is not None
+            }
+            return cells, m.conditions
+    return {}, {}
+
+
+def test_a_refused_peer_enable_is_measured_as_what_it_is(tmp_path, monkeypatch) -> None:
+    """10 GPUs without NVSwitch, device 0 already holding 8 peers (another part of the
+    process enabled them): cudaDeviceEnablePeerAccess answers 711 for GPU0->GPU9. That pair
+    is measured as the driver's copy without peer access, never labelled enabled; the 8
+    already enabled ones are peer-to-peer, but cannot be switched off by the probe."""
+    n = 10
+    lib = FakeLibcudart()
+    lib.peer_access = {(0, k) for k in range(1, 9)}
+    params = {
+        "mode": "quick",
+        "overrides": {
+            **P2P_OVERRIDES,
+            "size_bytes": 64 * KiB,
+            "staged_bytes": 64 * KiB,
+            "staged_chunk_bytes": 64 * KiB,
+            "staged_trials": 1,
+            "trials": 2,
+            "bidir_trials": 2,
+            "latency_copies": 2,
+            "verify_sizes": (),
+            "verify_bytes": 64 * KiB,
+            "verify_far_offset_bytes": 0,
+        },
+        "gpus": [{"index": i, "ordinal": i} for i in range(n)],
+    }
+    outcome = _run(p2p, params, FakeTorch(n), tmp_path, monkeypatch, cudart=lib)
+    assert outcome.ok, outcome.errors
+    enabled, _ = _cells(outcome, "enabled")
+    disabled, conditions = _cells(outcome, "disabled")
+    assert (0, 9) not in enabled and (0, 9) in disabled
+    assert conditions["peer_access"]["0->9"] == "refused: cudaErrorTooManyPeers (711)"
+    assert len(enabled) == n * (n - 1) - 1
+    bidir, _ = _cells(outcome, "enabled", bidirectional=True)
+    assert (0, 9) not in bidir and (9, 0) not in bidir  # both directions run together
+    lat_enabled, _ = _cells(outcome, "enabled", kind="latency")
+    assert (0, 9) not in lat_enabled
+    # Copies labelled peer-to-peer really had peer access; the refused direction never did.
+    on = {(a, b) for a, b, peer in lib.copy_log if peer}
+    assert set(enabled) <= on
+    assert (0, 9) not in on
+    # Pairs the probe did not enable itself are not "switched off" (they never were).
+    assert not [k for k in range(1, 9) if (0, k) in disabled]
+    assert lib.peer_access == {(0, k) for k in range(1, 9)}  # left as the process had them
+    verification = next(
+        r.measurement
+        for r in outcome.results
+        if r.kind == "p2p_verification" and (r.measurement.src, r.measurement.dst) == (0, 9)
+    )
+    assert "no peer access (refused: cudaErrorTooManyPeers (711))" in (verification.detail or "")
+    assert any("GPU0->GPU9" in m and "711" in m for _level, m in outcome.logs)
+
+
+@pytest.mark.parametrize(
+    ("conf", "words"),
+    [
+        ("expandable_segments:True", "expandable segments"),
+        ("backend:cudaMallocAsync", "cudaMallocAsync allocator"),
+    ],
+)
+def test_an_allocator_peer_access_does_not_reach_is_not_copied_raw(
+    tmp_path, monkeypatch, conf: str, words: str
+) -> None:
+    """With expandable segments (cuMemMap) or cudaMallocAsync pools, peer access enabled
+    through the runtime does not apply to torch's buffers: no raw peer copy is made, torch's
+    copy_ (which grants its allocator's mappings) measures, and the conditions say so."""
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", conf)
+    lib = FakeLibcudart()
+    params = {
+        "mode": "quick",
+        "overrides": P2P_OVERRIDES,
+        "gpus": [{"index": 0, "ordinal": 0}, {"index": 1, "ordinal": 1}],
+    }
+    outcome = _run(p2p, params, FakeTorch(2), tmp_path, monkeypatch, cudart=lib)
+    assert outcome.ok, outcome.errors
+    assert lib.peer_copies == 0 and lib.peer_access == set()
+    _, conditions = _cells(outcome, "enabled")
+    assert words in conditions["allocator"]
+    assert conditions["copy_method"].startswith("torch copy_")
+    assert "raw peer copies bypass" in conditions["copy_method"]
+    assert outcome.info["allocator"] == conditions["allocator"]
+
+
+def test_the_p2p_child_gets_no_allocator_settings_and_says_so(tmp_path, monkeypatch) -> None:
+    from pcidoc.probes import session
+    from pcidoc.probes.runner import child_environment
+    from tests.builders import machine
+
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    spec = session.p2p_spec(machine(2, link="PIX"), [0, 1], "quick")
+    child = child_environment(spec.env, spec.unset_env)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in child and "PYTORCH_ALLOC_CONF" not in child
+    set_aside = spec.params["allocator_conf_set_aside"]
+    assert set_aside == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF")  # as in the child
+    params = {
+        "mode": "quick",
+        "overrides": P2P_OVERRIDES,
+        "gpus": [{"index": 0, "ordinal": 0}, {"index": 1, "ordinal": 1}],
+        "allocator_conf_set_aside": set_aside,
+    }
+    outcome = _run(p2p, params, FakeTorch(2), tmp_path, monkeypatch)
+    _, conditions = _cells(outcome, "enabled")
+    assert conditions["allocator"] == (
+        "torch caching allocator, cudaMalloc segments "
+        "(PYTORCH_CUDA_ALLOC_CONF='expandable_segments:True' set aside for this probe)"
+    )
+    assert "cudaMemcpyPeerAsync" in conditions["copy_method"]
 
 
 def test_p2p_needs_two_gpus(tmp_path, monkeypatch) -> None:

@@ -110,6 +110,63 @@ def test_child_modules_import_with_the_standard_library_only(torch_only_venv) ->
     assert done.stdout.strip() == "[]"
 
 
+STAND_IN_PYNVML = textwrap.dedent(
+    """
+    \"\"\"A stand-in for nvidia-ml-py: one GPU at PCIe Gen5 x16, P0.\"\"\"
+
+    class NVMLError(Exception):
+        def __init__(self, value):
+            self.value = value
+
+    def nvmlInit():
+        pass
+
+    def nvmlShutdown():
+        pass
+
+    def nvmlDeviceGetHandleByIndex(index):
+        return ("handle", index)
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(handle):
+        return 5
+
+    def nvmlDeviceGetCurrPcieLinkWidth(handle):
+        return 16
+
+    def nvmlDeviceGetPerformanceState(handle):
+        return 0
+    """
+)
+
+
+def test_the_link_under_load_is_read_from_nvml_in_the_torch_only_python(
+    torch_only_venv, tmp_path
+) -> None:
+    """The transfer probe's link sampler reads NVML through pcidoc.collect.nvml; under a
+    Python with only torch (and the user's nvidia-ml-py) nothing on that path may need
+    pydantic, or the under-load link state silently disappears."""
+    (tmp_path / "pynvml.py").write_text(STAND_IN_PYNVML)
+    code = (
+        "from pcidoc.probes.linkstate import LinkSampler\n"
+        "sampler = LinkSampler(None, 0)\n"
+        "sampler.sample()\n"
+        "r = sampler.stop()\n"
+        "print(r.gen, r.width, r.pstate, r.source, r.nvml_missing)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'rich', 'psutil'}))\n"
+    )
+    path = [*interpreter.search_path(True), str(tmp_path)]
+    done = subprocess.run(
+        interpreter.code_argv(str(torch_only_venv), code, path),
+        env=child_environment(),
+        cwd=interpreter.private_folder(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["5 16 0 nvml None", "[]"]
+
+
 def test_child_path_exposes_only_the_pcidoc_package() -> None:
     path = Path(interpreter.child_path())
     assert [p.name for p in path.iterdir()] == ["pcidoc"]

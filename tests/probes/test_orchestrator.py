@@ -129,6 +129,41 @@ def test_conditions_carry_versions_and_nccl_tuning_variables(monkeypatch) -> Non
     assert conditions["nccl_env"] == {"NCCL_ALGO": "Ring"}
 
 
+def test_nccl_settings_that_change_bus_bandwidth_travel_with_the_collective() -> None:
+    """NVLS off, SHM off, fewer channels, a topology file: the all-reduce's busbw holds under
+    those settings only, so they are a field of the measurement and shown in the report."""
+    from pcidoc.doctor.context import Context
+    from pcidoc.doctor.registry import load_checks
+    from pcidoc.doctor.runner import run_check
+
+    settings = {
+        "NCCL_NVLS_ENABLE": "0",
+        "NCCL_SHM_DISABLE": "1",
+        "NCCL_MAX_NCHANNELS": "2",
+        "NCCL_BUFFSIZE": "1048576",
+        "NCCL_TOPO_FILE": "/etc/nccl/topo.xml",
+    }
+    builder = OutcomeBuilder(ProbeSpec(name="allreduce", params={"mode": "quick"}))
+    builder.feed(json.dumps({"type": "info", "data": {"nccl_env": settings}}))
+    rows = [{"size_bytes": 2**30, "busbw_gbps": 40.0, "algbw_gbps": 20.0}]
+    measurement = {"ranks": 2, "gpus": [0, 1], "backend": "nccl", "rows": rows}
+    builder.feed(json.dumps({"type": "result", "kind": "collective", "measurement": measurement}))
+    [result] = builder.finish().results
+    assert result.measurement.nccl_env == settings
+    cap = machine(2, link="NV4")
+    cap.measurements.collectives = [result.measurement]
+    check = run_check(load_checks()["scaling.allreduce"], Context(cap))
+    shown = [e.value for e in check.evidence if e.label == "measured with NCCL settings"]
+    assert shown and "NCCL_NVLS_ENABLE=0" in str(shown[0]) and "NCCL_SHM_DISABLE=1" in str(shown[0])
+
+
+def test_the_child_reports_every_nccl_setting_that_changes_bus_bandwidth() -> None:
+    from pcidoc.probes import protocol
+
+    env = {"NCCL_NVLS_ENABLE": "0", "NCCL_MIN_NCHANNELS": "4", "NCCL_DEBUG": "INFO", "X": "1"}
+    assert protocol.nccl_settings(env) == {"NCCL_NVLS_ENABLE": "0", "NCCL_MIN_NCHANNELS": "4"}
+
+
 # ------------------------------------------------------------- results survive a deadline
 
 

@@ -164,3 +164,31 @@ def test_deadline_formula() -> None:
     spec = ProbeSpec(name="x", expected_s=10, startup_s=30)
     assert spec.deadline == 50
     assert ProbeSpec(name="x", deadline_s=7).deadline == 7
+
+
+def test_a_child_that_reported_everything_but_cannot_exit_is_ended_after_a_grace() -> None:
+    """The child's device teardown hangs after its last message: the parent does not wait
+    for the deadline (it would be a timeout error), and keeps what was measured."""
+    runner = SubprocessProbeRunner(
+        term_grace_s=0.5, kill_grace_s=2.0, poll_s=0.02, exit_grace_s=0.3
+    )
+    outcome = runner.run(_spec("end_then_hang", deadline=300))
+    assert outcome.ok, outcome.errors
+    assert [r.kind for r in outcome.results] == ["transfer"]
+    assert any("had not exited" in message for level, message in outcome.logs)
+    assert runner.last_pgid is not None
+    _assert_group_gone(runner.last_pgid)
+
+
+def test_a_probe_that_hit_a_hung_copy_leaves_without_its_normal_exit() -> None:
+    """The real child entry point: a probe raises ProbeHung while a thread that a normal exit
+    would wait for stands in for the CUDA teardown; the child reports and leaves at once, so
+    even a parent that would wait long after the last message sees it exit (no timeout)."""
+    runner = SubprocessProbeRunner(
+        term_grace_s=0.5, kill_grace_s=2.0, poll_s=0.02, exit_grace_s=600
+    )
+    outcome = runner.run(_spec("probe_hung", deadline=120))
+    assert [e.kind for e in outcome.errors] == ["error"], outcome.errors
+    assert "hanging" in outcome.errors[0].message
+    assert [r.kind for r in outcome.results] == ["transfer"]
+    assert outcome.returncode == 1

@@ -127,10 +127,12 @@ def test_gpu_entries_without_uuids_match_bus_ids() -> None:
         "devices": [
             {"ordinal": 0, "bus_id": cap.gpus[1].bus_id},
             {"ordinal": 1, "bus_id": cap.gpus[0].bus_id},
-        ]
+        ],
+        "cuda_device_order": "PCI_BUS_ID",
     }
     entries, child_env = session.gpu_entries(cap, [0, 1], env)
-    assert child_env == {}
+    # The probe child sees what the env probe saw (its bus ids decided the ordinals).
+    assert child_env == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     assert [e["ordinal"] for e in entries] == [1, 0]
 
 

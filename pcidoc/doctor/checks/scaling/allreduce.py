@@ -289,6 +289,9 @@ def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
     ]
     if m.avg_busbw_gbps is not None:
         evidence.append(_ev("nccl-tests average busbw (all sizes)", m.avg_busbw_gbps, "GB/s"))
+    if m.nccl_env:  # settings that change bus bandwidth: the number holds under them only
+        settings = " ".join(f"{k}={v}" for k, v in sorted(m.nccl_env.items()))
+        evidence.append(_ev("measured with NCCL settings", settings))
     unjudged = _not_judged(ctx, m, bw, top, ranks, bool(large), evidence)
     if unjudged is not None:
         findings.append(unjudged)
