@@ -33,7 +33,9 @@ def table() -> str:
     ]
     for entry in sorted(cat.entries, key=lambda e: (e.family, e.id)):
         matched = "; ".join(f"`{m}`" for m in entry.markers[:3])
-        if entry.reader:
+        if entry.reader and entry.reader_shape:
+            matched += f" ({entry.reader_shape} lines read by the {entry.reader} reader)"
+        elif entry.reader:
             matched += f" (read by the {entry.reader} reader)"
         rows.append(
             f"| `{entry.id}` | {entry.family} | {_cell(matched)} | {entry.severity} | "

@@ -14,7 +14,10 @@ a line that matches an entry *and* is shaped like that entry's source
 (:mod:`pcidoc.catalogue.lines`) is a :class:`~pcidoc.model.evidence.SignatureHit`; one that
 matches inside a sentence is a mention (context, never an event). Entries owned by a
 structured reader (``reader = "kernel-log"``: the Xid, AER and IOMMU readers keep bus ids, pids
-and multi-line state) are knowledge for that reader's checks, not matched here.
+and multi-line state) are knowledge for that reader's checks, not matched here; with a
+``reader_shape`` the reader owns only lines of that shape (NCCL's own ``NCCL WARN`` lines, which
+the nccl-log reader records), and the same text anywhere else (after PyTorch's ``Last error:``,
+quoted alone) is matched here.
 
 The layer sits between the collectors and the model: importers scan with it, checks read what
 an entry means from it; it imports only the model, ``_lazyre`` and ``_record``.
@@ -50,7 +53,7 @@ _ENTRY_KEYS = frozenset(
     {
         "id", "title", "shape", "markers", "pattern", "flags", "severity", "when", "lookup",
         "meaning", "causes", "fix", "check", "source", "reader", "confidence", "example",
-        "example_source", "not_example", "examples",
+        "example_source", "not_example", "examples", "reader_shape",
     }
 )  # fmt: skip
 _REQUIRED = ("id", "title", "markers", "pattern", "severity", "meaning", "fix", "source")
@@ -81,6 +84,9 @@ class Entry:
     """(group, table): the group's value is looked up in the table for a name, a meaning and
     possibly a severity."""
     reader: str | None = None
+    reader_shape: str | None = None
+    """With ``reader``: the reader owns only lines of this shape (they are claimed and left to
+    it); other lines the pattern finds are hits of this entry."""
     confidence: str = "high"
     examples: tuple[str, ...] = ()
     not_examples: tuple[str, ...] = ()
@@ -99,9 +105,17 @@ class Catalogue:
 
     entries: list[Entry]
     tables: dict[str, dict[str, dict[str, Any]]]
+    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Table -> another name of a row (a row's ``aliases``) -> the row's key."""
     by_id: dict[str, Entry] = field(default_factory=dict)
     by_marker: dict[str, list[Entry]] = field(default_factory=dict)
     markers: re.Pattern[str] | None = None
+    """Every marker, as one trie pattern (the longest marker at a position)."""
+    prefixes: dict[str, list[str]] = field(default_factory=dict)
+    """Marker -> the shorter markers it starts with (``ibv_reg`` -> ``ibv_``): at one position
+    the trie finds only the longest."""
+    rank: dict[str, int] = field(default_factory=dict)
+    """Entry id -> its place in :attr:`entries`."""
 
 
 @record
@@ -157,6 +171,9 @@ def _entry(raw: dict[str, Any], family: str, where: str) -> Entry:
     if raw["severity"] not in SEVERITIES or not set(shapes) <= set(SHAPES):
         raise CatalogueError(f"{where}: severity or shape is not one of the allowed values")
     flags = _flags(raw, where)
+    reader_shape = raw.get("reader_shape")
+    if reader_shape is not None and (reader_shape not in SHAPES or raw.get("reader") is None):
+        raise CatalogueError(f"{where}: reader_shape needs a reader and one of {SHAPES}")
     when = tuple((lazy(rule["pattern"], flags), rule["severity"]) for rule in raw.get("when", []))
     examples = _strings(raw.get("example", []), "example", where) + tuple(
         _strings(raw.get("examples", []), "examples", where)
@@ -177,6 +194,7 @@ def _entry(raw: dict[str, Any], family: str, where: str) -> Entry:
         when=when,
         lookup=tuple(sorted(raw.get("lookup", {}).items())),
         reader=raw.get("reader"),
+        reader_shape=reader_shape,
         confidence=raw.get("confidence", "high"),
         examples=examples,
         not_examples=_strings(raw.get("not_example", []), "not_example", where),
@@ -197,6 +215,17 @@ def _family(path: Path, catalogue: Catalogue) -> None:
         if name in catalogue.tables:
             raise CatalogueError(f"{path.name}: table {name!r} is defined twice")
         catalogue.tables[name] = rows
+        catalogue.aliases[name] = _aliases(rows, f"{path.name} table {name}")
+
+
+def _aliases(rows: dict[str, dict[str, Any]], where: str) -> dict[str, str]:
+    """Other names of a table's rows (``aliases = ["ncclSystemError", ...]``) -> row key."""
+    found: dict[str, str] = {}
+    for key, row in rows.items():
+        for alias in _strings(row.get("aliases", []), "aliases", f"{where} row {key}"):
+            if alias in rows or found.setdefault(alias, key) != key:
+                raise CatalogueError(f"{where}: alias {alias!r} names two rows")
+    return found
 
 
 @cache
@@ -210,11 +239,44 @@ def catalogue(folder: Path = DATA) -> Catalogue:
         for _, table in entry.lookup:
             if table not in found.tables:
                 raise CatalogueError(f"{entry.id}: lookup table {table!r} does not exist")
+        # Every entry is indexed: one a structured reader owns claims its lines (nothing else
+        # reports them) and still tells a sentence that mentions it.
         for marker in entry.markers:
             found.by_marker.setdefault(marker, []).append(entry)
-    ordered = sorted(found.by_marker, key=len, reverse=True)
-    found.markers = re.compile("|".join(re.escape(m) for m in ordered)) if ordered else None
+    if found.by_marker:
+        found.markers = re.compile(_trie(list(found.by_marker)))
+    found.prefixes = {
+        marker: [other for other in found.by_marker if other != marker and marker.startswith(other)]
+        for marker in found.by_marker
+    }
+    found.rank = {e.id: i for i, e in enumerate(found.entries)}
     return found
+
+
+def _trie(words: list[str]) -> str:
+    """One regular expression for many literal words, as a trie: at each position the engine
+    follows one branch per character instead of trying every word (hundreds of markers)."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def branch(node: dict[str, Any]) -> str:
+        alternatives = [
+            re.escape(char) + branch(child) for char, child in sorted(node.items()) if char
+        ]
+        if not alternatives:
+            return ""
+        body = (
+            "(?:" + "|".join(alternatives) + ")"
+            if len(alternatives) > 1 or "" in node
+            else alternatives[0]
+        )
+        return body + ("?" if "" in node else "")
+
+    return branch(root)
 
 
 def entry(entry_id: str) -> Entry | None:
@@ -228,21 +290,35 @@ def table(name: str) -> dict[str, dict[str, Any]]:
     return catalogue().tables.get(name, {})
 
 
+def row(name: str, value: str) -> dict[str, Any] | None:
+    """The row of table ``name`` whose key or one of whose ``aliases`` is ``value``."""
+    rows = table(name)
+    found = rows.get(value)
+    if found is None:
+        key = catalogue().aliases.get(name, {}).get(value)
+        found = rows.get(key) if key is not None else None
+    return found
+
+
 # ----------------------------------------------------------------------------- matching
 
 
 def _candidates(cat: Catalogue, text: str) -> list[Entry]:
     if cat.markers is None:
         return []
-    seen = dict.fromkeys(match.group() for match in cat.markers.finditer(text))
-    if not seen:
-        return []
+    # Markers overlap ("ibv_" in "ibv_reg", "Failed to open lib" over "libnvidia-ml"): the search
+    # resumes one character after each marker found, and a marker brings those it starts with.
+    seen: set[str] = set()
+    found = cat.markers.search(text)
+    while found is not None:
+        seen.add(found.group())
+        seen.update(cat.prefixes[found.group()])
+        found = cat.markers.search(text, found.start() + 1)
     entries: dict[str, Entry] = {}
     for marker in seen:
         for candidate in cat.by_marker[marker]:
             entries.setdefault(candidate.id, candidate)
-    order = {e.id: i for i, e in enumerate(cat.entries)}
-    return sorted(entries.values(), key=lambda e: order[e.id])
+    return sorted(entries.values(), key=lambda e: cat.rank[e.id])
 
 
 def _values(match: re.Match[str]) -> dict[str, str]:
@@ -280,8 +356,10 @@ def match_line(text: str, number: int = 0, cat: Catalogue | None = None) -> Hit 
         found = candidate.pattern.search(line.message)
         if found is None:
             continue
+        if candidate.reader_shape is not None and line.shaped(candidate.reader_shape):
+            return None  # the structured reader's line: claimed, reported by its check
         if _shaped(candidate, line, found):
-            if candidate.reader is not None:
+            if candidate.reader is not None and candidate.reader_shape is None:
                 return None  # a structured reader owns this line (it reads more than one line)
             return Hit(candidate, line, _values(found), number)
         mention = mention or Hit(candidate, line, _values(found), number, mention=True)
@@ -389,7 +467,7 @@ class Verdict:
     entry: Entry
     severity: str
     detail: str = ""
-    """``status 12 = IBV_WC_RETRY_EXC_ERR`` (the looked-up value and its name)."""
+    """``status 12 = IBV_WC_RETRY_EXC_ERR`` (each looked-up value and its name)."""
     meaning: str = ""
     """The looked-up value's meaning, else the entry's."""
 
@@ -398,23 +476,27 @@ def judge(hit: SignatureHit) -> Verdict | None:
     """The verdict on one hit by the bundled catalogue (None for an unknown id).
 
     Severity, first that applies: a ``when`` rule whose pattern the line matches, the
-    looked-up value's own severity, the entry's severity.
+    looked-up value's own severity (the first lookup that finds a row), the entry's severity.
+    The meaning is the first found row's; the detail names every row found once.
     """
     found = entry(hit.id)
     if found is None:
         return None
     severity = found.severity
-    detail = ""
     meaning = found.meaning
+    details: list[str] = []
+    rows: list[dict[str, Any]] = []
     for group, table_name in found.lookup:
         value = hit.values.get(group)
-        row = table(table_name).get(value or "") if value is not None else None
-        if row is None:
+        looked = row(table_name, value) if value is not None else None
+        if looked is None or any(looked is seen for seen in rows):
             continue
-        detail = f"{group.replace('_', ' ')} {value} = {row.get('name', '?')}"
-        meaning = row.get("meaning", meaning)
-        severity = row.get("severity", severity)
-        break
+        if not rows:
+            meaning = looked.get("meaning", meaning)
+            severity = looked.get("severity", severity)
+        rows.append(looked)
+        details.append(f"{group.replace('_', ' ')} {value} = {looked.get('name', '?')}")
+    detail = "; ".join(details)
     for pattern, rule_severity in found.when:
         if pattern.search(hit.quote or ""):
             severity = rule_severity

@@ -298,8 +298,7 @@ def test_nvswitch_sxid_lines_warn_and_fatal_ones_fail() -> None:
 def test_healthy_boot_log_has_no_warn_or_fail() -> None:
     lines = [
         GPU_ENUM.strip(),
-        "[ 1.1] pci 0000:3b:00.0: 504.112 Gb/s available PCIe bandwidth (32.0 GT/s PCIe x16 "
-        "link)",
+        "[ 1.1] pci 0000:3b:00.0: 504.112 Gb/s available PCIe bandwidth (32.0 GT/s PCIe x16 link)",
         "[ 1.2] pci 0000:5e:00.0: 2.000 Gb/s available PCIe bandwidth, limited by 2.5 GT/s "
         "PCIe x1 link at 0000:5d:00.0 (capable of 31.504 Gb/s with 8.0 GT/s PCIe x4 link)",
         "[ 2.0] acpi PNP0A08:00: _OSC: OS now controls [PCIeHotplug PME AER PCIeCapability]",

@@ -1,5 +1,6 @@
 """``nccl.shm``: NCCL could not create its shared-memory segments (``/dev/shm`` too small, the
-Docker default of 64 MB).
+Docker default of 64 MB), from the NCCL log or from the same errors quoted elsewhere (PyTorch's
+``Last error:``), which the failure catalogue matches.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from pcidoc.doctor.checks.nccl._shared import logs, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.signatures import signature_findings
 
 
 @check("nccl.shm", "NCCL shared memory (/dev/shm)")
@@ -14,6 +16,7 @@ def shm(ctx: Context) -> list[Finding]:
     """``/dev/shm`` too small for NCCL's SHM transport."""
     all_logs = logs(ctx)
     errors = [q for log in all_logs for q in log.shm_errors]
+    quoted = signature_findings(ctx, "nccl.shm")
     if errors:
         return [
             Finding(
@@ -26,8 +29,11 @@ def shm(ctx: Context) -> list[Finding]:
                     "Kubernetes mount an `emptyDir: {medium: Memory}` volume at /dev/shm.",
                     "Check with `df -h /dev/shm` inside the container.",
                 ],
-            )
+            ),
+            *quoted,
         ]
+    if quoted:
+        return quoted
     used = [c for log in all_logs for c in log.connections if c.transport == "SHM"]
     if used:
         return [
