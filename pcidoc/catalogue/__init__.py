@@ -48,7 +48,8 @@ MAX_LINE = 4000
 
 _ENTRY_KEYS = frozenset(
     {
-        "id", "title", "shape", "markers", "pattern", "flags", "severity", "when", "lookup",
+        "id", "title", "shape", "not_shape", "markers", "pattern", "flags", "severity", "when",
+        "lookup",
         "meaning", "causes", "fix", "check", "source", "reader", "confidence", "example",
         "example_source", "not_example", "examples",
     }
@@ -81,6 +82,9 @@ class Entry:
     """(group, table): the group's value is looked up in the table for a name, a meaning and
     possibly a severity."""
     reader: str | None = None
+    not_shapes: tuple[str, ...] = ()
+    """Packaging that excludes a line (``nccl``: a line NCCL printed belongs to NCCL's own
+    entries, even when its message would match)."""
     confidence: str = "high"
     examples: tuple[str, ...] = ()
     not_examples: tuple[str, ...] = ()
@@ -101,6 +105,9 @@ class Catalogue:
     tables: dict[str, dict[str, dict[str, Any]]]
     by_id: dict[str, Entry] = field(default_factory=dict)
     by_marker: dict[str, list[Entry]] = field(default_factory=dict)
+    within: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Each marker -> the markers it contains, itself included (a line that holds
+    ``an illegal memory access was encountered`` holds ``illegal memory access`` too)."""
     markers: re.Pattern[str] | None = None
 
 
@@ -154,7 +161,12 @@ def _entry(raw: dict[str, Any], family: str, where: str) -> Entry:
         raise CatalogueError(f"{where}: unknown keys {sorted(unknown)}, missing {missing}")
     where = f"{where} ({raw['id']})"
     shapes = _strings(raw.get("shape", MESSAGE), "shape", where)
-    if raw["severity"] not in SEVERITIES or not set(shapes) <= set(SHAPES):
+    not_shapes = _strings(raw.get("not_shape", []), "not_shape", where)
+    if (
+        raw["severity"] not in SEVERITIES
+        or not set(shapes) <= set(SHAPES)
+        or not set(not_shapes) <= set(SHAPES) - {MESSAGE}
+    ):
         raise CatalogueError(f"{where}: severity or shape is not one of the allowed values")
     flags = _flags(raw, where)
     when = tuple((lazy(rule["pattern"], flags), rule["severity"]) for rule in raw.get("when", []))
@@ -177,6 +189,7 @@ def _entry(raw: dict[str, Any], family: str, where: str) -> Entry:
         when=when,
         lookup=tuple(sorted(raw.get("lookup", {}).items())),
         reader=raw.get("reader"),
+        not_shapes=not_shapes,
         confidence=raw.get("confidence", "high"),
         examples=examples,
         not_examples=_strings(raw.get("not_example", []), "not_example", where),
@@ -214,7 +227,10 @@ def catalogue(folder: Path = DATA) -> Catalogue:
             for marker in entry.markers:
                 found.by_marker.setdefault(marker, []).append(entry)
     ordered = sorted(found.by_marker, key=len, reverse=True)
-    found.markers = re.compile("|".join(re.escape(m) for m in ordered)) if ordered else None
+    found.within = {m: tuple(inner for inner in ordered if inner in m) for m in ordered}
+    # A lookahead finds a marker at every position, also where markers overlap.
+    alternatives = "|".join(re.escape(m) for m in ordered)
+    found.markers = re.compile(f"(?=({alternatives}))") if ordered else None
     return found
 
 
@@ -229,19 +245,51 @@ def table(name: str) -> dict[str, dict[str, Any]]:
     return catalogue().tables.get(name, {})
 
 
+ALIAS_FIELDS = ("name", "names", "message")
+"""Fields of a table row that are other spellings of its key: an error code is printed as its
+number, its symbol (``cudaErrorTooManyPeers``, ``CUDA_ERROR_TOO_MANY_PEERS``) or its message
+(``peer mapping resources exhausted``), and a lookup finds the row by any of them."""
+
+
+def _spelling(text: str) -> str:
+    return " ".join(text.split()).rstrip(".").casefold()
+
+
+@cache
+def _aliases(name: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for key, row in table(name).items():
+        for field_name in ALIAS_FIELDS:
+            value = row.get(field_name)
+            for alias in [value] if isinstance(value, str) else value or []:
+                found.setdefault(_spelling(alias), key)
+    return found
+
+
+def lookup(name: str, value: str) -> tuple[str, dict[str, Any]] | None:
+    """(key, row) of table ``name`` for ``value``: its key, or one of the row's other spellings
+    (:data:`ALIAS_FIELDS`); None when the table has no such row."""
+    rows = table(name)
+    if value in rows:
+        return value, rows[value]
+    key = _aliases(name).get(_spelling(value))
+    return (key, rows[key]) if key is not None else None
+
+
 # ----------------------------------------------------------------------------- matching
 
 
 def _candidates(cat: Catalogue, text: str) -> list[Entry]:
     if cat.markers is None:
         return []
-    seen = dict.fromkeys(match.group() for match in cat.markers.finditer(text))
+    seen = dict.fromkeys(match.group(1) for match in cat.markers.finditer(text))
     if not seen:
         return []
     entries: dict[str, Entry] = {}
     for marker in seen:
-        for candidate in cat.by_marker[marker]:
-            entries.setdefault(candidate.id, candidate)
+        for inner in cat.within[marker]:
+            for candidate in cat.by_marker[inner]:
+                entries.setdefault(candidate.id, candidate)
     order = {e.id: i for i, e in enumerate(cat.entries)}
     return sorted(entries.values(), key=lambda e: order[e.id])
 
@@ -277,6 +325,8 @@ def match_line(text: str, number: int = 0, cat: Catalogue | None = None) -> Hit 
         return None
     mention: Hit | None = None
     for candidate in candidates:
+        if any(line.shaped(shape) for shape in candidate.not_shapes):
+            continue  # another family's line (neither evidence nor a mention for this entry)
         found = candidate.pattern.search(line.message)
         if found is None:
             continue
@@ -409,10 +459,12 @@ def judge(hit: SignatureHit) -> Verdict | None:
     meaning = found.meaning
     for group, table_name in found.lookup:
         value = hit.values.get(group)
-        row = table(table_name).get(value or "") if value is not None else None
-        if row is None:
+        looked_up = lookup(table_name, value) if value is not None else None
+        if looked_up is None:
             continue
-        detail = f"{group.replace('_', ' ')} {value} = {row.get('name', '?')}"
+        key, row = looked_up
+        label = group.replace("_", " ") + " " if key == value else ""
+        detail = f"{label}{key} = {row.get('name', '?')}"
         meaning = row.get("meaning", meaning)
         severity = row.get("severity", severity)
         break
