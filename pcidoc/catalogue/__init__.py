@@ -51,7 +51,8 @@ MAX_LINE = 4000
 
 _ENTRY_KEYS = frozenset(
     {
-        "id", "title", "shape", "markers", "pattern", "flags", "severity", "when", "lookup",
+        "id", "title", "shape", "not_shape", "markers", "pattern", "flags", "severity", "when",
+        "lookup",
         "meaning", "causes", "fix", "check", "source", "reader", "confidence", "example",
         "example_source", "not_example", "examples", "reader_shape",
     }
@@ -87,6 +88,9 @@ class Entry:
     reader_shape: str | None = None
     """With ``reader``: the reader owns only lines of this shape (they are claimed and left to
     it); other lines the pattern finds are hits of this entry."""
+    not_shapes: tuple[str, ...] = ()
+    """Packaging that excludes a line (``nccl``: a line NCCL printed belongs to NCCL's own
+    entries, even when its message would match)."""
     confidence: str = "high"
     examples: tuple[str, ...] = ()
     not_examples: tuple[str, ...] = ()
@@ -168,7 +172,12 @@ def _entry(raw: dict[str, Any], family: str, where: str) -> Entry:
         raise CatalogueError(f"{where}: unknown keys {sorted(unknown)}, missing {missing}")
     where = f"{where} ({raw['id']})"
     shapes = _strings(raw.get("shape", MESSAGE), "shape", where)
-    if raw["severity"] not in SEVERITIES or not set(shapes) <= set(SHAPES):
+    not_shapes = _strings(raw.get("not_shape", []), "not_shape", where)
+    if (
+        raw["severity"] not in SEVERITIES
+        or not set(shapes) <= set(SHAPES)
+        or not set(not_shapes) <= set(SHAPES) - {MESSAGE}
+    ):
         raise CatalogueError(f"{where}: severity or shape is not one of the allowed values")
     flags = _flags(raw, where)
     reader_shape = raw.get("reader_shape")
@@ -195,6 +204,7 @@ def _entry(raw: dict[str, Any], family: str, where: str) -> Entry:
         lookup=tuple(sorted(raw.get("lookup", {}).items())),
         reader=raw.get("reader"),
         reader_shape=reader_shape,
+        not_shapes=not_shapes,
         confidence=raw.get("confidence", "high"),
         examples=examples,
         not_examples=_strings(raw.get("not_example", []), "not_example", where),
@@ -290,14 +300,42 @@ def table(name: str) -> dict[str, dict[str, Any]]:
     return catalogue().tables.get(name, {})
 
 
-def row(name: str, value: str) -> dict[str, Any] | None:
-    """The row of table ``name`` whose key or one of whose ``aliases`` is ``value``."""
-    rows = table(name)
-    found = rows.get(value)
-    if found is None:
-        key = catalogue().aliases.get(name, {}).get(value)
-        found = rows.get(key) if key is not None else None
+ALIAS_FIELDS = ("name", "names", "message")
+"""Fields of a table row that are other spellings of its key: an error code is printed as its
+number, its symbol (``cudaErrorTooManyPeers``, ``CUDA_ERROR_TOO_MANY_PEERS``) or its message
+(``peer mapping resources exhausted``), and a lookup finds the row by any of them (as by the
+row's ``aliases``, which the catalogue checks name one row each)."""
+
+
+def _spelling(text: str) -> str:
+    return " ".join(text.split()).rstrip(".").casefold()
+
+
+@cache
+def _spellings(name: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for key, row_ in table(name).items():
+        for field_name in ALIAS_FIELDS:
+            value = row_.get(field_name)
+            for alias in [value] if isinstance(value, str) else value or []:
+                found.setdefault(_spelling(alias), key)
     return found
+
+
+def lookup(name: str, value: str) -> tuple[str, dict[str, Any]] | None:
+    """(key, row) of table ``name`` for ``value``: its key, one of its ``aliases``, or another
+    spelling of it (:data:`ALIAS_FIELDS`); None when the table has no such row."""
+    rows = table(name)
+    key = value if value in rows else catalogue().aliases.get(name, {}).get(value)
+    if key is None:
+        key = _spellings(name).get(_spelling(value))
+    return (key, rows[key]) if key is not None and key in rows else None
+
+
+def row(name: str, value: str) -> dict[str, Any] | None:
+    """The row of table ``name`` for ``value`` (:func:`lookup`)."""
+    found = lookup(name, value)
+    return found[1] if found is not None else None
 
 
 # ----------------------------------------------------------------------------- matching
@@ -353,6 +391,8 @@ def match_line(text: str, number: int = 0, cat: Catalogue | None = None) -> Hit 
         return None
     mention: Hit | None = None
     for candidate in candidates:
+        if any(line.shaped(shape) for shape in candidate.not_shapes):
+            continue  # another family's line (neither evidence nor a mention for this entry)
         found = candidate.pattern.search(line.message)
         if found is None:
             continue
@@ -488,14 +528,16 @@ def judge(hit: SignatureHit) -> Verdict | None:
     rows: list[dict[str, Any]] = []
     for group, table_name in found.lookup:
         value = hit.values.get(group)
-        looked = row(table_name, value) if value is not None else None
-        if looked is None or any(looked is seen for seen in rows):
+        looked_up = lookup(table_name, value) if value is not None else None
+        if looked_up is None or any(looked_up[1] is seen for seen in rows):
             continue
+        key, looked = looked_up
         if not rows:
             meaning = looked.get("meaning", meaning)
             severity = looked.get("severity", severity)
         rows.append(looked)
-        details.append(f"{group.replace('_', ' ')} {value} = {looked.get('name', '?')}")
+        label = f"{group.replace('_', ' ')} " if key == value else ""
+        details.append(f"{label}{key} = {looked.get('name', '?')}")
     detail = "; ".join(details)
     for pattern, rule_severity in found.when:
         if pattern.search(hit.quote or ""):

@@ -39,30 +39,37 @@ _RANK_RE = lazy(
     r"|\((?:[\w.-]{1,80}\s+)?pid=\d{1,10}(?:,\s*ip=[\w.:-]{1,64})?\)(?:\s*\[[^\]]{0,80}\])?)\s*"
 )
 # Time stamps: ISO (``2024-01-01T12:00:00.123Z``, ``2024-01-01 12:00:00,123``, bracketed),
-# syslog (``Sep 19 16:18:02 host prog[123]:``), dmesg (``[  12.345678]``, ``[+0.000844]``,
-# ``[Mon Jan  1 12:00:00 2024]``, ``[Nov27 10:11]``).
+# syslog (``Sep 19 16:18:02 host prog[123]:``, or with the month as a CJK locale's journalctl
+# prints it, ``11月 15 14:15:47 host prog[123]:``), dmesg (``[  12.345678]``, ``[+0.000844]``,
+# ``[Mon Jan  1 12:00:00 2024]``, ``[Nov27 10:11]``), the own log files of nv-fabricmanager and
+# nvidia-imex (``[Feb 27 2025 15:10:02]``).
 _ISO_RE = lazy(
     r"^\s*\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?"
     r"(?:\s+(?P<host>[\w.-]{1,253})\s+(?P<prog>[\w./-]{1,64})(?:\[\d{1,10}\])?:(?=\s))?\s*"
 )
 _SYSLOG_RE = lazy(
-    r"^\s*[A-Z][a-z]{2}\s{1,2}\d{1,2}\s\d\d:\d\d:\d\d(?:\.\d{1,9})?\s+(?P<host>[\w.-]{1,253})"
+    r"^\s*(?:[A-Z][a-z]{2}|\d{1,2}[月월])\s{1,2}\d{1,2}\s\d\d:\d\d:\d\d(?:\.\d{1,9})?\s+"
+    r"(?P<host>[\w.-]{1,253})"
     r"\s+(?P<prog>[\w./-]{1,64})(?:\[\d{1,10}\])?:\s*"
 )
+_DAEMON_TIME_RE = lazy(r"^\s*\[[A-Z][a-z]{2}\s\d{1,2}\s\d{4}\s\d\d:\d\d:\d\d\]\s*")
 _DMESG_RE = lazy(
     r"^\s*\[(?:\s*\+?\s*\d{1,10}\.\d{1,9}|[A-Z][a-z]{2}\s[A-Z][a-z]{2}\s{1,2}\d{1,2}\s"
     r"\d\d:\d\d:\d\d\s\d{4}|[A-Z][a-z]{2}\s?\d{1,2}\s\d\d:\d\d)\]\s*"
 )
 # Log levels: glog (``E1029 12:00:00.123456 12345 file.cc:12]``), torch's c10
-# (``[E ProcessGroupNCCL.cpp:1234]``, ``[E1029 12:00:00.123 ProcessGroupNCCL.cpp:567]``),
+# (``[E ProcessGroupNCCL.cpp:1234]``, ``[E1029 12:00:00.123 ProcessGroupNCCL.cpp:567]``; newer
+# torch drops the month's leading zero: ``[E728 15:01:59.561275187 socket.cpp:1028]``),
 # vLLM (``ERROR 01-01 12:00:00 [file.py:12]``), Python logging (``ERROR:root:``,
-# ``- ERROR -``), DeepSpeed (``[INFO] [launch.py:12:main]``), plain (``ERROR:``, ``[WARN]``).
+# ``- ERROR -``), DeepSpeed (``[INFO] [launch.py:12:main]``), nv-fabricmanager and nvidia-imex
+# (``[ERROR] [tid 123]``), plain (``ERROR:``, ``[WARN]``).
 _LEVEL_WORDS = r"(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG|NOTICE|error|warning)"
 _LEVEL_RE = lazy(
-    r"^\s*(?:[EWIF]\d{4}\s\d\d:\d\d:\d\d\.\d{1,9}\s+\d{1,10}\s+[\w./-]{1,120}:\d{1,7}\]"
-    r"|\[[EWIF](?:\d{4}\s\d\d:\d\d:\d\d\.\d{1,9}(?:\s+\d{1,10})?)?\s+[\w./-]{1,120}:\d{1,7}\]"
+    r"^\s*(?:[EWIF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9}\s+\d{1,10}\s+[\w./-]{1,120}:\d{1,7}\]"
+    r"|\[[EWIF](?:\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9}(?:\s+\d{1,10})?)?\s+[\w./-]{1,120}:\d{1,7}\]"
     r"|" + _LEVEL_WORDS + r"\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d{1,9})?\s+\[?[\w./-]{1,120}:\d{1,7}\]"
-    r"|\[" + _LEVEL_WORDS + r"\](?:\s*\[[\w./-]{1,120}:\d{1,7}(?::[\w<>]{1,80})?\])?"
+    r"|\[" + _LEVEL_WORDS + r"\](?:\s*\[[\w./-]{1,120}:\d{1,7}(?::[\w<>]{1,80})?\]"
+    r"|\s*\[tid\s\d{1,10}\])?"
     r"|-\s" + _LEVEL_WORDS + r"\s-"
     r"|" + _LEVEL_WORDS + r":(?:[\w.]{1,80}:)?(?=\s|$)"
     r"|" + _LEVEL_WORDS + r"(?=\s))\s*"
@@ -146,7 +153,7 @@ def _strip_rank(line: Line, rest: str) -> str | None:
 
 
 def _strip_time(line: Line, rest: str) -> str | None:
-    for pattern in (_ISO_RE, _SYSLOG_RE):
+    for pattern in (_ISO_RE, _SYSLOG_RE, _DAEMON_TIME_RE):
         match = pattern.match(rest)
         if match and match.end():
             groups = match.groupdict()

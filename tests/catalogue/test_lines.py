@@ -53,6 +53,21 @@ from pcidoc.catalogue.lines import code_spans, prose_before, read_line
             "request failed",
         ),
         ("3: node7:1:2 [1] NCCL WARN Cuda failure 217", ["rank", "nccl"], "Cuda failure 217"),
+        (
+            "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028",
+            ["time", "level"],
+            "detected NVSwitch non-fatal error 12028",
+        ),
+        (
+            "11月 15 14:15:47 leon nv-fabricmanager[4177]: request to query NVSwitch",
+            ["time"],
+            "request to query NVSwitch",
+        ),
+        (
+            "[E728 15:01:59.561275187 socket.cpp:1028] [c10d] The client socket has timed out",
+            ["level"],
+            "[c10d] The client socket has timed out",
+        ),
         ("[1,3]<stderr>:node7:1:2 [1] NCCL WARN x", ["rank", "nccl"], "x"),
         (
             "I read this can happen: GPU has fallen off the bus.",

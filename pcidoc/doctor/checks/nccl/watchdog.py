@@ -12,6 +12,7 @@ from pcidoc.doctor.checks.nccl._runtime import bus_id_of, flight_records, watchd
 from pcidoc.doctor.checks.nccl._shared import quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.signatures import signature_findings
 from pcidoc.doctor.wording import short_list
 
 _STEPS = [
@@ -105,7 +106,8 @@ def _flight_finding(ctx: Context, dumps: list[Any]) -> Finding | None:
 
 @check("nccl.watchdog", "PyTorch NCCL watchdog and flight recorder")
 def watchdog(ctx: Context) -> list[Finding]:
-    """Collective timeouts, which rank is behind, and where those ranks run."""
+    """Collective timeouts, which rank is behind, and where those ranks run; the failure
+    catalogue's watchdog lines when the reader found no structured timeout."""
     timeouts = watchdogs(ctx)
     dumps = flight_records(ctx)
     findings: list[Finding] = []
@@ -128,6 +130,11 @@ def watchdog(ctx: Context) -> list[Finding]:
                 remediation=_STEPS,
             )
         )
+    if not timeouts:
+        # Watchdog lines the reader could not structure (older formats, a quoted line, the
+        # heartbeat monitor, "Some NCCL operations have failed"): with a structured timeout
+        # they are the same event, reported once above.
+        findings += signature_findings(ctx, "nccl.watchdog")
     if findings:
         return findings
     if dumps:

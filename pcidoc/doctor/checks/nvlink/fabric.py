@@ -11,6 +11,7 @@ from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.checks.nvlink._shared import _common_nv, _links_known, _to_switch
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.signatures import signature_findings
 from pcidoc.doctor.wording import joined as _names
 from pcidoc.model.facts import Gpu
 from pcidoc.model.links import is_nvlink, nvlink_count
@@ -288,9 +289,19 @@ def nvlink_fabric(ctx: Context) -> list[Finding]:
 
     Returns:
         Failures for an unregistered fabric, bad status/health, a stopped or mismatched Fabric
-        Manager, or an MNNVL node without clique/cluster; a skip (not applicable) on machines
-        without NVSwitch; a skip when the facts cannot tell.
+        Manager, or an MNNVL node without clique/cluster, and for each fabric error line of the
+        failure catalogue (Fabric Manager and IMEX logs, CUDA's "system not yet initialized");
+        a skip (not applicable) on machines without NVSwitch; a skip when the facts cannot
+        tell (left out when a logged line is the evidence).
     """
+    findings = _fabric_findings(ctx)
+    logged = signature_findings(ctx, "nvlink.fabric")
+    if not logged:
+        return findings
+    return logged + [f for f in findings if f.severity != "skip"]
+
+
+def _fabric_findings(ctx: Context) -> list[Finding]:
     if not ctx.gpus:
         return [_no_gpu(ctx)]
     switch = [g for g in ctx.gpus if _to_switch(g)]

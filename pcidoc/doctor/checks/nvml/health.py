@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.signatures import signature_findings
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.facts import Gpu
 from pcidoc.model.report import Evidence
@@ -271,65 +272,71 @@ def nvml_health(ctx: Context) -> list[Finding]:
         ctx: The machine.
 
     Returns:
-        Findings: a failure per unreachable driver or lost/refused GPU, an info for machines
-        without NVIDIA GPUs, a skip for captures that hold no NVML state.
+        Findings: a failure per unreachable driver or lost/refused GPU, and per known NVML,
+        nvidia-smi or driver-version error line of the failure catalogue (``nvidia-smi``'s
+        "Driver/library version mismatch", "Unable to determine the device handle"...); an info
+        for machines without NVIDIA GPUs, a skip for captures that hold no NVML state.
     """
-    kind = _kind(ctx)
     gpu_errors = [g for g in ctx.gpus if g.nvml_error]
     findings = [_gpu_error(ctx, g) for g in gpu_errors]
-
-    if kind == "import":
+    logged = signature_findings(ctx, "nvml.health")
+    if _kind(ctx) == "import":
         # An import is a set of pasted outputs: the machine as it is now was not asked.
-        drv = ctx.driver
-        if findings:
-            return findings
-        if (drv.driver_version or ctx.gpus) and not drv.nvml_available:
-            # No nvidia-smi output: never claim nvidia-smi worked. The tools that did run
-            # (nvbandwidth, nccl-tests, CUDA samples) needed a driver, nothing more is shown.
-            tools = sorted(
-                {f for src in ctx.capture.origin.sources for f in src.formats} - {"unknown"}
-            )
-            return [
-                Finding(
-                    "info",
-                    f"imported capture without nvidia-smi output: {', '.join(tools) or 'the tools'}"
-                    f" ran on {len(ctx.gpus)} GPU(s)"
-                    + (f" with driver {drv.driver_version}" if drv.driver_version else "")
-                    + "; NVML and the driver's health were not shown",
-                    evidence=[
-                        _ev("driver version", drv.driver_version),
-                        _ev("GPUs in the capture", len(ctx.gpus), "devices"),
-                        _ev("nvidia-smi output in the paste", False),
-                    ],
-                    confidence="low",
-                    needs="run `pcidoc check --only nvml.health` on the machine itself, or import "
-                    "its `nvidia-smi -q` output",
-                )
-            ]
-        if drv.driver_version or ctx.gpus:
-            what = f"driver {drv.driver_version}" if drv.driver_version else "GPUs listed"
-            return [
-                Finding(
-                    "info",
-                    f"imported capture: nvidia-smi worked on the source machine ({what}, "
-                    f"{len(ctx.gpus)} GPU(s)); the driver's health now was not checked",
-                    evidence=[
-                        _ev("driver version", drv.driver_version),
-                        _ev("GPUs in the capture", len(ctx.gpus), "devices"),
-                    ],
-                    confidence="low",
-                    needs="run `pcidoc check --only nvml.health` on the machine itself",
-                )
-            ]
+        return findings + logged if findings or logged else _import_state(ctx)
+    return _live_state(ctx, findings) + logged
+
+
+def _import_state(ctx: Context) -> list[Finding]:
+    """What an import without NVML errors says about the driver (never that it works now)."""
+    drv = ctx.driver
+    if (drv.driver_version or ctx.gpus) and not drv.nvml_available:
+        # No nvidia-smi output: never claim nvidia-smi worked. The tools that did run
+        # (nvbandwidth, nccl-tests, CUDA samples) needed a driver, nothing more is shown.
+        tools = sorted({f for src in ctx.capture.origin.sources for f in src.formats} - {"unknown"})
         return [
             Finding(
-                "skip",
-                "imported capture: no NVML/driver state in the pasted outputs",
+                "info",
+                f"imported capture without nvidia-smi output: {', '.join(tools) or 'the tools'}"
+                f" ran on {len(ctx.gpus)} GPU(s)"
+                + (f" with driver {drv.driver_version}" if drv.driver_version else "")
+                + "; NVML and the driver's health were not shown",
+                evidence=[
+                    _ev("driver version", drv.driver_version),
+                    _ev("GPUs in the capture", len(ctx.gpus), "devices"),
+                    _ev("nvidia-smi output in the paste", False),
+                ],
+                confidence="low",
                 needs="run `pcidoc check --only nvml.health` on the machine itself, or import "
                 "its `nvidia-smi -q` output",
             )
         ]
+    if drv.driver_version or ctx.gpus:
+        what = f"driver {drv.driver_version}" if drv.driver_version else "GPUs listed"
+        return [
+            Finding(
+                "info",
+                f"imported capture: nvidia-smi worked on the source machine ({what}, "
+                f"{len(ctx.gpus)} GPU(s)); the driver's health now was not checked",
+                evidence=[
+                    _ev("driver version", drv.driver_version),
+                    _ev("GPUs in the capture", len(ctx.gpus), "devices"),
+                ],
+                confidence="low",
+                needs="run `pcidoc check --only nvml.health` on the machine itself",
+            )
+        ]
+    return [
+        Finding(
+            "skip",
+            "imported capture: no NVML/driver state in the pasted outputs",
+            needs="run `pcidoc check --only nvml.health` on the machine itself, or import "
+            "its `nvidia-smi -q` output",
+        )
+    ]
 
+
+def _live_state(ctx: Context, findings: list[Finding]) -> list[Finding]:
+    """The live machine: NVML's own answer, GPUs missing from it, and the GPUs that answered."""
     if not ctx.driver.nvml_available:
         findings.insert(0, _nvml_unavailable(ctx))
         return findings
