@@ -33,7 +33,7 @@ from typing import Any
 
 from pcidoc._lazyre import LazyPattern, lazy
 from pcidoc._record import field, record
-from pcidoc.catalogue.lines import MESSAGE, SHAPES, Line, prose_before, read_line
+from pcidoc.catalogue.lines import MESSAGE, SHAPES, Line, prose_before, quoted_at, read_line
 from pcidoc.model.busid import normalize_bus_id
 from pcidoc.model.evidence import SignatureHit
 
@@ -370,7 +370,8 @@ def _values(match: re.Match[str]) -> dict[str, str]:
 def _shaped(entry: Entry, line: Line, match: re.Match[str]) -> bool:
     for shape in entry.shapes:
         if shape == MESSAGE:
-            if not prose_before(line.message, match.start()):
+            start = match.start()
+            if not prose_before(line.message, start) or quoted_at(line.message, start):
                 return True
         elif line.shaped(shape):
             return True

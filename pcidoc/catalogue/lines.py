@@ -39,8 +39,9 @@ _RANK_RE = lazy(
     r"|\((?:[\w.-]{1,80}\s+)?pid=\d{1,10}(?:,\s*ip=[\w.:-]{1,64})?\)(?:\s*\[[^\]]{0,80}\])?)\s*"
 )
 # Time stamps: ISO (``2024-01-01T12:00:00.123Z``, ``2024-01-01 12:00:00,123``, bracketed),
-# syslog (``Sep 19 16:18:02 host prog[123]:``, or with the month as a CJK locale's journalctl
-# prints it, ``11月 15 14:15:47 host prog[123]:``), dmesg (``[  12.345678]``, ``[+0.000844]``,
+# syslog (``Sep 19 16:18:02 host prog[123]:``, or with the month as another locale's journalctl
+# prints it: ``jan. 29 20:50:17``, ``déc. 3``, ``11月 15 14:15:47``), dmesg (``[  12.345678]``,
+# ``[+0.000844]``,
 # ``[Mon Jan  1 12:00:00 2024]``, ``[Nov27 10:11]``), the own log files of nv-fabricmanager and
 # nvidia-imex (``[Feb 27 2025 15:10:02]``).
 _ISO_RE = lazy(
@@ -48,7 +49,7 @@ _ISO_RE = lazy(
     r"(?:\s+(?P<host>[\w.-]{1,253})\s+(?P<prog>[\w./-]{1,64})(?:\[\d{1,10}\])?:(?=\s))?\s*"
 )
 _SYSLOG_RE = lazy(
-    r"^\s*(?:[A-Z][a-z]{2}|\d{1,2}[月월])\s{1,2}\d{1,2}\s\d\d:\d\d:\d\d(?:\.\d{1,9})?\s+"
+    r"^\s*(?:[^\W\d_]{3,5}\.?|\d{1,2}[月월])\s{1,2}\d{1,2}\s\d\d:\d\d:\d\d(?:\.\d{1,9})?\s+"
     r"(?P<host>[\w.-]{1,253})"
     r"\s+(?P<prog>[\w./-]{1,64})(?:\[\d{1,10}\])?:\s*"
 )
@@ -260,6 +261,34 @@ def prose_before(text: str, end: int) -> bool:
         if token[-1] in ".;!?":
             run = 0
     return False
+
+
+QUOTE_WORDS = frozenset(
+    {
+        "error", "errors", "message", "messages", "following", "output", "outputs", "says",
+        "said", "shows", "showed", "prints", "printed", "reports", "reported", "returns",
+        "returned", "logs", "log", "dmesg", "get", "got", "gets", "getting", "see", "saw",
+        "seeing", "with", "fails", "failed",
+    }
+)  # fmt: skip
+"""Words that, right before a colon, introduce a quoted message ("nvidia-smi outputs the
+following error: Unable to determine ..."); after any other word a colon is prose."""
+
+
+def quoted_at(text: str, start: int) -> bool:
+    """Whether the signature at ``text[start:]`` is a message a sentence quotes after a colon
+    (``... the following error: Unable to determine the device handle ...``)."""
+    before = text[:start].rstrip().rstrip("\"'“”‘’`").rstrip()
+    if not before.endswith(":"):
+        return False
+    words = before[:-1].split()
+    # "the following error:" is a sentence quoting; "CUDA error:" is a program's own prefix.
+    return (
+        len(words) >= 2
+        and words[-1].lower() in QUOTE_WORDS
+        and _PLAIN_WORD_RE.fullmatch(words[-2]) is not None
+        and not words[-2].isupper()
+    )
 
 
 def code_spans(text: str) -> list[str]:

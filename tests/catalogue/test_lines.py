@@ -121,3 +121,25 @@ def test_inline_code_spans_are_lines() -> None:
     text = "When I run it I get `NCCL WARN NET/IB : Got completion with error 12` every time"
     assert code_spans(text) == ["NCCL WARN NET/IB : Got completion with error 12"]
     assert code_spans("no code here") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("nvidia-smi outputs the following error: Unable to determine the device handle", True),
+        ("and the job fails with: 'NCCL error in: x.cpp:12, unhandled system error'", True),
+        ("I read this can happen: Unable to determine the device handle", False),
+        ("Unable to determine the device handle", False),
+    ],
+)
+def test_a_message_quoted_after_a_colon(text: str, quoted: bool) -> None:
+    from pcidoc.catalogue.lines import quoted_at
+
+    start = max(text.find("Unable"), text.find("NCCL error"))
+    assert quoted_at(text, start) is quoted
+
+
+@pytest.mark.parametrize("month", ["jan.", "déc.", "Sep", "mars", "11月"])
+def test_syslog_months_of_other_locales(month: str) -> None:
+    line = read_line(f"{month} 29 20:50:17 kevin kernel: pcieport 0000:00:1c.5: AER: x")
+    assert "kernel" in line.kinds and line.host == "kevin" and line.message == "AER: x"

@@ -426,3 +426,14 @@ def test_smmu_v3_events_back_to_back_and_a_cut_dump_each_count_once() -> None:
     ]
     report = _report(_SMMU3_RAW)
     assert report.check("kernel.iommu-fault").severity in ("warn", "fail")  # type: ignore[union-attr]
+
+
+def test_a_journal_in_another_locale_is_a_kernel_log() -> None:
+    text = (
+        "jan. 29 20:50:17 kevin kernel: pcieport 0000:00:1c.5: AER: Corrected error received: "
+        "id=00e5\n"
+        "jan. 29 20:50:17 kevin kernel: pcieport 0000:00:1c.5: PCIe Bus Error: "
+        "severity=Corrected, type=Physical Layer, id=00e5(Receiver ID)\n"
+    )
+    log = _klog(_import(text))
+    assert log.hosts == ["kevin"] and [e.severity for e in log.aer] == ["corrected"]

@@ -55,7 +55,8 @@ MIN_STAMPED_LINES = 5
 
 _MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 _SYSLOG_RE = lazy(
-    r"^(?P<clock>(?P<mon>[A-Z][a-z]{2})\s+(?P<day>\d{1,2})\s+(?P<hms>\d\d:\d\d:\d\d)(?:\.\d+)?)"
+    r"^(?P<clock>(?P<mon>[^\W\d_]{3,5}\.?|\d{1,2}[月월])\s+(?P<day>\d{1,2})\s+"
+    r"(?P<hms>\d\d:\d\d:\d\d)(?:\.\d+)?)"
     r"\s+(?P<host>\S+)\s+kernel(?:\[\d+\])?:\s?"
 )
 _ISO_RE = lazy(
@@ -288,7 +289,14 @@ def _maybe_packaged(raw: str, start: str) -> bool:
     if start in _STAMP_STARTS:
         return True
     text = raw.lstrip()
-    return text[:3] in _MONTHS or text.startswith(("kernel", "kern "))
+    # A syslog month in any locale ("Sep", "jan.", "déc.", "11月"): letters, then a day.
+    head = text[:8].split(" ", 1)[0]
+    return (
+        text[:3] in _MONTHS
+        or text.startswith(("kernel", "kern "))
+        or (3 <= len(head.rstrip(".")) <= 5 and head.rstrip(".").isalpha())
+        or head[-1:] in ("月", "월")
+    )
 
 
 _DRIVER_TAGS = ("NVRM:", "nvidia-nvswitch", "nvidia-nvlink", "nvidia ")
