@@ -747,7 +747,7 @@ def _slurm(**extra: str) -> dict[str, str]:
 
 def test_node_list_products_are_bounded_before_expansion() -> None:
     """Each range was capped, not their product: a[1-100000]b[1-100000] is 10^10 names."""
-    from pcidoc.fleet.launch import MAX_NODES, expand_hostlist, launch_env
+    from pcidoc.probes.launch import MAX_NODES, expand_hostlist, launch_env
 
     for text in ("a[1-100000]b[1-100000]", "a[1-1000]b[1-1000]", "x[1-60000],y[1-60000]"):
         with pytest.raises(ValueError, match="more than"):
@@ -760,7 +760,7 @@ def test_node_list_products_are_bounded_before_expansion() -> None:
 
 
 def test_tasks_per_node_repeat_is_bounded() -> None:
-    from pcidoc.fleet.launch import expand_tasks_per_node, launch_env
+    from pcidoc.probes.launch import expand_tasks_per_node, launch_env
 
     with pytest.raises(PcidocError) as info:
         launch_env(_slurm(SLURM_TASKS_PER_NODE="1(x9999999999)"))
@@ -773,7 +773,7 @@ def test_tasks_per_node_repeat_is_bounded() -> None:
 @pytest.mark.parametrize("value", ["\u0661", "\uff11", "\u0967", "1" * 40])
 def test_rank_and_world_take_ascii_integers_only(value: str) -> None:
     """int() accepts Arabic-Indic and full-width digits and 4,000-digit numbers."""
-    from pcidoc.fleet.launch import launch_env
+    from pcidoc.probes.launch import launch_env
 
     env = {"RANK": value, "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "29500"}
     with pytest.raises(PcidocError, match="RANK") as info:
@@ -782,7 +782,7 @@ def test_rank_and_world_take_ascii_integers_only(value: str) -> None:
 
 
 def test_a_huge_world_size_is_one_line_not_a_torch_traceback() -> None:
-    from pcidoc.fleet.launch import launch_env
+    from pcidoc.probes.launch import launch_env
 
     env = {"RANK": "0", "WORLD_SIZE": "99999999999", "MASTER_ADDR": "h", "MASTER_PORT": "1"}
     with pytest.raises(PcidocError, match="world size") as info:

@@ -44,8 +44,8 @@ from datetime import timedelta
 from typing import Any
 
 from pcidoc.errors import ExitCode, PcidocError
-from pcidoc.fleet.launch import LaunchEnv, launch_env
 from pcidoc.probes.child import torch_module
+from pcidoc.probes.launch import LaunchEnv, launch_env
 from pcidoc.probes.protocol import nccl_settings
 
 KiB, MiB = 1024, 1024 * 1024

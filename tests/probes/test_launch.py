@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pcidoc.errors import PcidocError
-from pcidoc.fleet.launch import expand_hostlist, expand_tasks_per_node, launch_env
 from pcidoc.probes.fabric import round_robin, slowest
+from pcidoc.probes.launch import expand_hostlist, expand_tasks_per_node, launch_env
 
 
 @pytest.mark.parametrize(
