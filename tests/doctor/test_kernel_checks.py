@@ -124,6 +124,8 @@ def test_the_first_xid_of_a_gpu_is_named() -> None:
     first = next(n for n in result.findings if n.summary.startswith("Xid 79"))
     assert "the first Xid of this GPU in the log" in first.summary
     assert all("first Xid" not in n.summary for n in result.findings if n is not first)
+    redacted = log.replace("PCI:0000:3b:00", "PCI:...")  # two codes, but maybe two GPUs
+    assert "first Xid" not in " ".join(n.summary for n in _check(redacted, "kernel.xid").findings)
 
 
 def test_xid_154_follows_the_recovery_action_it_prints() -> None:

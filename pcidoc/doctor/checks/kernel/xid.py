@@ -306,7 +306,8 @@ def xid_findings(ctx: Context, xids: list[XidEvent], gpus: list[str]) -> list[Fi
         row = codes.get(group.code)
         if row is None:
             continue
-        first = group.device not in seen and per_device[group.device] > 1
+        known = group.device != (None, None)
+        first = known and group.device not in seen and per_device[group.device] > 1
         seen.add(group.device)
         if _severity(row, group) == "info":
             quiet.setdefault(row.code, []).append(group)
