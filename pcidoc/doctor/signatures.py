@@ -11,6 +11,8 @@ warning lines are matched here, so an old capture is judged as a new import of i
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pcidoc import catalogue
 from pcidoc.catalogue import Verdict
 from pcidoc.doctor.context import Context
@@ -92,11 +94,16 @@ def _finding(ctx: Context, verdict: Verdict, hits: list[SignatureHit]) -> Findin
     )
 
 
-def signature_findings(ctx: Context, check_id: str) -> list[Finding]:
+def signature_findings(
+    ctx: Context, check_id: str, keep: Callable[[SignatureHit], bool] | None = None
+) -> list[Finding]:
     """One finding per (entry, severity, looked-up value) of the hits ``check_id`` reports;
-    known-benign lines give none."""
+    known-benign lines give none. ``keep`` leaves out hits a structured reader already turned
+    into the check's own events (the kernel checks)."""
     groups: dict[tuple[str, str, str], tuple[Verdict, list[SignatureHit]]] = {}
     for hit in all_hits(ctx):
+        if keep is not None and not keep(hit):
+            continue
         verdict = catalogue.judge(hit)
         if verdict is None or verdict.entry.check != check_id or verdict.severity == "benign":
             continue

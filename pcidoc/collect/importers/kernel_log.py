@@ -179,7 +179,7 @@ _DEVICE_RE = lazy(
     r"^(?P<drv>[\w.-]+)\s+(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s*"
 )
 _XID_RE = lazy(
-    r"NVRM:\s*(?:GPU\s+\S+\s*:\s*)?Xid\s*\((?:PCI:)?(?P<bus>[^)]*)\):\s*(?P<code>\d+)\s*,?\s*"
+    r"NVRM:\s*(?:GPU\s+\S+\s*:\s*)?Xid\s*\((?:PCI:)?(?P<bus>[^)\s]*)(?:\s[^)]*)?\):\s*(?P<code>\d+)\s*,?\s*"
     r"(?P<rest>.*)$"
 )
 _PID_RE = lazy(r"^pid=\s*'?(?P<pid><?[\w ]+>?)'?\s*,\s*(?:name=(?P<name>[^,]*?)\s*,\s*)?")

@@ -7,6 +7,13 @@ x16 link; research/checks.md §4, DCGM's PCIe test) is a storm, the warning sign
 link (riser, slot, cable, power) that precedes a GPU falling off the bus. An isolated corrected
 error is reported, not judged.
 
+What each error bit means (``RxErr``, ``SDES``, ``CmpltTO``, ``ACSViol``..., short and
+spelled-out names) and what a layer's errors point at is data: the ``aer_error`` and
+``aer_layer`` tables of the failure catalogue (``pcidoc/catalogue/data/aer.toml``, after
+drivers/pci/pcie/aer.c). A root port's "error message received" line whose report is missing
+(cut, or rate-limited by the kernel) is a catalogue line: it is reported, cautiously, when the
+reader found no AER report at all.
+
 A log without AER reports is only evidence of health when the OS handles AER: when the firmware
 keeps it (``_OSC: platform does not support [AER]``, firmware-first), errors go to the BMC/SEL
 and never reach this log, so the pass says so with low confidence.
@@ -14,6 +21,9 @@ and never reach this log, so the pass says so with low confidence.
 
 from __future__ import annotations
 
+from typing import Any
+
+from pcidoc import catalogue
 from pcidoc.doctor import config
 from pcidoc.doctor.checks.kernel._shared import (
     device_label,
@@ -24,7 +34,12 @@ from pcidoc.doctor.checks.kernel._shared import (
 )
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.signatures import signature_findings
+from pcidoc.model.evidence import SignatureHit
 from pcidoc.model.kernel import AerEvent, KernelLog
+from pcidoc.model.report import Evidence
+
+CHECK_ID = "kernel.aer"
 
 CORRECTED_PER_MINUTE = config.AER_CORRECTED_PER_MINUTE
 CORRECTED_PER_MINUTE_GEN5_X16 = config.AER_CORRECTED_PER_MINUTE_GEN5_X16
@@ -35,6 +50,42 @@ _LINK_ACTION = (
     "Reseat the GPU (and its riser/cable), check its power connectors, try another slot; "
     "force a lower link speed in the BIOS to confirm a signal-integrity problem"
 )
+
+
+def aer_bit(name: str) -> tuple[str, dict[str, Any]] | None:
+    """(short name, row) of an error bit as Linux prints it (``CmpltTO`` or ``Completion
+    Timeout``); None for a name the table lacks."""
+    rows = catalogue.table("aer_error")
+    row = rows.get(name.strip())
+    if row is not None and "alias" in row:
+        name, row = row["alias"], rows.get(row["alias"])
+    return (name.strip(), row) if row is not None else None
+
+
+def explain_bits(bits: list[str]) -> Evidence | None:
+    """What the error bits of the reports mean, as one evidence line."""
+    known = dict(b for b in (aer_bit(name) for name in bits) if b is not None)
+    if not known:
+        return None
+    return Evidence(
+        label="what the AER bits mean",
+        value="; ".join(f"{name} = {row['meaning']}" for name, row in list(known.items())[:6]),
+    )
+
+
+def bit_fixes(bits: list[str]) -> list[str]:
+    """The advice the table gives for the bits seen (``SDES``: the slot, riser or power)."""
+    known = (aer_bit(name) for name in bits)
+    return list(
+        dict.fromkeys(row["fix"] for b in known if b is not None and "fix" in (row := b[1]))
+    )
+
+
+def explain_layers(layers: list[str]) -> Evidence | None:
+    """What the errors of each layer usually point at."""
+    rows = catalogue.table("aer_layer")
+    known = [f"{layer}: {rows[layer]['meaning']}" for layer in layers if layer in rows]
+    return Evidence(label="where to look", value="; ".join(known)) if known else None
 
 
 def _max_in_window(times: list[float], window: float) -> int:
@@ -74,17 +125,18 @@ def _uncorrectable(ctx: Context, logs: list[KernelLog], gpus: list[str]) -> list
         parts.append(f"recovery failed for {lost or 'a device'}")
     subjects = [s for e in events for s in (subject(ctx, e.bus_id), subject(ctx, e.port)) if s]
     subjects += [s for r in failed if (s := subject(ctx, r.bus_id))]
+    explained = explain_bits(bits)
     return [
         Finding(
             "fail",
             "; ".join(parts) + ": the link lost data or went down",
             subjects=list(dict.fromkeys(subjects))[:8],
-            evidence=[line(e.quote, subject(ctx, e.bus_id)) for e in (events[:2] + failed[:2])],
+            evidence=[line(e.quote, subject(ctx, e.bus_id)) for e in (events[:2] + failed[:2])]
+            + ([explained] if explained else []),
             remediation=[
                 "A device whose recovery failed is lost until a reset: drain the node and reboot.",
+                *bit_fixes(bits),
                 _LINK_ACTION + ".",
-                "Surprise Down / Completion Timeout on a root port means the link to the device "
-                "below it dropped: suspect the slot, riser or the GPU's power first.",
             ],
         )
     ]
@@ -118,8 +170,10 @@ def _corrected(ctx: Context, logs: list[KernelLog], gpus: list[str]) -> list[Fin
                 by_device.setdefault(event.bus_id, []).append(event)
     findings: list[Finding] = []
     for bus, events in by_device.items():
-        layers = ", ".join(dict.fromkeys(e.layer for e in events if e.layer)) or "unknown layer"
-        bits = ", ".join(dict.fromkeys(b for e in events for b in e.bits))
+        layer_list = list(dict.fromkeys(e.layer for e in events if e.layer))
+        bit_list = list(dict.fromkeys(b for e in events for b in e.bits))
+        layers = ", ".join(layer_list) or "unknown layer"
+        bits = ", ".join(bit_list)
         storm = _storm(ctx, bus, events)
         peers = len(by_device) - 1
         related = relation(
@@ -141,12 +195,13 @@ def _corrected(ctx: Context, logs: list[KernelLog], gpus: list[str]) -> list[Fin
         if storm and related == "other":
             text += "; not on a GPU's or NIC's link"
         judged = storm and related != "other"
+        explained = [x for x in (explain_bits(bit_list), explain_layers(layer_list)) if x]
         findings.append(
             Finding(
                 "warn" if judged else "info",
                 text,
                 subjects=[s for s in [subject(ctx, bus)] if s],
-                evidence=[line(e.quote, subject(ctx, bus)) for e in events[:3]],
+                evidence=[line(e.quote, subject(ctx, bus)) for e in events[:3]] + explained,
                 remediation=[
                     _LINK_ACTION + " (a correctable storm often precedes Xid 79).",
                     "Watch the counters: `pcidoc watch` and "
@@ -184,11 +239,23 @@ def _clean(logs: list[KernelLog]) -> Finding:
     )
 
 
-@check("kernel.aer", "PCIe AER reports in the kernel log")
+def _catalogue_lines(ctx: Context, logs: list[KernelLog]) -> list[Finding]:
+    """AER lines of the catalogue the reader made no report of ("error received" alone)."""
+    reported = any(log.aer or log.aer_recovery for log in logs)
+
+    def keep(_hit: SignatureHit) -> bool:
+        return not reported
+
+    return signature_findings(ctx, CHECK_ID, keep)
+
+
+@check(CHECK_ID, "PCIe AER reports in the kernel log")
 def aer(ctx: Context) -> list[Finding]:
     """Uncorrectable AER = fail; corrected storms per device/port = warn."""
     missing, logs, gpus = read_logs(ctx, "PCIe AER errors")
     if missing is not None:
-        return [missing]
-    findings = _uncorrectable(ctx, logs, gpus) + _corrected(ctx, logs, gpus)
+        return _catalogue_lines(ctx, []) or [missing]
+    findings = (
+        _uncorrectable(ctx, logs, gpus) + _corrected(ctx, logs, gpus) + _catalogue_lines(ctx, logs)
+    )
     return findings or [_clean(logs)]

@@ -6,10 +6,18 @@ map its peer: peer-to-peer copies and GPUDirect RDMA then hang, crash or deliver
 CUDA still reports success (NVIDIA/cuda-samples#48, fixed by turning the IOMMU off;
 research/checks.md §2). The fix is the IOMMU in passthrough (or off), and ACS redirect off
 between the devices; the P2P probe shows whether the bytes arrive.
+
+What a fault means is data: the Intel fault reasons, AMD-Vi event types and SMMUv3 event ids
+of the failure catalogue (``pcidoc/catalogue/data/iommu.toml``, after the kernel's own tables).
+Fault lines the kernel-log reader cannot place (the two-line DMAR format of older kernels, a
+redacted line quoted in a question) are catalogue lines of this check, reported when the reader
+found no fault.
 """
 
 from __future__ import annotations
 
+from pcidoc import catalogue
+from pcidoc._lazyre import lazy
 from pcidoc.doctor.checks.kernel._shared import (
     device_label,
     line,
@@ -19,7 +27,13 @@ from pcidoc.doctor.checks.kernel._shared import (
 )
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
-from pcidoc.model.kernel import IommuFault
+from pcidoc.doctor.signatures import signature_findings
+from pcidoc.model.evidence import SignatureHit
+from pcidoc.model.kernel import IommuFault, KernelLog
+from pcidoc.model.report import Evidence
+
+CHECK_ID = "kernel.iommu-fault"
+_REASON_RE = lazy(r"^(0x)?([0-9a-fA-F]{1,3})h?\b\s*(.*)$")
 
 _FIX = [
     "Put the IOMMU in passthrough for host devices: boot with `iommu=pt` (Intel also "
@@ -35,12 +49,66 @@ _FIX = [
 _SEVERITY = {"gpu": "fail", "nic": "fail", "unknown": "warn", "other": "info"}
 
 
-@check("kernel.iommu-fault", "IOMMU faults in the kernel log")
+def dmar_reason(reason: str | None) -> str | None:
+    """What an Intel fault reason (``06 PTE Read access is not set``, ``0x05 ...``) means."""
+    found = _REASON_RE.match((reason or "").strip())
+    if found is None:
+        return None
+    rows = catalogue.table("dmar_fault_reason")
+    text = found.group(3).strip().lower()
+    for row in rows.values():
+        if text and row["name"].lower() == text:
+            return str(row["meaning"])
+    digits = found.group(2)
+    number = int(digits, 16 if found.group(1) or not digits.isdecimal() else 10)
+    known = rows.get(f"{number:02d}")
+    return str(known["meaning"]) if known else None
+
+
+def fault_meaning(fault: IommuFault) -> str | None:
+    """What one fault means, by its IOMMU's table."""
+    if fault.iommu == "DMAR":
+        return dmar_reason(fault.reason)
+    if fault.iommu == "AMD-Vi":
+        return catalogue.table("amd_vi_event").get(fault.kind or "", {}).get("meaning")
+    for row in catalogue.table("smmu_v3_event").values():
+        if row["name"] == fault.kind:
+            return str(row["meaning"])
+    return None
+
+
+def _explained(faults: list[IommuFault]) -> list[Evidence]:
+    meanings: dict[str, str] = {}
+    for fault in faults:
+        meaning = fault_meaning(fault)
+        key = fault.reason if fault.iommu == "DMAR" else fault.kind
+        if meaning and key and key not in meanings and len(meanings) < 3:
+            meanings[key] = meaning
+    if not meanings:
+        return []
+    return [
+        Evidence(
+            label="what the fault means", value="; ".join(f"{k}: {v}" for k, v in meanings.items())
+        )
+    ]
+
+
+def _catalogue_lines(ctx: Context, logs: list[KernelLog]) -> list[Finding]:
+    """IOMMU fault lines of the catalogue the reader made no fault of."""
+    read = any(log.iommu_faults for log in logs)
+
+    def keep(_hit: SignatureHit) -> bool:
+        return not read
+
+    return signature_findings(ctx, CHECK_ID, keep)
+
+
+@check(CHECK_ID, "IOMMU faults in the kernel log")
 def iommu_fault(ctx: Context) -> list[Finding]:
     """IOMMU faults grouped by device; GPUs and NICs fail."""
     missing, logs, gpus = read_logs(ctx, "IOMMU faults")
     if missing is not None:
-        return [missing]
+        return _catalogue_lines(ctx, []) or [missing]
     by_device: dict[str | None, list[IommuFault]] = {}
     for log in logs:
         for fault in log.iommu_faults:
@@ -62,11 +130,13 @@ def iommu_fault(ctx: Context) -> list[Finding]:
                     else "its DMA (peer-to-peer or RDMA) goes through the IOMMU and is refused"
                 ),
                 subjects=[s for s in [subject(ctx, bus)] if s],
-                evidence=[line(f.quote, subject(ctx, bus)) for f in faults[:3]],
+                evidence=[line(f.quote, subject(ctx, bus)) for f in faults[:3]]
+                + _explained(faults),
                 remediation=_FIX,
                 confidence="high" if related in ("gpu", "nic") else "medium",
             )
         )
+    findings += _catalogue_lines(ctx, logs)
     if findings:
         return findings
     off = next((log.iommu_off for log in logs if log.iommu_off), None)
