@@ -462,42 +462,6 @@ def _key_count(node: Any, name: str = "") -> int:
     return count
 
 
-_FAST_VALIDATOR: Any = None
-
-
-def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Load a capture file as validated plain data, without building the model classes.
-
-    The file is checked exactly as :func:`load_capture` checks it (same rules, same one-line
-    errors), using the models' validation schema compiled ahead of time
-    (:mod:`pcidoc.model.schemas`). For read-only fast paths such as ``pcidoc topo --json``.
-    """
-    global _FAST_VALIDATOR
-    file = os.fspath(path)
-    from pcidoc.sanitize import clean_data, json_text_is_clean
-
-    text = _read_text(file)
-    data = _parse_json(text, _label(file))
-    if isinstance(data, (dict, list)):
-        _key_count(data, _label(file))
-    body, name = _unwrap(
-        data if json_text_is_clean(text) else clean_data(data), clean_line(_label(file))
-    )
-    from pcidoc.model.compiled import core
-
-    if _FAST_VALIDATOR is None:
-        from pcidoc.model.schemas import CORE_SCHEMA_FILE
-
-        schema = core().from_json(CORE_SCHEMA_FILE.read_text("utf-8"))
-        _FAST_VALIDATOR = core().SchemaValidator(schema)
-    try:
-        validated = dict(_FAST_VALIDATOR.validate_python(body))
-    except core().ValidationError as exc:
-        raise _validation_error(name, exc.errors()) from None
-    check_shape(validated, name)
-    return validated
-
-
 def dump_json(model: Any) -> str:
     """Serialize a pcidoc model (capture or report) as stable, indented JSON."""
     return model.model_dump_json(by_alias=True, indent=2) + "\n"
