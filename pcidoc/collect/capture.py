@@ -68,15 +68,6 @@ MAX_STRING_CHARS = 1 << 20
 _LONG_STRING = re.compile(rb'"[^"\[\]{},:]{%d}' % MAX_STRING_CHARS)
 
 
-def _read_bytes(path: str) -> bytes:
-    """The file's bytes: at most MAX_CAPTURE_BYTES, gunzipped. ``-`` is standard input."""
-    from pcidoc.fileio import MAX_CAPTURE_BYTES, read_input
-
-    data = read_input(path, limit=MAX_CAPTURE_BYTES, what="a capture", stdin=True)
-    _check_size_shape(data, _label(path))
-    return data
-
-
 def _check_size_shape(data: bytes, name: str) -> None:
     """Refuse, before parsing, what would cost far more memory than its size: too many
     containers, a giant string. Two C-speed passes over the bytes."""
@@ -97,14 +88,6 @@ def _check_size_shape(data: bytes, name: str) -> None:
             f"{clean_line(name)}: holds a string longer than {MAX_STRING_CHARS // 2**20} MiB; "
             "not a capture pcidoc wrote"
         )
-
-
-def _read_text(path: str) -> str:
-    """The file's text: at most MAX_CAPTURE_BYTES, gzip or not, UTF-8 or UTF-16 with a BOM.
-    ``-`` is standard input."""
-    from pcidoc.fileio import decode_text
-
-    return decode_text(_read_bytes(path), _label(path), strict=True)
 
 
 def _label(path: str) -> str:
