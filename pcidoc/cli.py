@@ -552,43 +552,12 @@ def _read_ids(values: list[str]) -> list[str]:
 # ---------------------------------------------------------------------------- commands
 
 
-def _json_file(path: str) -> bool:
-    """A regular file whose text starts like JSON (a capture for the fast path); standard input
-    and pasted output go the way that imports them (:func:`load_from`)."""
-    if path == "-":
-        return False
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return True  # the fast path says what is wrong with it
-    return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[", b"\x1f")
-
-
 def cmd_topo(args: argparse.Namespace) -> int:
     """``pcidoc topo``."""
     if args.json:
         from pcidoc.present.json import topology_json
 
-        file = getattr(args, "from_file", None)
-        if file is None and getattr(args, "demo", None) is not None:
-            from pcidoc.samples import default_demo, sample_path
-
-            file = str(sample_path(args.demo or default_demo()))
-        if file is not None and _json_file(file):
-            # Read-only fast path: validated plain data, no model classes to build.
-            from pcidoc.collect.capture import load_capture_data
-
-            stdin_hint(file)
-            try:
-                data = load_capture_data(file)
-            except PcidocError as exc:
-                raise from_file_hint(file, exc) from None
-            _start_up_done()
-            text = topology_json(data)
-        else:
-            text = topology_json(resolve_machine(args)[0])
-        _emit(text)
+        _emit(topology_json(resolve_machine(args)[0]))
         return ExitCode.OK
     capture, source = resolve_machine(args)
     from pcidoc.doctor.topology_notes import topology_notes

@@ -68,15 +68,6 @@ MAX_STRING_CHARS = 1 << 20
 _LONG_STRING = re.compile(rb'"[^"\[\]{},:]{%d}' % MAX_STRING_CHARS)
 
 
-def _read_bytes(path: str) -> bytes:
-    """The file's bytes: at most MAX_CAPTURE_BYTES, gunzipped. ``-`` is standard input."""
-    from pcidoc.fileio import MAX_CAPTURE_BYTES, read_input
-
-    data = read_input(path, limit=MAX_CAPTURE_BYTES, what="a capture", stdin=True)
-    _check_size_shape(data, _label(path))
-    return data
-
-
 def _check_size_shape(data: bytes, name: str) -> None:
     """Refuse, before parsing, what would cost far more memory than its size: too many
     containers, a giant string. Two C-speed passes over the bytes."""
@@ -97,14 +88,6 @@ def _check_size_shape(data: bytes, name: str) -> None:
             f"{clean_line(name)}: holds a string longer than {MAX_STRING_CHARS // 2**20} MiB; "
             "not a capture pcidoc wrote"
         )
-
-
-def _read_text(path: str) -> str:
-    """The file's text: at most MAX_CAPTURE_BYTES, gzip or not, UTF-8 or UTF-16 with a BOM.
-    ``-`` is standard input."""
-    from pcidoc.fileio import decode_text
-
-    return decode_text(_read_bytes(path), _label(path), strict=True)
 
 
 def _label(path: str) -> str:
@@ -460,42 +443,6 @@ def _key_count(node: Any, name: str = "") -> int:
             if kind is dict or kind is list:
                 stack.append(value)
     return count
-
-
-_FAST_VALIDATOR: Any = None
-
-
-def load_capture_data(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Load a capture file as validated plain data, without building the model classes.
-
-    The file is checked exactly as :func:`load_capture` checks it (same rules, same one-line
-    errors), using the models' validation schema compiled ahead of time
-    (:mod:`pcidoc.model.schemas`). For read-only fast paths such as ``pcidoc topo --json``.
-    """
-    global _FAST_VALIDATOR
-    file = os.fspath(path)
-    from pcidoc.sanitize import clean_data, json_text_is_clean
-
-    text = _read_text(file)
-    data = _parse_json(text, _label(file))
-    if isinstance(data, (dict, list)):
-        _key_count(data, _label(file))
-    body, name = _unwrap(
-        data if json_text_is_clean(text) else clean_data(data), clean_line(_label(file))
-    )
-    from pcidoc.model.compiled import core
-
-    if _FAST_VALIDATOR is None:
-        from pcidoc.model.schemas import CORE_SCHEMA_FILE
-
-        schema = core().from_json(CORE_SCHEMA_FILE.read_text("utf-8"))
-        _FAST_VALIDATOR = core().SchemaValidator(schema)
-    try:
-        validated = dict(_FAST_VALIDATOR.validate_python(body))
-    except core().ValidationError as exc:
-        raise _validation_error(name, exc.errors()) from None
-    check_shape(validated, name)
-    return validated
 
 
 def dump_json(model: Any) -> str:

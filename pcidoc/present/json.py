@@ -4,16 +4,11 @@ Both functions return the text to write to stdout: data only, UTF-8, indent 2, a
 newline, keys in a stable order. This module is on the ``check --json`` and ``topo --json``
 paths, so it imports only the standard library and pcidoc's models (no rich), and it never
 re-validates a model: the report is serialized by pydantic's compiled serializer, the topology
-is read straight off the capture's attributes.
-
-The models are imported for type checking only: :func:`topology_json` also accepts the parsed
-JSON of a capture file (a plain ``dict``), so a caller that wants ``topo --json`` to skip
-pydantic entirely can hand it ``json.load(file)`` after checking the schema tag.
+is read straight off the capture's attributes. The models are imported for type checking only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -46,19 +41,11 @@ def report_json_bytes(report: Report) -> bytes:
     return serializer.to_json(report, by_alias=True, indent=2) + b"\n"
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    """Field ``name`` of a model or of its parsed-JSON form."""
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def topology_dict(capture: Capture | Mapping[str, Any]) -> dict[str, Any]:
+def topology_dict(capture: Capture) -> dict[str, Any]:
     """The topology part of a capture as plain JSON-ready data (``pcidoc.topology/1``).
 
     Args:
-        capture: The machine, as a :class:`~pcidoc.model.capture.Capture` or as the parsed JSON
-            of a ``pcidoc.capture/1`` file.
+        capture: The machine.
 
     Returns:
         ``{"schema", "labels", "links", "gpus", "nics", "source"}``: ``links[i][j]`` is the link
@@ -66,20 +53,16 @@ def topology_dict(capture: Capture | Mapping[str, Any]) -> dict[str, Any]:
         ``index, name, bus_id, numa_node, numa_affinity, cpu_affinity``; ``nics`` carries
         ``label, name, bus_id, numa_node``; ``source`` says where the matrix came from.
     """
-    topo = _get(capture, "topology") or {}
+    topo = capture.topology
     gpu_fields = ("index", "name", "bus_id", "numa_node", "numa_affinity", "cpu_affinity")
     nic_fields = ("label", "name", "bus_id", "numa_node")
     return {
         "schema": TOPOLOGY_SCHEMA,
-        "labels": list(_get(topo, "labels") or []),
-        "links": [list(row) for row in _get(topo, "links") or []],
-        "gpus": [
-            {name: _get(gpu, name) for name in gpu_fields} for gpu in _get(capture, "gpus") or []
-        ],
-        "nics": [
-            {name: _get(nic, name) for name in nic_fields} for nic in _get(capture, "nics") or []
-        ],
-        "source": _get(topo, "source"),
+        "labels": list(topo.labels),
+        "links": [list(row) for row in topo.links],
+        "gpus": [{name: getattr(gpu, name) for name in gpu_fields} for gpu in capture.gpus],
+        "nics": [{name: getattr(nic, name) for name in nic_fields} for nic in capture.nics],
+        "source": topo.source,
     }
 
 
@@ -89,7 +72,7 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def topology_json(capture: Capture | Mapping[str, Any]) -> str:
+def topology_json(capture: Capture) -> str:
     """Serialize the topology of a capture as ``pcidoc.topology/1`` JSON.
 
     The layout is ``json.dumps(..., indent=2)`` except that each matrix row and each GPU/NIC
@@ -97,7 +80,7 @@ def topology_json(capture: Capture | Mapping[str, Any]) -> str:
     per line. Any JSON parser reads it the same.
 
     Args:
-        capture: The machine (a capture model or the parsed JSON of a capture file).
+        capture: The machine.
 
     Returns:
         The JSON text, ending with a newline.
