@@ -45,7 +45,7 @@ _RANK_RE = lazy(
 # ``[Mon Jan  1 12:00:00 2024]``, ``[Nov27 10:11]``), the own log files of nv-fabricmanager and
 # nvidia-imex (``[Feb 27 2025 15:10:02]``).
 _ISO_RE = lazy(
-    r"^\s*\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?"
+    r"^\s*\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?:?"
     r"(?:\s+(?P<host>[\w.-]{1,253})\s+(?P<prog>[\w./-]{1,64})(?:\[\d{1,10}\])?:(?=\s))?\s*"
 )
 _SYSLOG_RE = lazy(
@@ -53,6 +53,11 @@ _SYSLOG_RE = lazy(
     r"(?P<host>[\w.-]{1,253})"
     r"\s+(?P<prog>[\w./-]{1,64})(?:\[\d{1,10}\])?:\s*"
 )
+# A time of day alone (``19:15:34  NVRM: ...``, a log viewer's column), and the host a parallel
+# shell or a log shipper puts first on a line (``node7: ``, ``192.168.11.119: ``: a name with a
+# digit, then a colon and a blank).
+_CLOCK_RE = lazy(r"^\s*\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\s+")
+_HOST_RE = lazy(r"^\s*(?P<host>(?=[\w.-]{0,252}\d)[A-Za-z0-9][\w.-]{0,252}):\s")
 _DAEMON_TIME_RE = lazy(r"^\s*\[[A-Z][a-z]{2}\s\d{1,2}\s\d{4}\s\d\d:\d\d:\d\d\]\s*")
 _DMESG_RE = lazy(
     r"^\s*\[(?:\s*\+?\s*\d{1,10}\.\d{1,9}|[A-Z][a-z]{2}\s[A-Z][a-z]{2}\s{1,2}\d{1,2}\s"
@@ -120,6 +125,7 @@ class Line:
         bus_id: The PCI address a kernel driver prefix named (not normalised).
         program: The program a syslog/journal prefix named (``kernel``, ``nv-fabricmanager``).
         comment: A ``#`` line: a header, a comment, a Markdown heading; never evidence.
+        kernel_at: See the attribute.
     """
 
     text: str
@@ -131,6 +137,9 @@ class Line:
     bus_id: str | None = None
     program: str | None = None
     comment: bool = False
+    kernel_at: int | None = None
+    """Where a kernel message (a driver's device prefix or a subsystem tag such as ``NVRM:``)
+    starts in :attr:`text`, after whatever packaging came before it."""
 
     def shaped(self, shape: str) -> bool:
         """Whether the line carries the packaging ``shape`` asks for (see :data:`SHAPES`);
@@ -153,8 +162,19 @@ def _strip_rank(line: Line, rest: str) -> str | None:
     return rest[match.end() :]
 
 
+def _strip_host(line: Line, rest: str) -> str | None:
+    if line.kinds or rest.lstrip().startswith(KERNEL_SUBSYSTEMS):
+        return None  # only first on the line, and never a kernel tag (``nvidia-nvswitch0:``)
+    match = _HOST_RE.match(rest)
+    if match is None:
+        return None
+    line.host = line.host or match["host"]
+    line.kinds.append("host")
+    return rest[match.end() :]
+
+
 def _strip_time(line: Line, rest: str) -> str | None:
-    for pattern in (_ISO_RE, _SYSLOG_RE, _DAEMON_TIME_RE):
+    for pattern in (_ISO_RE, _SYSLOG_RE, _DAEMON_TIME_RE, _CLOCK_RE):
         match = pattern.match(rest)
         if match and match.end():
             groups = match.groupdict()
@@ -220,7 +240,15 @@ def _strip_exception(line: Line, rest: str) -> str | None:
     return None
 
 
-_LAYERS = (_strip_rank, _strip_time, _strip_level, _strip_nccl, _strip_kernel, _strip_device)
+_LAYERS = (
+    _strip_rank,
+    _strip_time,
+    _strip_level,
+    _strip_nccl,
+    _strip_kernel,
+    _strip_device,
+    _strip_host,
+)
 _MAX_LAYERS = 8
 
 
@@ -232,6 +260,10 @@ def read_line(text: str) -> Line:
         return line
     rest = text
     for _ in range(_MAX_LAYERS):
+        if line.kernel_at is None and (
+            rest.lstrip().startswith(KERNEL_SUBSYSTEMS) or _DEVICE_RE.match(rest.lstrip())
+        ):
+            line.kernel_at = len(text) - len(rest.lstrip())
         for layer in _LAYERS:
             stripped = layer(line, rest)
             if stripped is not None:

@@ -143,3 +143,36 @@ def test_a_message_quoted_after_a_colon(text: str, quoted: bool) -> None:
 def test_syslog_months_of_other_locales(month: str) -> None:
     line = read_line(f"{month} 29 20:50:17 kevin kernel: pcieport 0000:00:1c.5: AER: x")
     assert "kernel" in line.kinds and line.host == "kevin" and line.message == "AER: x"
+
+
+@pytest.mark.parametrize(
+    ("text", "host", "kernel"),
+    [
+        (
+            "192.168.11.119: kern: warning: [2026-04-22T21:30:51.494604223Z]: NVRM: Xid "
+            "(PCI:0000:0b:00): 119, pid=1, name=x, Timeout",
+            "192.168.11.119",
+            "NVRM: Xid",
+        ),
+        ("19:14:43  NVRM: Xid (PCI:0000:1a:00): 13, Graphics Exception", None, "NVRM: Xid"),
+        ("node7: [ 12.3] nvidia 0000:3b:00.0: x", "node7", "nvidia 0000:3b"),
+    ],
+)
+def test_where_a_kernel_message_starts_after_unknown_packaging(
+    text: str, host: str | None, kernel: str
+) -> None:
+    line = read_line(text)
+    assert line.host == host
+    assert line.kernel_at is not None and text[line.kernel_at :].startswith(kernel)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DMAR-IR: Enabled IRQ remapping in x2apic mode",
+        "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal",
+        "pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded",
+    ],
+)
+def test_a_tag_is_no_host(text: str) -> None:
+    assert read_line(text).host is None

@@ -437,3 +437,16 @@ def test_a_journal_in_another_locale_is_a_kernel_log() -> None:
     )
     log = _klog(_import(text))
     assert log.hosts == ["kevin"] and [e.severity for e in log.aer] == ["corrected"]
+
+
+def test_kernel_lines_behind_a_log_shippers_packaging() -> None:
+    text = (
+        "192.168.11.119: kern: warning: [2026-04-22T21:30:51.494604223Z]: NVRM: Xid "
+        "(PCI:0000:0b:00): 119, pid=11431, name=x, Timeout after 45s of waiting for RPC "
+        "response from GPU3 GSP!\n"
+        "19:15:34  NVRM: Xid (PCI:0000:9a:00): 31, pid=477445, name=python3, channel 0x2\n"
+    )
+    log = _klog(_import(text))
+    assert [(x.code, x.bus_id) for x in log.xids] == [(119, "0000:0b:00.0"), (31, "0000:9a:00.0")]
+    prose = "the docs say that after the upgrade NVRM: Xid (PCI:0000:0b:00): 119, pid=1 happens\n"
+    assert not _klog(_import(prose + "[ 1.0] nvidia 0000:0b:00.0: x\n" * 20)).xids

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pcidoc.catalogue.lines import KERNEL_SUBSYSTEMS
+from pcidoc.catalogue.lines import KERNEL_SUBSYSTEMS, prose_before, read_line
 from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float
 from pcidoc.model.kernel import (
     AerEvent,
@@ -683,6 +683,12 @@ def extract(doc: Doc, source: str) -> KernelLog | None:
         if not interesting and not device.match(msg):
             continue
         shaped = packaged or device.match(msg) is not None or msg.startswith(KERNEL_SUBSYSTEMS)
+        if not shaped:
+            # Packaging the clock does not know (a log shipper's "host: kern: warning: [time]:",
+            # a viewer's bare time column) before a kernel message: the line reader finds it.
+            view = read_line(raw)
+            if view.kernel_at is not None and not prose_before(raw, view.kernel_at):
+                msg, shaped = raw[view.kernel_at :].strip(), True
         if not shaped and not _COMMAND_LINE_RE.search(msg):
             continue  # a sentence that mentions a kernel message is not one (issue 27)
         base = _base(msg, when, stamp, raw)
