@@ -107,7 +107,8 @@ _EXCEPTION_RE = lazy(
     r"(?:\([^)]{0,80}\))?:\s+"
 )
 _PLAIN_WORD_RE = lazy(r"[A-Za-z][a-z]*[.,;!?]?")
-_CODE_SPAN_RE = lazy(r"`([^`]{8,2000})`")
+MIN_SPAN = 8
+"""Characters an inline code span needs to be read as a quoted line."""
 
 
 @record
@@ -324,7 +325,15 @@ def quoted_at(text: str, start: int) -> bool:
 
 
 def code_spans(text: str) -> list[str]:
-    """The inline code spans of a sentence (`` `...` ``): each is a quoted line of its own."""
+    """The inline code spans of a sentence (`` `...` ``): each is a quoted line of its own.
+
+    Backticks pair from the left (every odd piece between them is code), so a short span
+    (`` `dmesg` ``) never shifts the pairs after it; spans under 8 characters (a word, a file
+    name) are no lines, and at most 8 are kept."""
     if "`" not in text:
         return []
-    return [match.group(1) for match in _CODE_SPAN_RE.finditer(text[:20000])][:8]
+    pieces = text[:20000].split("`")
+    if len(pieces) % 2 == 0:
+        pieces = pieces[:-1]  # an unclosed backtick at the end opens nothing
+    spans = [piece.strip() for piece in pieces[1::2]]
+    return [span for span in spans if len(span) >= MIN_SPAN][:8]

@@ -176,3 +176,14 @@ def test_where_a_kernel_message_starts_after_unknown_packaging(
 )
 def test_a_tag_is_no_host(text: str) -> None:
     assert read_line(text).host is None
+
+
+def test_short_spans_do_not_shift_the_pairs_after_them() -> None:
+    text = (
+        "I see `nvidia_peermem` in lsmod, no `dmesg` line about `peermem`, and NCCL shows: "
+        "`INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'`."
+    )
+    assert code_spans(text) == [
+        "nvidia_peermem",
+        "INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'",
+    ]

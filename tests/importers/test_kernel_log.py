@@ -450,3 +450,32 @@ def test_kernel_lines_behind_a_log_shippers_packaging() -> None:
     assert [(x.code, x.bus_id) for x in log.xids] == [(119, "0000:0b:00.0"), (31, "0000:9a:00.0")]
     prose = "the docs say that after the upgrade NVRM: Xid (PCI:0000:0b:00): 119, pid=1 happens\n"
     assert not _klog(_import(prose + "[ 1.0] nvidia 0000:0b:00.0: x\n" * 20)).xids
+
+
+def test_notices_that_alternate_for_one_device_are_a_retraining_link() -> None:
+    def notice(t: float, speed: str, width: int) -> str:
+        return (
+            f"[{t}] nvidia 0000:01:00.0: 8.000 Gb/s available PCIe bandwidth, limited by "
+            f"{speed} GT/s PCIe x{width} link at 0000:00:01.0 (capable of 252.048 Gb/s with "
+            "16.0 GT/s PCIe x16 link)"
+        )
+
+    lines = [notice(1.0, "2.5", 16), notice(90.0, "16.0", 8), notice(91.0, "2.5", 16)]
+    result = _report("\n".join(lines) + "\n").check("pcie.link-flap")
+    assert result is not None and result.severity == "warn"
+    assert "2 link states in 3 notices" in result.summary and "retrained" in result.summary
+
+
+def test_an_nvtop_screen_is_one_reading_of_each_link() -> None:
+    text = (
+        "Device 0 [GeForce GTX 1080 Ti] PCIe GEN 3@16x RX: 0.000 KiB/s TX: 0.000 KiB/s\n"
+        "Device 1 [GeForce GTX 1080 Ti] PCIe GEN 1@16x RX: 0.000 KiB/s TX: 0.000 KiB/s\n"
+    )
+    result = _report(text).check("pcie.link-flap")
+    assert result is not None and result.severity == "info"
+    assert "GPU1: at Gen1" in result.summary and "under load" in result.summary
+    sentence = "On my box GPU 1 runs at Gen1 x16 while GPU 0 is at Gen3 x16, is that bad?\n"
+    from pcidoc.errors import PcidocError
+
+    with pytest.raises(PcidocError, match="no supported output"):
+        _report(sentence)

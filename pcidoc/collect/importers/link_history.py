@@ -24,6 +24,7 @@ import re
 from itertools import pairwise
 from typing import Any
 
+from pcidoc.catalogue.lines import prose_before
 from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float, to_int
 from pcidoc.model.kernel import LinkHistory, LinkSample, LinkTrace
 
@@ -47,9 +48,10 @@ _SYSFS_RE = lazy(
     rf"/sys/(?:bus/pci/devices|devices/\S*?)/({_BUS})/(current|max)_link_(speed|width)"
     r"(?:\s*<==|:\s*(\S.*))"
 )
+# Monitoring lines: "GPU3 ... Gen4 ... x16", nvtop's "Device 1 [GTX 1080 Ti] PCIe GEN 1@16x".
 _MONITOR_RE = lazy(
-    rf"(?:\bGPU\s*(?P<gpu>\d+)\b|(?P<bus>{_BUS})).*?\bGen\s*(?P<gen>[1-6])\b.*?"
-    r"\bx\s*(?P<width>\d{1,2})\b",
+    rf"(?:\b(?:GPU|Device)\s*(?P<gpu>\d+)\b|(?P<bus>{_BUS})).*?\bGen\s*(?P<gen>[1-6])\b"
+    r"(?:\s*@\s*(?P<at>\d{1,2})x\b|.*?\bx\s*(?P<width>\d{1,2})\b)",
     re.IGNORECASE,
 )
 _TIME_STARTS = frozenset("[0123456789")
@@ -287,10 +289,11 @@ def _monitor(hist: _History, line: str) -> bool:
     if "Gen" not in line and "gen" not in line and "GEN" not in line:
         return False
     match = _MONITOR_RE.search(line)
-    if not match:
-        return False
+    if not match or prose_before(line, match.start()):
+        return False  # none, or a sentence ("my GPU 0 runs at Gen4 x16")
     device = f"GPU{match['gpu']}" if match["gpu"] is not None else match["bus"]
-    hist.sample(device, "monitor", True, gen=int(match["gen"]), width=int(match["width"]))
+    width = int(match["at"] or match["width"])
+    hist.sample(device, "monitor", True, gen=int(match["gen"]), width=width)
     return True
 
 
@@ -305,14 +308,17 @@ def extract(doc: Doc, source: str) -> LinkHistory | None:
         for read in readers:
             if read(hist, line):
                 break
+    # One reading is enough from sysfs (it carries the maximum) and from a monitor's screen
+    # (nvtop: the current link is what it shows, and what the check judges as such).
+    single = set(hist.tools) <= {"sysfs", "monitor"}
     readings = max((len(samples) for samples in hist.traces.values()), default=0)
-    if readings < 2 and hist.tools != ["sysfs"]:
+    if readings < 2 and not single:
         return None
     traces = hist.build()
     if not traces:
         return None
     readings = max(len(t.samples) for t in traces)
-    if readings < 2 and hist.tools != ["sysfs"]:
+    if readings < 2 and not single:
         return None
     times = [s.time_s for t in traces for s in t.samples if s.time_s is not None]
     return LinkHistory(

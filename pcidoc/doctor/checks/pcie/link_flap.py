@@ -25,7 +25,7 @@ from pcidoc.doctor.checks.kernel._shared import (
 )
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
-from pcidoc.model.kernel import LinkHistory, LinkSample, LinkTrace
+from pcidoc.model.kernel import LinkHistory, LinkNotice, LinkSample, LinkTrace
 from pcidoc.model.report import Evidence, Severity
 
 LOADED_PCT = config.LINK_LOADED_PCT
@@ -113,7 +113,23 @@ def _judge(ctx: Context, trace: LinkTrace, gpus: list[str]) -> tuple[str, str] |
             f"{name}: {len(changes)} generation change(s) without a width change{rate}, "
             "not under load: idle power saving, normal"
         )
+    if not max_gen and gens and max(gens) <= IDLE_GEN:
+        return "info", (
+            f"{name}: at Gen{max(gens)} in every reading; its maximum is not in the readings "
+            "(a monitor shows the current link only): an idle GPU drops to Gen1 to save power, "
+            "read it under load"
+        )
     return None
+
+
+def _maxima_unknown(ctx: Context) -> int:
+    """Links of the readings whose maximum generation neither they nor the capture say."""
+    return sum(
+        1
+        for history in _histories(ctx)
+        for trace in history.traces
+        if not any(s.max_gen for s in trace.samples) and not _gpu_max(ctx, trace)[0]
+    )
 
 
 def _histories(ctx: Context) -> list[LinkHistory]:
@@ -123,6 +139,7 @@ def _histories(ctx: Context) -> list[LinkHistory]:
 
 IDLE_SPEED_GTS = 2.5
 """The speed a PCIe link drops to in its lowest power state (Gen1)."""
+IDLE_GEN = 1
 
 
 def _share(available: float | None, capable: float | None) -> str:
@@ -131,10 +148,48 @@ def _share(available: float | None, capable: float | None) -> str:
     return f"{100 * available / capable:.0f} %"
 
 
-def _notices(ctx: Context, gpus: list[str]) -> list[Finding]:
-    out: list[Finding] = []
+def _alternating(ctx: Context, gpus: list[str]) -> tuple[list[Finding], set[str]]:
+    """Devices the kernel announced at more than one link state: the link retrained (the
+    notice comes at enumeration, so again only after a reset or a retrain)."""
+    states: dict[str, list[LinkNotice]] = {}
     for log in kernel_logs(ctx):
         for notice in log.link_notices:
+            if notice.bus_id:
+                states.setdefault(notice.bus_id, []).append(notice)
+    out: list[Finding] = []
+    for bus, notices in states.items():
+        seen = list(dict.fromkeys(_link(n) for n in notices))
+        if len(seen) < 2:
+            continue
+        shown = ", ".join(f"{speed:g} GT/s x{width}" for speed, width in seen[:6])
+        out.append(
+            Finding(
+                "warn",
+                f"kernel: {device_label(ctx, bus, gpus)} announced at {len(seen)} link states "
+                f"in {len(notices)} notices ({shown}): the link retrained or was reset",
+                subjects=[s for s in [subject(ctx, bus)] if s],
+                evidence=[line(n.quote, subject(ctx, bus)) for n in notices[:4]],
+                remediation=[
+                    "Look for AER errors, Xid 79 or a reset of this device around these lines; "
+                    "reseat the card and its riser, check the slot and the power cables."
+                ],
+                confidence="medium",
+            )
+        )
+    flapping = {bus for bus, notices in states.items() if len({_link(n) for n in notices}) > 1}
+    return out, flapping
+
+
+def _link(notice: LinkNotice) -> tuple[float | None, int | None]:
+    return notice.speed_gts, notice.width
+
+
+def _notices(ctx: Context, gpus: list[str]) -> list[Finding]:
+    out, flapping = _alternating(ctx, gpus)
+    for log in kernel_logs(ctx):
+        for notice in log.link_notices:
+            if notice.bus_id in flapping:
+                continue  # said once, as a retrain
             device = device_label(ctx, notice.bus_id, gpus)
             narrow = notice.width and notice.capable_width and notice.width < notice.capable_width
             # A port above the device trained below the card's speed, but above the lowest
@@ -237,11 +292,17 @@ def link_flap(ctx: Context) -> list[Finding]:
     if findings:
         return findings
     if devices:
+        unknown = _maxima_unknown(ctx)
         return [
             Finding(
                 "pass",
                 f"{readings} reading(s) of {devices} link(s): no change of generation or width, "
-                "none below its best",
+                + (
+                    f"the maximum of {unknown} link(s) is not in the readings"
+                    if unknown
+                    else "none below its maximum"
+                ),
+                confidence="medium" if unknown else "high",
             )
         ]
     return [
