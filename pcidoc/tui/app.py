@@ -75,15 +75,21 @@ def crash_log_dir() -> Path:
 
 
 def write_crash_log(error: BaseException) -> Path | None:
-    """Write ``error``'s traceback (and versions) to a new log file; its path, or ``None``."""
+    """Write ``error``'s traceback (and versions) to a new log file; its path, or ``None``.
+
+    The file is made by pcidoc's one writer (:func:`pcidoc.fileio.write_new_file`): a new
+    private file (mode 0600, a name nobody can guess) in :func:`crash_log_dir` (made 0700 when
+    missing), reached without following another user's links; else the same in the temporary
+    folder."""
     import platform
     import tempfile
     import traceback
 
     from pcidoc import __version__
+    from pcidoc.errors import PcidocError
+    from pcidoc.fileio import write_new_file
 
     stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
-    name = f"tui-crash-{stamp}-{os.getpid()}.log"
     text = (
         f"pcidoc {__version__} TUI internal error at {stamp}\n"
         f"python {platform.python_version()} on {platform.platform()}\n\n"
@@ -91,11 +97,8 @@ def write_crash_log(error: BaseException) -> Path | None:
     )
     for folder in (crash_log_dir(), Path(tempfile.gettempdir())):
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / name
-            path.write_text(text, encoding="utf-8")
-            return path
-        except OSError:
+            return Path(write_new_file(str(folder), f"tui-crash-{stamp}-", ".log", text))
+        except (PcidocError, OSError):
             continue
     return None
 
