@@ -63,6 +63,7 @@ __all__ = [
     "is_stream",
     "open_append",
     "read_input",
+    "read_regular_file",
     "resolve_output",
     "write_new_file",
     "write_output",
@@ -850,6 +851,43 @@ def read_input(path: str, *, limit: int, what: str = "a pcidoc file", stdin: boo
     finally:
         if close:
             raw.close()
+
+
+def read_regular_file(path: str, *, limit: int) -> bytes:
+    """Read a regular file that a setting names (``NCCL_TOPO_FILE``), at most ``limit`` bytes.
+
+    Anything else is refused before it is read: a FIFO or a device would block (or never
+    end), a folder is not a file. The file is opened without blocking (a FIFO swapped in after
+    the check opens at once, and is refused then). The messages finish the sentence "the file
+    ...": ``is a named pipe (FIFO); not read``, ``is larger than 4 MiB; not read``.
+
+    Raises:
+        PcidocError: missing, unreadable, not a regular file, or over ``limit``.
+    """
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise PcidocError(f"it is {_kind(info.st_mode)}; not read")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise PcidocError(f"cannot read it ({_reason(exc)})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise PcidocError(f"it is {_kind(info.st_mode)}; not read")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise PcidocError(f"cannot read it ({_reason(exc)})") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise PcidocError(f"it is larger than {_size(limit)}; not read")
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit} bytes"
 
 
 def _read_gzip(raw: BinaryIO, limit: int, label: str, what: str) -> bytes:
