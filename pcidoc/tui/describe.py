@@ -737,18 +737,7 @@ def _gpu_detail(capture: Capture, gpu: Gpu) -> Text:
     if counters:
         _kv(out, "PCIe errors", ", ".join(counters) + " (since boot)")
     if gpu.nvlinks:
-        up = sum(1 for nv in gpu.nvlinks if nv.state == "up")
-        version = next((nv.version for nv in gpu.nvlinks if nv.version), None)
-        speed = next((nv.speed_gbps for nv in gpu.nvlinks if nv.speed_gbps), None)
-        extra = " · ".join(
-            x
-            for x in (
-                f"NVLink {version}" if version else "",
-                f"{speed:g} GB/s each" if speed else "",
-            )
-            if x
-        )
-        _kv(out, "NVLinks", f"{up} of {len(gpu.nvlinks)} up" + (f" ({extra})" if extra else ""))
+        _kv(out, "NVLinks", _nvlinks_text(capture, gpu))
     if gpu.fabric.state:
         _kv(
             out,
@@ -764,6 +753,25 @@ def _gpu_detail(capture: Capture, gpu: Gpu) -> Text:
     out.append("\n")
     out.append_text(_paths(capture, [gpu.label], heads=False))
     return out
+
+
+def _nvlinks_text(capture: Capture, gpu: Gpu) -> str:
+    """``12 of 12 up, 6 more not wired (NVLink 4.0 · 25 GB/s each)``: the counts and the
+    nominal rate of the link model, as the Links pane and the doctor say them."""
+    from pcidoc.model.linkmodel import nvlink_per_link, unwired_nvlinks
+
+    up = sum(1 for nv in gpu.nvlinks if nv.state == "up")
+    unwired = unwired_nvlinks(capture, gpu).count
+    rate, version, _, _ = nvlink_per_link(gpu)
+    extra = " · ".join(
+        x
+        for x in (f"NVLink {version}" if version else "", f"{rate:g} GB/s each" if rate else "")
+        if x
+    )
+    text = f"{up} of {len(gpu.nvlinks) - unwired} up"
+    if unwired:
+        text += f", {unwired} more not wired in this design"
+    return text + (f" ({extra})" if extra else "")
 
 
 def _nic_detail(capture: Capture, nic: Nic) -> Text:

@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Static
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuCounters, GpuRates
 from pcidoc.model.facts import Gpu
+from pcidoc.model.linkmodel import nvlink_link_rate_gbps, unwired_nvlinks
 from pcidoc.model.units import link_label
 from pcidoc.tui.describe import gpu_pcie_ceiling, link_changes, live_link_changes
 from pcidoc.tui.hanging import Phrases
@@ -66,6 +67,14 @@ def _num(value: float | None, digits: int = 2) -> Text:
     if digits == 2 and abs(value) >= 10:
         digits = 1 if abs(value) < 100 else 0
     return Text(f"{value:.{digits}f}", justify="right")
+
+
+_STATE_STYLES = {"up": "green", "unwired": "dim"}
+
+
+def _nvl_cell(up: int, wired: int) -> Text:
+    """``12/12``: NVLinks up of those the design wires (yellow when some are down)."""
+    return Text(f"{up}/{wired}", justify="right", style="bold yellow" if up < wired else "")
 
 
 def _count(value: int | None, warn: bool = True) -> Text:
@@ -274,9 +283,16 @@ class LinksPane(Container):
         else:
             phrases.append(Text(f"{STATIC_NOTE}.", style="bold yellow"))
         phrases += [
-            Text("TX, RX in GB/s; NVL: NVLinks up of present.", "dim"),
+            Text("TX, RX in GB/s; NVL: NVLinks up of those wired.", "dim"),
             Text("Util: busier direction ÷ raw ceiling of the current PCIe link.", "dim"),
         ]
+        if self.capture is not None and any(self._unwired(g) for g in self.capture.gpus):
+            phrases.append(
+                Text(
+                    "unwired: NVLinks the board leaves unconnected (nvlink.state), not down.",
+                    "dim",
+                )
+            )
         if self.capture is not None and any(_model_link(g) for g in self.capture.gpus):
             phrases.append(
                 Text("Link? = the GPU model's own link: the capture has no negotiated one.", "dim")
@@ -321,13 +337,7 @@ class LinksPane(Container):
         if self.live:
             tx = rx = None
         up = sum(1 for nv in gpu.nvlinks if nv.state == "up")
-        nvl = Text(
-            f"{up}/{len(gpu.nvlinks)}" if gpu.nvlinks else "—",
-            justify="right",
-            style="bold yellow"
-            if gpu.nvlinks and up < len(gpu.nvlinks)
-            else ("" if gpu.nvlinks else "dim"),
-        )
+        nvl = _nvl_cell(up, self._wired(gpu)) if gpu.nvlinks else Text("—", style="dim")
         return [
             Text(gpu.label, style="bold"),
             _link_cell(gpu),
@@ -340,6 +350,13 @@ class LinksPane(Container):
             _num(None),
             _num(None),
         ]
+
+    def _unwired(self, gpu: Gpu) -> int:
+        """Its inactive NVLinks that its design does not wire (the doctor's rule)."""
+        return 0 if self.capture is None else unwired_nvlinks(self.capture, gpu).count
+
+    def _wired(self, gpu: Gpu) -> int:
+        return len(gpu.nvlinks) - self._unwired(gpu)
 
     def show_sample(
         self,
@@ -384,12 +401,7 @@ class LinksPane(Container):
                 ),
             }
             if up:
-                count = sum(1 for u in up if u)
-                values["nvl"] = Text(
-                    f"{count}/{len(up)}",
-                    justify="right",
-                    style="bold yellow" if count < len(up) else "",
-                )
+                values["nvl"] = _nvl_cell(sum(1 for u in up if u), len(up) - self._unwired(gpu))
             for column, value in values.items():
                 table.update_cell(key, column, value, update_width=True)
             history = self.history.setdefault(counters.index, deque(maxlen=HISTORY))
@@ -481,11 +493,14 @@ class LinksPane(Container):
         live_links = {c.link: c for c in counters.nvlinks} if counters else {}
         cursor = table.cursor_row
         table.clear()
+        unwired = self._unwired(gpu) > 0  # then every link down in the capture is unwired
         for nv in gpu.nvlinks:
-            state = nv.state
+            state: str | None = nv.state
             live = live_links.get(nv.link)
             if live is not None and live.state is not None:
-                state = live.state  # type: ignore[assignment]
+                state = live.state
+            if unwired and nv.state == "down" and state == "down":
+                state = "unwired"
             if self.live:
                 errors = _total(
                     live.errors if live is not None else None,
@@ -503,12 +518,12 @@ class LinksPane(Container):
                 remote = f"{remote} {peer or nv.remote_bus_id}".strip()
             table.add_row(
                 Text(str(nv.link), justify="right"),
-                Text(state or "?", style="green" if state == "up" else "yellow"),
+                Text(state or "?", style=_STATE_STYLES.get(state or "", "yellow")),
                 _num(rate.nvlink_tx_gbps.get(nv.link) if rate else None),
                 _num(rate.nvlink_rx_gbps.get(nv.link) if rate else None),
                 errors,
                 Text(nv.version or "?"),
-                _num(nv.speed_gbps, 3),
+                _num(nvlink_link_rate_gbps(gpu, nv), 1),
                 Text(remote or "?"),
                 key=str(nv.link),
             )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pcidoc._lazyre import lazy
-from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
 from pcidoc.doctor.checks._common import not_applicable
@@ -13,6 +12,7 @@ from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import joined as _names
 from pcidoc.model.facts import Gpu
+from pcidoc.model.linkmodel import gpu_model_of, nvlinks_of
 from pcidoc.model.links import is_nvlink, nvlink_count
 from pcidoc.model.report import Evidence, Severity
 
@@ -103,12 +103,13 @@ def _not_nvswitch(ctx: Context) -> Finding:
             sum(nvlink_count(ctx.gpu_link(g.index, o.index)) for o in ctx.gpus if o is not g)
             for g in ctx.gpus
         )
-        if needed > config.NVLINK_MAX_LINKS_PER_GPU:
+        has, limit = _nvlinks_a_gpu_has(ctx)
+        if needed > has:
             return Finding(
                 "info",
                 f"{what}, which only NVSwitches can wire ({needed} NVLinks per GPU as a direct "
-                f"mesh, more than the {config.NVLINK_MAX_LINKS_PER_GPU} a GPU has): an NVSwitch "
-                "system whose fabric state is not in this capture",
+                f"mesh, more than {limit}): an NVSwitch system whose fabric state is not in this "
+                "capture",
                 evidence=[
                     _ev("NVLink class of the GPU pairs", nv),
                     _ev("NVLinks a direct mesh would need per GPU", needed, "links"),
@@ -134,6 +135,19 @@ def _not_nvswitch(ctx: Context) -> Finding:
         needs="import `nvidia-smi -q` (Fabric section) and `nvidia-smi nvlink -R`, or run "
         "`pcidoc check` on the machine",
     )
+
+
+def _nvlinks_a_gpu_has(ctx: Context) -> tuple[int, str]:
+    """The most NVLinks one of these GPUs has (its model's count: an A100 12, an H100 18; else
+    what it reports, else the most any GPU has) and that limit in words."""
+    counts = {g.name or "": nvlinks_of(g) for g in ctx.gpus}
+    name, has = max(counts.items(), key=lambda item: item[1], default=("", 0))
+    known = any(gpu_model_of(g) is not None or g.nvlinks for g in ctx.gpus)
+    if not known:
+        return has, f"the {has} any GPU has"
+    if len(counts) == 1 and name:
+        return has, f"the {has} of one {name}"
+    return has, f"the {has} of one GPU of this machine"
 
 
 def _fabric_manager_findings(ctx: Context, kind: str, fm_evidence: list[Evidence]) -> list[Finding]:
