@@ -27,3 +27,50 @@ def test_a_mesh_only_nvswitches_can_wire_names_the_links_this_gpu_has(
         gpu.nvlinks = []  # a paste of the matrix: the count comes from the GPU model
     summary = result(cap, "nvlink.fabric").summary
     assert f"more than {has})" in summary, summary
+
+
+def _nic_box(gpus: int, nics: int, near: str = "PIX") -> object:
+    """``gpus`` GPUs and ``nics`` NICs; GPU i is ``near`` to NIC (i * nics // gpus)."""
+    labels = [f"NIC{k}" for k in range(nics)]
+    near_links = {(i, f"NIC{i * nics // gpus}"): near for i in range(gpus)}
+    return machine(gpus, link="NV18", nics=labels, nic_links=near_links, nic_default="SYS")
+
+
+@pytest.mark.parametrize(
+    ("gpus", "nics", "words"),
+    [
+        (8, 8, ", 1:1 PIX)"),
+        (8, 2, ", 4 GPUs share each)"),
+        (12, 3, ", 4 GPUs share each)"),
+        (16, 8, ", 2 GPUs share each)"),
+    ],
+)
+def test_nic_sharing_is_said_as_it_is(gpus: int, nics: int, words: str) -> None:
+    """"every GPU has a PCIe-local NIC (... 1:1 PIX)" was said where 4 GPUs share each NIC."""
+    summary = result(_nic_box(gpus, nics), "numa.nic-affinity").summary
+    assert summary.startswith("every GPU has a PCIe-local NIC") and summary.endswith(words), summary
+    if nics < gpus:
+        assert "1:1" not in summary
+
+
+def test_long_lists_say_how_many_more() -> None:
+    res = result(_nic_box(12, 12), "numa.nic-affinity")
+    assert len(res.evidence) == 9 and res.evidence[-1].text() == (
+        "nearest NIC not listed: 4 more GPUs"
+    )
+    box = _nic_box(12, 12)
+    for nic in box.nics:  # type: ignore[attr-defined]
+        nic.name = f"mlx5_{nic.label[3:]}"
+    inventory = result(box, "nccl.nic-inventory")
+    assert "mlx5_7 and 4 more" in inventory.summary, inventory.summary
+
+
+def test_a_command_lists_every_rail_nic_not_the_first_eight() -> None:
+    labels = [f"NIC{k}" for k in range(20)]
+    box = machine(4, nics=labels, nic_links={(k % 4, f"NIC{k}"): "PIX" for k in range(10)})
+    for nic in box.nics:
+        nic.name = f"mlx5_{nic.label[3:]}"
+    res = result(box, "nccl.nic-inventory")
+    assert "mlx5_7 and 2 more" in res.summary, res.summary
+    rails = ",".join(f"mlx5_{k}" for k in range(10))
+    assert any(f"NCCL_IB_HCA={rails}`" in line for line in res.remediation), res.remediation

@@ -10,7 +10,7 @@ from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.checks.nvlink._shared import _NVLINK_RESET, _common_nv, _links_known, _to_switch
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
-from pcidoc.doctor.wording import gpu_ref
+from pcidoc.doctor.wording import gpu_ref, short_list
 from pcidoc.doctor.wording import joined as _names
 from pcidoc.model.facts import Gpu
 from pcidoc.model.linkmodel import unwired_nvlinks
@@ -377,7 +377,7 @@ def _amd_fabric(ctx: Context) -> Finding | None:
             (
                 "AMD GPUs without Infinity Fabric: every GPU pair is joined by PCIe"
                 if every
-                else f"AMD GPUs: {_names(pcie[:6])} joined by PCIe, not Infinity Fabric (XGMI)"
+                else f"AMD GPUs: {short_list(pcie, 6)} joined by PCIe, not Infinity Fabric (XGMI)"
             )
             + f" ({tool}); GPU-to-GPU traffic crosses PCIe, and the CPU interconnect where "
             "the GPUs hang off different sockets",
