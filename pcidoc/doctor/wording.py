@@ -29,6 +29,14 @@ def short_list(items: Sequence[str], limit: int = 4) -> str:
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
+def counted(count: int | None, noun: str, plural: str | None = None) -> str:
+    """``"8 ranks"``, ``"1 rank"``, or ``"an unknown number of ranks"`` (never ``"? ranks"``)."""
+    many = plural or f"{noun}s"
+    if not count:
+        return f"an unknown number of {many}"
+    return f"{count} {noun if count == 1 else many}"
+
+
 def joined(labels: Iterable[str]) -> str:
     """``"GPU0, GPU2"``: every label, comma-separated."""
     return ", ".join(labels)

@@ -74,3 +74,21 @@ def test_a_command_lists_every_rail_nic_not_the_first_eight() -> None:
     assert "mlx5_7 and 2 more" in res.summary, res.summary
     rails = ",".join(f"mlx5_{k}" for k in range(10))
     assert any(f"NCCL_IB_HCA={rails}`" in line for line in res.remediation), res.remediation
+
+
+@pytest.mark.parametrize("rows", [[(1024**3, 120.0)], []], ids=["judged", "no-busbw"])
+def test_an_unknown_rank_count_is_said_in_words(rows: list[tuple[int, float]]) -> None:
+    """A pasted nccl-tests table without its header: "all-reduce on ? ranks" read as a typo."""
+    from tests.doctor.test_scaling import allreduce
+
+    cap = machine(4, link="NV12")
+    cap.topology.labels, cap.topology.links = [], []
+    measurement = allreduce(rows)
+    if not rows:
+        from pcidoc.model import CollectiveRow
+
+        measurement.rows = [CollectiveRow(size_bytes=1024**3, busbw_gbps=None, wrong=0)]
+    cap.measurements.collectives = [measurement]
+    res = result(cap, "scaling.allreduce")
+    text = " ".join([res.summary, *(f.summary for f in res.findings)])
+    assert "?" not in text and "an unknown number of ranks" in text, text
