@@ -92,3 +92,24 @@ def test_an_unknown_rank_count_is_said_in_words(rows: list[tuple[int, float]]) -
     res = result(cap, "scaling.allreduce")
     text = " ".join([res.summary, *(f.summary for f in res.findings)])
     assert "?" not in text and "an unknown number of ranks" in text, text
+
+
+def test_a_gpus_audio_function_is_not_listed_as_another_device() -> None:
+    """A GPU and its HDMI audio function (same bus and device, function 1) both fail recovery:
+    one card, said once."""
+    from pcidoc.collect.importers import import_texts
+
+    log = (
+        "[  +0.000004] pcieport 0000:00:03.0: AER: Uncorrected (Fatal) error received: "
+        "0000:00:03.0\n"
+        "[  +0.000004] pcieport 0000:00:03.0: PCIe Bus Error: severity=Uncorrected (Fatal), "
+        "type=Transaction Layer, (Requester ID)\n"
+        "[  +0.000844] nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)\n"
+        "[  +0.000010] snd_hda_intel 0000:03:00.1: AER: can't recover (no error_detected "
+        "callback)\n"
+        "[  +0.000300] pcieport 0000:00:03.0: AER: device recovery failed\n"
+    )
+    cap = import_texts([("dmesg.txt", log)]).capture
+    res = result(cap, "kernel.aer")
+    assert "GPU at 0000:03:00.0 (and its function .1)" in res.summary, res.summary
+    assert "0000:03:00.1" not in res.summary and "0000:03:00.1" not in res.subjects
