@@ -113,3 +113,23 @@ def test_a_gpus_audio_function_is_not_listed_as_another_device() -> None:
     res = result(cap, "kernel.aer")
     assert "GPU at 0000:03:00.0 (and its function .1)" in res.summary, res.summary
     assert "0000:03:00.1" not in res.summary and "0000:03:00.1" not in res.subjects
+
+
+@pytest.mark.parametrize(
+    ("gpu", "banner"),
+    [
+        ("NVIDIA H100 80GB HBM3", "NCCL version 2.18.3+cuda12.2"),
+        (None, "NCCL version 2.21.5+cuda12.4"),
+        ("NVIDIA GeForce RTX 4090", "NCCL version 2.19.3+cuda12.3"),
+    ],
+)
+def test_a_version_that_was_read_is_never_a_skip(gpu: str | None, banner: str) -> None:
+    """`nccl.version` said "skip" (no input) while its line printed the version it read."""
+    from pcidoc.collect.importers import import_texts
+
+    text = banner + "\n" + (f"GPU 0: {gpu} (UUID: GPU-1)\n" if gpu else "")
+    cap = import_texts([("nccl.log", text)]).capture
+    res = result(cap, "nccl.version")
+    version = banner.split()[2].split("+")[0]
+    assert version in res.summary and res.severity == "info", (res.severity, res.summary)
+    assert "not judged" in res.summary
