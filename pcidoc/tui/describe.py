@@ -26,6 +26,7 @@ from pcidoc.model.report import CheckResult, Report, ReportSource
 from pcidoc.model.units import format_bytes, format_gbps, link_label
 from pcidoc.present._common import (
     MARKS,
+    UNNAMED_MODEL,
     docs_link,
     evidence_text,
     gpu_models,
@@ -147,12 +148,11 @@ def _models(capture: Capture) -> Text:
     """GPU count and models; GPUs no source in the capture names are said to be so (a pasted
     topology matrix has no model names), not called "unknown GPU"."""
     models = gpu_models(capture)
-    unnamed = models.endswith(" × unknown GPU") and "," not in models
-    if not unnamed:
-        return Text(models)
-    count = len(capture.gpus)
-    text = Text(f"{count} × GPU" if count > 1 else "1 GPU")
-    text.append(" (model not in this capture)", style="dim")
+    head, said, tail = models.partition(f" {UNNAMED_MODEL}")
+    text = Text(head)
+    if said:
+        text.append(said, style="dim")
+    text.append(tail)
     return text
 
 
