@@ -46,7 +46,7 @@ def _nic_box(gpus: int, nics: int, near: str = "PIX") -> object:
     ],
 )
 def test_nic_sharing_is_said_as_it_is(gpus: int, nics: int, words: str) -> None:
-    """"every GPU has a PCIe-local NIC (... 1:1 PIX)" was said where 4 GPUs share each NIC."""
+    """ "every GPU has a PCIe-local NIC (... 1:1 PIX)" was said where 4 GPUs share each NIC."""
     summary = result(_nic_box(gpus, nics), "numa.nic-affinity").summary
     assert summary.startswith("every GPU has a PCIe-local NIC") and summary.endswith(words), summary
     if nics < gpus:

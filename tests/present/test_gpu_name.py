@@ -43,7 +43,7 @@ def test_no_evidence_stays_unknown() -> None:
 
 
 def test_every_header_says_the_model_is_not_in_the_capture() -> None:
-    """"8 × unknown GPU" in a header read as a GPU pcidoc failed to recognise (the rtx4090
+    """ "8 × unknown GPU" in a header read as a GPU pcidoc failed to recognise (the rtx4090
     sample's header, whose title names RTX 4090 from the source thread)."""
     from pcidoc.doctor import run
     from pcidoc.model.report import ReportSource
