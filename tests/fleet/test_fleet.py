@@ -322,7 +322,7 @@ def test_a_difference_says_how_many_peers_hold_the_value(
 ) -> None:
     """ "(peers: x16, 91% of 11)" mixed the node itself into the share and the group size into
     the count. Now: "(x16 on all 11 peers)" or "(x16 on 9 of its 10 peers)"."""
-    from pcidoc.fleet.analyze import analyse
+    from pcidoc.model.capture import Capture
 
     def change(i: int, cap: Capture) -> None:
         if i < odd:
