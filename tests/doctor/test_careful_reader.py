@@ -133,3 +133,89 @@ def test_a_version_that_was_read_is_never_a_skip(gpu: str | None, banner: str) -
     version = banner.split()[2].split("+")[0]
     assert version in res.summary and res.severity == "info", (res.severity, res.summary)
     assert "not judged" in res.summary
+
+
+# ------------------------------------------------------------------ remedies that were missing
+
+
+@pytest.mark.parametrize(
+    ("bar1", "said"),
+    [(None, "not in this capture"), (256 * 2**20, "Enable Resizable BAR"), (64 * 2**30, None)],
+    ids=["unknown", "small", "large"],
+)
+def test_p2p_slower_than_staging_points_at_resizable_bar(
+    bar1: int | None, said: str | None
+) -> None:
+    from tests.doctor.test_p2p import codes, matrix, pair_matrix
+
+    cap = codes(machine(2, link="PXB"), "OK")
+    for gpu in cap.gpus:
+        gpu.bar1_total_bytes = bar1
+    cap.measurements.p2p = [
+        matrix("bandwidth", "enabled", pair_matrix(2, 8.0)),
+        matrix("bandwidth", "disabled", pair_matrix(2, 20.0)),
+    ]
+    res = result(cap, "p2p.fallback")
+    steps = " ".join(res.remediation)
+    if said is None:
+        assert "Resizable BAR" not in steps
+    else:
+        assert said in steps and "Above 4G Decoding" in steps, steps
+
+
+def _fabric_box(name: str, n: int, state: str) -> object:
+    from pcidoc.model.facts import NvLink
+
+    cap = machine(n, link="NV18", gpu_fields={"name": name})
+    for gpu in cap.gpus:
+        gpu.nvlinks = [NvLink(link=k, state="up", remote_type="switch") for k in range(18)]
+        gpu.fabric.state = state
+        gpu.fabric.status = "Success" if state == "completed" else None
+    return cap
+
+
+@pytest.mark.parametrize("name", ["NVIDIA GB200", "NVIDIA GB300"])
+def test_a_gb200_fabric_failure_points_at_imex_and_the_switch_trays(name: str) -> None:
+    cap = _fabric_box(name, 4, "not_started")
+    res = result(cap, "nvlink.fabric")
+    assert res.severity == "fail"
+    steps = " ".join(res.remediation)
+    assert "nvidia-imex" in steps and "switch tray" in steps
+    assert "nvidia-fabricmanager" not in steps  # runs on the switch trays, not on this node
+
+
+def test_a_single_node_nvswitch_fabric_failure_points_at_the_fabric_manager() -> None:
+    res = result(_fabric_box("NVIDIA H100 80GB HBM3", 8, "not_started"), "nvlink.fabric")
+    steps = " ".join(res.remediation)
+    assert res.severity == "fail" and "nvidia-fabricmanager" in steps
+    assert "imex" not in steps
+
+
+_WATCHDOG = (
+    "[rank1]:[E1103 08:17:39.512000 2981 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, "
+    "NumelOut=1, Timeout(ms)=600000) ran for 600032 milliseconds before timing out.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("link", "expected"),
+    [("PIX", "GPU0-GPU1, GPU0-GPU2"), ("PXB", "share a PCIe switch"), ("NV12", None), (None, "If")],
+)
+def test_a_hang_on_gpus_behind_one_switch_points_at_acs_and_vtd(
+    link: str | None, expected: str | None
+) -> None:
+    from pcidoc.collect.importers import import_texts
+
+    evidence = import_texts([("train.err", _WATCHDOG)]).capture.evidence
+    cap = machine(4, link=link or "SYS")
+    if link is None:
+        cap.topology.labels, cap.topology.links = [], []
+    cap.evidence = evidence
+    res = result(cap, "nccl.watchdog")
+    assert res.severity == "fail", res.summary
+    steps = " ".join(res.remediation)
+    if expected is None:
+        assert "VT-d" not in steps
+    else:
+        assert expected in steps and "VT-d" in steps and "ACS" in steps, steps

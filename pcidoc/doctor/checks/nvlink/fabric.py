@@ -41,14 +41,29 @@ def _is_mnnvl(ctx: Context) -> bool:
             return True
         if gpu.fabric.clique_id:
             return True
-    grace = (ctx.host.cpu_vendor or "").lower() == "arm" or "grace" in (
-        ctx.host.cpu_model or ""
-    ).lower()
+    grace = (
+        (ctx.host.cpu_vendor or "").lower() == "arm"
+        or "grace" in (ctx.host.cpu_model or "").lower()
+        or any(_superchip(g) for g in ctx.gpus)
+    )
     return (
         grace
         and any(_fabric_reported(g) for g in ctx.gpus)
         and any(_to_switch(g) for g in ctx.gpus)
     )
+
+
+_GRACE_GPU = lazy(r"\bG[BH]\d{3}\b")
+"""GH200, GB200, GB300...: the GPU of a Grace superchip, named after the pair."""
+
+
+def _superchip(gpu: Gpu) -> bool:
+    """A Grace superchip's GPU (GH200, GB200, GB300): its host is a Grace CPU, whatever the
+    capture says of the CPU."""
+    model = gpu_model_of(gpu)
+    if model is not None:
+        return model.form_factor == "superchip"
+    return _GRACE_GPU.search((gpu.name or "").upper()) is not None
 
 
 def _not_nvswitch(ctx: Context) -> Finding:
@@ -221,16 +236,20 @@ _FABRIC_SUMMARY = {
 
 
 def _fabric_fix(mnnvl: bool) -> str:
+    if mnnvl:
+        # GB200/GB300 NVL72-class racks: the compute trays run IMEX, the NVLink switch trays
+        # run the fabric (NVLink Management: NMX-C holds their fabric manager).
+        return (
+            "A multi-node NVLink rack's fabric is run by its NVLink switch trays, not by this "
+            "node: check every switch tray's state in the rack's NVLink management (NMX-C / "
+            "NMX-M: trays up, partitions configured), then IMEX on every compute tray of the "
+            "domain (`systemctl status nvidia-imex`, `nvidia-imex-ctl -N`: all nodes of "
+            "`/etc/nvidia-imex/nodes_config.cfg` connected); then `nvidia-smi -q | grep -A 8 "
+            "Fabric` (State Completed, Status Success, a clique id)."
+        )
     return (
         "Check the fabric service: `systemctl status nvidia-fabricmanager` and "
-        "`journalctl -u nvidia-fabricmanager`"
-        + (
-            "; on MNNVL nodes also `systemctl status nvidia-imex` and the NVLink switch trays' "
-            "fabric manager (NMX)"
-            if mnnvl
-            else ""
-        )
-        + "; then `nvidia-smi -q | grep -A 8 Fabric`."
+        "`journalctl -u nvidia-fabricmanager`; then `nvidia-smi -q | grep -A 8 Fabric`."
     )
 
 
