@@ -47,10 +47,16 @@ async def test_fleet_screen_lists_worst_first_and_opens_a_node(fleet_dir: Path) 
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
         assert app.screen.query_one(DataTable).cursor_row == 1
-        # Escape again goes back to that node without reloading.
+        # The list is the top: escape there does not re-open the last node (issue 30).
         await pilot.press("escape")
         await pilot.pause()
-        assert not isinstance(app.screen, FleetScreen)
+        assert isinstance(app.screen, FleetScreen)
+        # Enter on that node (the cursor stayed on it) shows it again, without reloading.
+        report = app.report
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, FleetScreen))
+        assert app.source is not None and app.source.path.endswith("node12.json")
+        assert app.report is report
 
 
 async def test_escape_before_any_node_stays_on_the_fleet(fleet_dir: Path) -> None:
