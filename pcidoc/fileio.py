@@ -61,6 +61,7 @@ __all__ = [
     "decode_text",
     "is_stdout",
     "is_stream",
+    "make_private_folder",
     "open_append",
     "read_input",
     "read_regular_file",
@@ -721,6 +722,19 @@ def write_new_file(folder: str, prefix: str, suffix: str, data: str) -> str:
         return os.path.join(place.folder, name)
     finally:
         os.close(place.dir_fd)
+
+
+def make_private_folder(folder: str) -> str:
+    """Make ``folder`` and the missing folders above it (mode 0700), walking the path like
+    every write (no link the rules refuse is followed); an existing folder is kept as it is.
+    Returns its path.
+
+    Raises:
+        PcidocError: a link is refused, or a folder cannot be made.
+    """
+    place = _Walk(folder, make_folders=True).place(folder, folder=True)
+    os.close(place.dir_fd)
+    return place.folder
 
 
 def open_append(path: str) -> TextIO:

@@ -77,3 +77,23 @@ async def test_a_skipped_file_is_named_once_on_the_fleet_screen(fleet_dir: Path)
         await pilot.pause()
         text = plain(app.screen.query_one("#fleet-unreadable"))
         assert "skipped" in text and text.count("broken.json") == 1, text
+
+
+async def test_the_fleet_export_dialog_keeps_the_typed_path_after_a_failure(
+    fleet_dir: Path, tmp_path: Path
+) -> None:
+    report = analyse([str(fleet_dir)], workers=1, generated_at="t")
+    app = make_app(
+        None, None, collect=lambda: None, fleet=report, allow_probes=False, export_dir=tmp_path
+    )
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.press("e")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ExportScreen")
+        app.screen.query_one("#export-path").value = "missing/fleet"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.export_retry))
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.press("e")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ExportScreen")
+        assert app.screen.query_one("#export-path").value == "missing/fleet"

@@ -113,3 +113,65 @@ async def test_every_view_rates_an_nvlink_at_the_link_models_nominal_rate() -> N
     gpu_detail = describe_cell(cap, "GPU0", "GPU0").plain
     assert "12 of 12 up, 6 more not wired in this design" in gpu_detail
     assert "25 GB/s each" in gpu_detail and "26.562" not in gpu_detail
+
+
+# --------------------------------------------------------------------------------- export
+
+
+@pytest.mark.parametrize("typed", ["no/such/folder/report", "elsewhere/deep/x"])
+async def test_the_export_dialog_keeps_the_typed_path_after_a_missing_folder(
+    tmp_path, typed: str
+) -> None:
+    """ "folder does not exist: press e ..." then e proposed the default name again: the path
+    typed (with its one wrong folder) had to be typed again."""
+    from tests.tui.machines import acs_machine, acs_source
+
+    app = make_app(acs_machine(), acs_source(), export_dir=tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        app.screen.query_one("#export-path").value = typed
+        await pilot.press("enter")
+        await settle(pilot)
+        assert any("does not exist" in m for s, m in app.notices if s == "error")
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.screen.query_one("#export-path").value == typed
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("e")  # once corrected (or abandoned), the default comes back
+        await pilot.pause()
+        assert app.screen.query_one("#export-path").value.startswith("pcidoc-report-")
+
+
+def test_exports_default_to_a_reports_folder_not_the_working_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """In a checkout, exports into the working folder became untracked files."""
+    from pcidoc.tui.services import TuiOptions
+
+    monkeypatch.delenv("PCIDOC_EXPORT_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert TuiOptions().export_dir == tmp_path / "home" / "pcidoc-reports"
+    monkeypatch.setenv("PCIDOC_EXPORT_DIR", str(tmp_path / "chosen"))
+    assert TuiOptions().export_dir == tmp_path / "chosen"
+
+
+async def test_the_default_reports_folder_is_made_private_at_the_first_export(tmp_path) -> None:
+    import os
+    import stat
+
+    from tests.tui.machines import acs_machine, acs_source
+
+    folder = tmp_path / "home" / "pcidoc-reports"
+    app = make_app(acs_machine(), acs_source(), export_dir=folder)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("enter")
+        await settle(pilot)
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert sorted(p.suffix for p in folder.iterdir()) == [".html", ".json", ".md", ".svg"]

@@ -188,7 +188,7 @@ class FleetScreen(Screen[str | None]):
 
         app.push_screen(
             ExportScreen(
-                default,
+                app.export_retry.pop("fleet", None) or default,
                 str(app.options.export_dir),
                 what=FLEET_FILES,
                 suffixes=(".md", ".html", ".json"),
