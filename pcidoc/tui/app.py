@@ -48,6 +48,7 @@ from pcidoc.tui.messages import (
     ReportUpdated,
     ThisMachineCollected,
 )
+from pcidoc.tui.offline_svg import offline_svg
 from pcidoc.tui.replay import TraceReplaySampler, synthetic_trace
 from pcidoc.tui.screens.main import PANES, MainScreen
 from pcidoc.tui.services import TuiOptions, TuiServices, utc_now
@@ -877,7 +878,10 @@ class PcidocApp(App[int]):
         # The dialog is gone after this refresh: the screenshot shows the panes, not the dialog.
         self.call_after_refresh(
             lambda: self.write_export(
-                report, base, self.export_screenshot(title=f"pcidoc — {base}"), default_name
+                report,
+                base,
+                offline_svg(self.export_screenshot(title=f"pcidoc — {base}")),
+                default_name,
             )
         )
 

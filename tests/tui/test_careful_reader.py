@@ -175,3 +175,24 @@ async def test_the_default_reports_folder_is_made_private_at_the_first_export(tm
         await settle(pilot)
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
     assert sorted(p.suffix for p in folder.iterdir()) == [".html", ".json", ".md", ".svg"]
+
+
+async def test_the_exported_svg_loads_no_font_from_the_network(tmp_path) -> None:
+    """Rich's SVG fetched Fira Code from a CDN: offline machines drew it in another font (and
+    a viewer told a third party that a report was opened)."""
+    import re
+
+    from tests.tui.machines import acs_machine, acs_source
+
+    app = make_app(acs_machine(), acs_source(), export_dir=tmp_path)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("enter")
+        await settle(pilot)
+    (svg,) = tmp_path.glob("*.svg")
+    text = svg.read_text(encoding="utf-8")
+    assert "url(" not in text and "cdnjs" not in text
+    assert not re.search(r"https?://(?!www\.w3\.org/2000/svg|www\.textualize\.io)", text)
+    assert "ui-monospace" in text and 'local("FiraCode-Regular")' in text
