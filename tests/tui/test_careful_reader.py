@@ -196,3 +196,24 @@ async def test_the_exported_svg_loads_no_font_from_the_network(tmp_path) -> None
     assert "url(" not in text and "cdnjs" not in text
     assert not re.search(r"https?://(?!www\.w3\.org/2000/svg|www\.textualize\.io)", text)
     assert "ui-monospace" in text and 'local("FiraCode-Regular")' in text
+
+
+@pytest.mark.parametrize("kind", ["live", "import"])
+async def test_a_links_pane_without_gpus_says_why(kind: str) -> None:
+    """An empty GPU table (with the usual note about TX, RX and Util) said nothing."""
+    from pcidoc.model import Capture
+    from tests.tui.machines import no_gpu_machine
+
+    cap = no_gpu_machine() if kind == "live" else Capture.empty("import")
+    source = ReportSource(kind="live") if kind == "live" else ReportSource(kind="import")
+    app = make_app(cap, source, demo_fallback=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        note = plain(app.main.query_one("#links-note"))
+        where = "this machine" if kind == "live" else "this capture"
+        assert f"No GPUs in {where}" in note and "TX, RX" not in note
+        if kind == "live":
+            assert "NVIDIA driver is not installed" in note
+        assert not app.main.query_one("#gpu-table", DataTable).display

@@ -77,6 +77,19 @@ def _nvl_cell(up: int, wired: int) -> Text:
     return Text(f"{up}/{wired}", justify="right", style="bold yellow" if up < wired else "")
 
 
+def _no_gpus_note(capture: Capture) -> Text:
+    """Why the pane is empty: no GPU on this machine (NVML's reason) or in this capture."""
+    where = "this machine" if capture.origin.kind == "live" else "this capture"
+    text = Text(f"No GPUs in {where}, so no links to show", style="bold yellow")
+    reason = capture.unavailable.get("gpus")
+    text.append(f": {reason}" if reason else ".")
+    text.append(
+        "\nThe Host pane (4) shows what was found; `pcidoc --demo` opens a sample machine.",
+        style="dim",
+    )
+    return text
+
+
 def _count(value: int | None, warn: bool = True) -> Text:
     if value is None:
         return Text("—", style="dim", justify="right")
@@ -253,7 +266,14 @@ class LinksPane(Container):
         self.link_history.clear()
         table = self.query_one("#gpu-table", DataTable)
         table.clear()
+        table.display = capture is None or bool(capture.gpus)
         if capture is None:
+            return
+        if not capture.gpus:
+            # An empty table says nothing: say why there is nothing to show.
+            self.query_one("#links-note", Static).update(_no_gpus_note(capture))
+            self.selected_gpu = None
+            self._show_links()
             return
         self._show_note()
         for gpu in capture.gpus:
