@@ -867,7 +867,7 @@ class PcidocApp(App[int]):
                 "Nothing to export yet: the report is still being computed.", severity="warning"
             )
             return
-        proposed = self.export_retry.pop("report", None) or self.default_export_base()
+        proposed = self.export_retry.pop("report", "") or self.default_export_base()
         self.push_screen(ExportScreen(proposed, str(self.options.export_dir)), self._export_chosen)
 
     def _export_chosen(self, base: str | None) -> None:

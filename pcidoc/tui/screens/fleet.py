@@ -188,7 +188,7 @@ class FleetScreen(Screen[str | None]):
 
         app.push_screen(
             ExportScreen(
-                app.export_retry.pop("fleet", None) or default,
+                app.export_retry.pop("fleet", "") or default,
                 str(app.options.export_dir),
                 what=FLEET_FILES,
                 suffixes=(".md", ".html", ".json"),
