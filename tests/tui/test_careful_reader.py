@@ -217,3 +217,15 @@ async def test_a_links_pane_without_gpus_says_why(kind: str) -> None:
         if kind == "live":
             assert "NVIDIA driver is not installed" in note
         assert not app.main.query_one("#gpu-table", DataTable).display
+
+
+def test_the_host_pane_says_how_many_more_source_files() -> None:
+    """The list of an imported capture's source files stopped at 6 without a word."""
+    from pcidoc.model.capture import OriginSource
+    from pcidoc.tui.describe import host_detail
+
+    cap = load_sample("h100-pcie-nvlink-bridge")
+    cap.origin.sources = [OriginSource(path=f"/tmp/paste-{i}.txt") for i in range(9)]
+    text = host_detail(cap, "Host").plain
+    assert "paste-5.txt" in text and "paste-6.txt" not in text
+    assert "and 3 more source files" in text
