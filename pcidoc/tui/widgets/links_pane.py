@@ -58,6 +58,11 @@ LINK_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 """The selected GPU's NVLinks; its title says the unit (GB/s)."""
 
+_LINK_WIDTHS = {"speed": 6}
+"""Fixed column widths: the rated speed ("25.0", "14.1", "—") keeps the width of a reported one,
+so the columns beside the chart end where they did at 80 columns (never one letter of the
+next column)."""
+
 
 def _num(value: float | None, digits: int = 2) -> Text:
     """A rate in GB/s: three significant digits at most (``0.63``, ``12.3``, ``123``), so the
@@ -237,7 +242,7 @@ class LinksPane(Container):
             table.add_column(label, key=key)
         links = self.query_one("#nvlink-table", DataTable)
         for key, label in LINK_COLUMNS:
-            links.add_column(label, key=key)
+            links.add_column(label, key=key, width=_LINK_WIDTHS.get(key))
         self.query_one("#chart-box").display = False
 
     # -------------------------------------------------------------------------- data
@@ -357,7 +362,11 @@ class LinksPane(Container):
         if self.live:
             tx = rx = None
         up = sum(1 for nv in gpu.nvlinks if nv.state == "up")
-        nvl = _nvl_cell(up, self._wired(gpu)) if gpu.nvlinks else Text("—", style="dim")
+        nvl = (
+            _nvl_cell(up, self._wired(gpu))
+            if gpu.nvlinks
+            else Text("—", style="dim", justify="right")
+        )
         return [
             Text(gpu.label, style="bold"),
             _link_cell(gpu),
