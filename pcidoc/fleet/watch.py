@@ -14,13 +14,16 @@ line:
 * ``check_changed``: a check changed severity (with the new summary);
 * ``sample_error``: the sampler could not read some counters (once per distinct message);
 * ``nccl_ras``: the ranks NCCL's RAS service on this node names changed (queried read-only on
-  ``localhost:28028`` every 30 s when a job listens; the report also feeds ``nccl.ras``).
+  ``localhost:28028`` every 30 s when a job listens; the report also feeds ``nccl.ras``). Only
+  a listener of root's, of the user running ``watch`` or of a ``--ras-user`` is read
+  (:mod:`pcidoc.collect.nccl_ras_client`); another is an ``nccl_ras_error`` line.
 
 The first line is ``started`` with the initial worst verdict. The ``--prom`` file is rewritten
 atomically after every sample (verdict metrics of :mod:`pcidoc.fleet.prom` plus the time of the
 last sample, and per device the link transitions and transitions per minute). Every change of
 a GPU's or its upstream port's link is kept with its time (:mod:`pcidoc.fleet.flaps`) and judged
-by ``pcie.link-flap`` at each diagnosis. Ctrl-C ends the loop with exit code 130. Clock, sleep
+by ``pcie.link-flap`` at each diagnosis. Ctrl-C ends the loop with exit code 130, SIGTERM
+with 143 and SIGHUP with 129 (one line on stderr; no temporary file stays behind). Clock, sleep
 and the NVML backend are injectable so that tests drive the loop with the fake backend on a fake
 clock.
 """
