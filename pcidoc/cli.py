@@ -784,12 +784,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    """``pcidoc probe NAME``; without a name, the list of probes."""
+    """``pcidoc probe NAME``; without a name, the list of probes (on stdout, exit 0: listing
+    is what ``pcidoc probe`` alone asks for, as ``pcidoc samples`` lists the samples)."""
     if args.name is None:
         width = max(map(len, PROBE_NAMES))
         lines = [f"  {name:<{width}}  {PROBE_SUMMARIES[name]}" for name in PROBE_NAMES]
-        _stderr("usage: pcidoc probe NAME [options]; the probes:\n" + "\n".join(lines))
-        return ExitCode.BAD_INPUT
+        _emit("The probes (run one: pcidoc probe NAME [options]):\n" + "\n".join(lines) + "\n")
+        return ExitCode.OK
     if args.name == "fabric":
         from pcidoc.probes.fabric import fabric_command
 

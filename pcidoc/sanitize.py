@@ -147,36 +147,50 @@ def clean_data(node: Any) -> Any:
     if isinstance(node, str):
         return node if node.isprintable() else clean_line(node)
     if isinstance(node, list):
-        out_list: list[Any] | None = None
-        for pos, item in enumerate(node):
-            if isinstance(item, str) and item.isprintable():
-                continue
-            if isinstance(item, (int, float, bool)) or item is None:
-                continue
-            cleaned = clean_data(item)
-            if cleaned is not item:
-                if out_list is None:
-                    out_list = list(node)
-                out_list[pos] = cleaned
-        return node if out_list is None else out_list
+        return _clean_list(node)
     if isinstance(node, dict):
-        out_dict: dict[Any, Any] | None = None
-        for key, value in node.items():
-            new_key = clean_data(key) if isinstance(key, str) else key
-            new_value = value
-            if not (isinstance(value, str) and value.isprintable()) and isinstance(
-                value, (str, list, dict)
-            ):
-                new_value = clean_data(value)
-            if new_key is not key or new_value is not value:
-                if out_dict is None:
-                    out_dict = {}
-                    for k, v in node.items():
-                        if k is key:
-                            break
-                        out_dict[k] = v
-                out_dict[new_key] = new_value
-            elif out_dict is not None:
-                out_dict[new_key] = new_value
-        return node if out_dict is None else out_dict
+        return _clean_dict(node)
     return node
+
+
+def _clean_list(node: list[Any]) -> list[Any]:
+    out: list[Any] | None = None
+    for pos, item in enumerate(node):
+        if isinstance(item, str) and item.isprintable():
+            continue
+        if isinstance(item, (int, float, bool)) or item is None:
+            continue
+        cleaned = clean_data(item)
+        if cleaned is not item:
+            if out is None:
+                out = list(node)
+            out[pos] = cleaned
+    return node if out is None else out
+
+
+def _clean_dict(node: dict[Any, Any]) -> dict[Any, Any]:
+    out: dict[Any, Any] | None = None
+    for key, value in node.items():
+        new_key = clean_data(key) if isinstance(key, str) else key
+        new_value = value
+        if not (isinstance(value, str) and value.isprintable()) and isinstance(
+            value, (str, list, dict)
+        ):
+            new_value = clean_data(value)
+        if new_key is not key or new_value is not value:
+            if out is None:
+                out = _copied_before(node, key)
+            out[new_key] = new_value
+        elif out is not None:
+            out[new_key] = new_value
+    return node if out is None else out
+
+
+def _copied_before(node: dict[Any, Any], stop: Any) -> dict[Any, Any]:
+    """The items of ``node`` before the key ``stop`` (unchanged), in order."""
+    out: dict[Any, Any] = {}
+    for k, v in node.items():
+        if k is stop:
+            break
+        out[k] = v
+    return out

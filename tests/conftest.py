@@ -19,6 +19,23 @@ sys.path.insert(0, str(ROOT))
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Make the end of a run cheap for the garbage collector.
+
+    At unconfigure pytest collects garbage five times (to report unraisable exceptions). On the
+    heap of a whole run that took longer than the 5 s execnet gives an xdist worker to finish,
+    after which execnet SIGINTs the worker: a passing run printed a ``KeyboardInterrupt``
+    traceback from whatever ran then (Hypothesis's gc callback). One collection here, then the
+    survivors frozen (``gc.freeze``: left out of later collections), and those five passes only
+    look at what is new.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 SHARED = ROOT.parent / "shared"
 REALDATA = SHARED / "realdata"
 

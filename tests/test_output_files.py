@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -467,3 +468,182 @@ def test_default_capture_name_stays_in_the_folder(hostname: str, expected: str) 
 
     name = default_capture_name(hostname, "2026-11-27T12:00:00Z", redact=False)
     assert name.startswith(expected) and "/" not in name and name.endswith(".json")
+
+
+# ------------------------------------------------- issue 30: the whole path, hard links, kernel
+
+
+def _foreign_folder(path: Path, mode: int = 0o755) -> Path:
+    path.mkdir()
+    os.chown(path, 65534, 65534)
+    os.chmod(path, mode)
+    return path
+
+
+@needs_root
+def test_an_intermediate_folder_swapped_for_a_link_while_writing_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """alice swaps /home/alice/reports for a link to /etc between the moment the writer looks
+    at the folder and the moment it opens the folder below it. The swap is made at the first
+    look (any lstat or open of that folder), so the race is hit every time."""
+    victim = tmp_path / "etc"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "sub" / "passwd").write_text("root:x:0:0")
+    home = _foreign_folder(tmp_path / "alice")
+    reports = home / "reports"
+    (reports / "sub").mkdir(parents=True)
+    moved = home / "moved"
+    real_lstat, real_open = os.lstat, os.open
+    swapped: list[bool] = []
+
+    def swap() -> None:
+        if not swapped:
+            swapped.append(True)
+            os.rename(reports, moved)
+            _nobody_link(reports, victim)
+
+    def lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        result = real_lstat(path, *args, **kwargs)
+        if os.fspath(path) == str(reports):
+            swap()
+        return result
+
+    def open_(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        fd = real_open(path, flags, *args, **kwargs)
+        if os.fspath(path) in (str(reports), "reports"):
+            swap()
+        return fd
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    monkeypatch.setattr(os, "open", open_)
+    write_output(reports / "sub" / "passwd", "pwned")
+    monkeypatch.undo()
+    assert swapped
+    assert (victim / "sub" / "passwd").read_text() == "root:x:0:0"
+    assert (moved / "sub" / "passwd").read_text() == "pwned"
+
+
+@needs_root
+@pytest.mark.parametrize("folder", ["another user's", "sticky shared"])
+def test_a_hard_link_in_a_folder_others_can_change_is_not_written_through(
+    tmp_path: Path, folder: str
+) -> None:
+    """alice hard-links root's file into her folder (or /tmp) under the report's name: the
+    report replaces her name (rename), root's file keeps its content."""
+    victim = tmp_path / "shadow"
+    victim.write_text("root:$6$secret")
+    os.chmod(victim, 0o640)
+    if folder == "sticky shared":
+        shared = tmp_path / "tmp"
+        shared.mkdir()
+        os.chmod(shared, 0o1777)
+    else:
+        shared = _foreign_folder(tmp_path / "alice")
+    planted = shared / "report.json"
+    os.link(victim, planted)
+    assert write_output(planted, '{"report": 1}').replaced
+    assert victim.read_text() == "root:$6$secret"
+    assert planted.read_text() == '{"report": 1}'
+    assert os.stat(victim).st_nlink == 1
+    # watch --jsonl appends: refused there rather than appended to root's file.
+    from pcidoc.fileio import open_append
+
+    os.link(victim, shared / "events.jsonl")
+    with pytest.raises(PcidocError, match="other hard links"):
+        open_append(str(shared / "events.jsonl"))
+    assert victim.read_text() == "root:$6$secret"
+
+
+def test_the_kernel_interfaces_are_recognised() -> None:
+    from pcidoc.fileio import _kernel_filesystem
+
+    fd = os.open("/proc/self/status", os.O_RDONLY)
+    try:
+        assert _kernel_filesystem(fd, "/proc/self/status") == "procfs"
+    finally:
+        os.close(fd)
+    fd = os.open("/sys/kernel", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert _kernel_filesystem(fd, "/sys/kernel") == "sysfs"
+    finally:
+        os.close(fd)
+    fd = os.open(os.getcwd(), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert _kernel_filesystem(fd, os.getcwd()) is None
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"), reason="no THP setting"
+)
+def test_a_sysfs_attribute_is_never_written_by_the_in_place_fallback() -> None:
+    """sysfs refuses a temporary file beside the attribute; the in-place fallback then wrote
+    the report into the attribute as root (a kernel setting). Refused before it is opened.
+    (The text written, were the refusal missing, is not a value the kernel accepts.)"""
+    attribute = "/sys/kernel/mm/transparent_hugepage/enabled"
+    before = Path(attribute).read_text()
+    with pytest.raises(PcidocError, match=r"sysfs, a kernel interface"):
+        write_output(attribute, "pcidoc-test-not-a-setting\n")
+    with pytest.raises(PcidocError, match=r"sysfs, a kernel interface"):
+        write_output("/sys/kernel/mm/transparent_hugepage/../transparent_hugepage/enabled", "x y")
+    assert Path(attribute).read_text() == before
+
+
+def test_a_full_disk_during_an_in_place_rewrite_keeps_the_old_file(tmp_path: Path) -> None:
+    """A file with another hard link is rewritten in place; a file-size limit (as a full disk
+    or a quota) used to leave it truncated to what fitted. The space is reserved first now."""
+    target = tmp_path / "a.json"
+    target.write_text("old content\n")
+    os.link(target, tmp_path / "b.json")
+    code = (
+        "import resource, signal, sys\n"
+        "from pcidoc.errors import PcidocError\n"
+        "from pcidoc.fileio import write_output\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))\n"
+        "try:\n"
+        "    write_output(sys.argv[1], 'x' * 4096)\n"
+        "except PcidocError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(target)], capture_output=True, text=True, timeout=60
+    )
+    assert "left unchanged" in done.stdout, done.stdout + done.stderr
+    assert target.read_text() == "old content\n"
+    assert (tmp_path / "b.json").read_text() == "old content\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
+
+
+@needs_root
+def test_the_tui_crash_log_is_private_and_does_not_follow_planted_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pcidoc.tui.app import write_crash_log
+
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    state = _foreign_folder(tmp_path / "state")
+    _nobody_link(state / "pcidoc", victim)
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    monkeypatch.delenv("PCIDOC_LOG_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.setenv("TMPDIR", str(shared))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # tempfile caches the folder it chose
+    log = write_crash_log(RuntimeError("boom"))
+    assert log is not None and log.parent == shared
+    assert list(victim.iterdir()) == []
+    assert stat.S_IMODE(os.stat(log).st_mode) == 0o600
+    assert "RuntimeError: boom" in log.read_text()
+    second = write_crash_log(RuntimeError("boom"))
+    assert second is not None and second != log  # never a predictable, reused name
+    # A state folder that does not exist yet is made private.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "new-state"))
+    log = write_crash_log(RuntimeError("boom"))
+    assert log is not None and log.parent == tmp_path / "new-state" / "pcidoc"
+    assert stat.S_IMODE(os.stat(log.parent).st_mode) == 0o700

@@ -365,6 +365,10 @@ def _nic_xml(nic, dev: int, pad: str, gdr: bool) -> list[str]:  # type: ignore[n
     return out
 
 
+MAX_TOPO_FILE_BYTES = 4 * 2**20
+"""The largest ``NCCL_TOPO_FILE`` read (a real one is a few kilobytes per GPU)."""
+
+
 def attach_topo_file(capture: Capture, environ: dict[str, str] | None = None) -> None:
     """On a live machine: read the file ``NCCL_TOPO_FILE`` names into ``capture.evidence``
     (so ``nccl.topo-file`` can check it against the GPUs seen). Never raises."""
@@ -377,11 +381,13 @@ def attach_topo_file(capture: Capture, environ: dict[str, str] | None = None) ->
         return
     evidence = capture.evidence or ImportedEvidence()
     evidence.topo_file_env = path
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read(4 * 2**20 + 1)
-    except OSError as exc:
-        evidence.topo_file_error = f"cannot read it ({exc.strerror or exc})"
+    from pcidoc.errors import PcidocError
+    from pcidoc.fileio import read_regular_file
+
+    try:  # a FIFO, a device or a huge file must not hang or flood collection
+        text = read_regular_file(path, limit=MAX_TOPO_FILE_BYTES).decode("utf-8", "replace")
+    except PcidocError as exc:
+        evidence.topo_file_error = exc.message
         capture.evidence = evidence
         return
     topo, warnings = parse_xml_text(text, Path(path).name)

@@ -190,8 +190,8 @@ nccl_nvlink_model_gbps = linkmodel.nccl_nvlink_model_gbps
 # More NVLinks than this per GPU do not exist (NVLink4/5: 18 per GPU) [A] (NVML
 # NVML_NVLINK_MAX_LINKS on Hopper/Blackwell boards). A topology whose NV# per pair times the
 # number of peers exceeds it must be an NVSwitch fabric (NV# = the GPU's links to the switch),
-# not a direct mesh [D].
-NVLINK_MAX_LINKS_PER_GPU = 18
+# not a direct mesh [D]. The count of one GPU model (A100 12) is linkmodel.nvlinks_of.
+NVLINK_MAX_LINKS_PER_GPU = linkmodel.NVLINK_MAX_LINKS_PER_GPU
 
 
 # P2P enabled within this fraction of the disabled/staged copy is indistinguishable from the

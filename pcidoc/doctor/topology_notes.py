@@ -19,12 +19,8 @@ from itertools import chain, repeat
 
 from pcidoc.model.capture import Capture
 from pcidoc.model.cpulist import format_cpulist, parse_cpulist
+from pcidoc.model.linkmodel import NVLINK_MAX_LINKS_PER_GPU, nvlinks_of
 from pcidoc.model.links import is_nvlink, nvlink_count, rank
-
-MAX_NVLINKS_PER_GPU = 18
-"""Most NVLinks any NVIDIA GPU has had so far (Hopper and Blackwell: 18 per GPU, NVIDIA product
-briefs). A full mesh of ``NV#`` over N GPUs needs ``# x (N-1)`` links per GPU when the links are
-direct; more than this means the links go through NVSwitch."""
 
 NEAR_NIC_CLASSES: frozenset[str] = frozenset({"PIX", "PXB"})
 """GPU-NIC classes that keep RDMA traffic below the CPU (GPUDirect RDMA friendly)."""
@@ -303,8 +299,7 @@ def _mesh_kind(capture: Capture, gpus: list[int], per_pair: int, pair: bool) -> 
     if any(link.remote_type == "switch" for g in facts for link in g.nvlinks):
         return " (through NVSwitch)" if pair else " (full mesh through NVSwitch)"
     needed = per_pair * (len(gpus) - 1)
-    known_links = [len(g.nvlinks) for g in facts if g.nvlinks]
-    most_links = max(known_links) if known_links else MAX_NVLINKS_PER_GPU
+    most_links = max(map(nvlinks_of, facts), default=NVLINK_MAX_LINKS_PER_GPU)
     if needed > most_links:
         return "" if pair else " (NVSwitch-class full mesh)"
     remote = {link.remote_type for g in facts for link in g.nvlinks if link.remote_type}

@@ -29,6 +29,28 @@ def short_list(items: Sequence[str], limit: int = 4) -> str:
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
+def counted(count: int | None, noun: str, plural: str | None = None) -> str:
+    """``"8 ranks"``, ``"1 rank"``, or ``"an unknown number of ranks"`` (never ``"? ranks"``)."""
+    many = plural or f"{noun}s"
+    if not count:
+        return f"an unknown number of {many}"
+    return f"{count} {noun if count == 1 else many}"
+
+
+def by_card(bus_ids: Iterable[str]) -> list[tuple[str, list[str]]]:
+    """PCI functions grouped by card, in order: ``[("0000:03:00.0", [".1"])]`` for a GPU and
+    its HDMI audio function (same bus and device). The first function seen names the card,
+    function 0 when present; the others are listed by their function number."""
+    cards: dict[str, list[str]] = {}
+    for bus in dict.fromkeys(bus_ids):
+        cards.setdefault(bus.rsplit(".", 1)[0], []).append(bus)
+    grouped = []
+    for functions in cards.values():
+        head = next((f for f in functions if f.endswith(".0")), functions[0])
+        grouped.append((head, ["." + f.rsplit(".", 1)[-1] for f in functions if f != head]))
+    return grouped
+
+
 def joined(labels: Iterable[str]) -> str:
     """``"GPU0, GPU2"``: every label, comma-separated."""
     return ", ".join(labels)

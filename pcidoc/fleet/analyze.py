@@ -162,10 +162,26 @@ def _fact_label(key: str) -> str:
 def _compare_group(members: list[NodeSummary]) -> tuple[dict[int, list[Difference]], list[str]]:
     """Differences of each member (by position) from the group, and facts with no majority."""
     diffs: dict[int, list[Difference]] = defaultdict(list)
+    split = _fact_differences(members, diffs)
+    _counter_differences(members, diffs)
+    _verdict_differences(members, diffs)
+    return diffs, split
+
+
+def _on_peers(value: str, same: int, peers: int) -> str:
+    """``x16 on all 23 peers`` / ``12/12 on 10 of its 11 peers``: the peers' value and how many
+    of this node's peers (the others of its group whose value is known) hold it."""
+    return (
+        f"{value} on all {peers} peers"
+        if same == peers
+        else f"{value} on {same} of its {peers} peers"
+    )
+
+
+def _fact_differences(members: list[NodeSummary], diffs: dict[int, list[Difference]]) -> list[str]:
+    """Facts where a member differs from the majority of its group; the facts without one."""
     split: list[str] = []
-    size = len(members)
-    fact_keys = sorted({k for m in members for k in m.facts})
-    for key in fact_keys:
+    for key in sorted({k for m in members for k in m.facts}):
         values = [m.facts.get(key) for m in members]
         known = [v for v in values if v is not None]
         if len(known) < MIN_PEERS:
@@ -176,6 +192,7 @@ def _compare_group(members: list[NodeSummary]) -> tuple[dict[int, list[Differenc
                 split.append(key)
             continue
         value, share = majority
+        same = known.count(value)
         last = key.rsplit(".", 1)[-1]
         for i, (member, mine) in enumerate(zip(members, values, strict=True)):
             if mine is None or mine == value:
@@ -191,12 +208,16 @@ def _compare_group(members: list[NodeSummary]) -> tuple[dict[int, list[Differenc
                     peer_share=round(share, 3),
                     degrades=last in DEGRADING_FACTS and _worse_fact(last, mine, value),
                     subject=subject,
-                    text=f"{who}{_fact_label(key)} {mine} (peers: {value}, "
-                    f"{round(share * 100)}% of {size})",
+                    text=f"{who}{_fact_label(key)} {mine} "
+                    f"({_on_peers(value, same, len(known) - 1)})",
                 )
             )
-    counter_keys = sorted({k for m in members for k in m.counters})
-    for key in counter_keys:
+    return split
+
+
+def _counter_differences(members: list[NodeSummary], diffs: dict[int, list[Difference]]) -> None:
+    """Counters an order of magnitude above the median of the member's peers."""
+    for key in sorted({k for m in members for k in m.counters}):
         values_c = [m.counters.get(key) for m in members]
         known_c = [v for v in values_c if v is not None]
         if len(known_c) < MIN_PEERS:
@@ -221,22 +242,27 @@ def _compare_group(members: list[NodeSummary]) -> tuple[dict[int, list[Differenc
                         text=f"{who}{_fact_label(key)} {mine_c} (peers' median {peers})",
                     )
                 )
-    check_ids = sorted({k for m in members for k in m.verdicts})
-    for check_id in check_ids:
+
+
+def _verdict_differences(members: list[NodeSummary], diffs: dict[int, list[Difference]]) -> None:
+    """Checks at warn or worse on a member where its group's majority verdict is better."""
+    for check_id in sorted({k for m in members for k in m.verdicts}):
         values_v = [m.verdicts.get(check_id) for m in members]
         known_v = [v for v in values_v if v is not None]
         majority_v = _majority(known_v)
         if majority_v is None or len(known_v) < MIN_PEERS:
             continue
         value, share = majority_v
+        same = known_v.count(value)
         for i, (member, mine_v) in enumerate(zip(members, values_v, strict=True)):
-            if mine_v is None or SEVERITY_ORDER[mine_v] <= SEVERITY_ORDER[value]:
-                continue
             # Only a worse verdict at warn or above marks a node: a better one is not a reason to
             # look at it, and an info note (an idle link, a gap in the capture) is not a problem.
+            if mine_v is None or SEVERITY_ORDER[mine_v] <= SEVERITY_ORDER[value]:
+                continue
             if SEVERITY_ORDER[mine_v] < SEVERITY_ORDER["warn"]:
                 continue
             summary = next((f[2] for f in member.findings if f[0] == check_id), "")
+            peers = _on_peers(value, same, len(known_v) - 1)
             diffs[i].append(
                 Difference(
                     key=f"check:{check_id}",
@@ -244,11 +270,10 @@ def _compare_group(members: list[NodeSummary]) -> tuple[dict[int, list[Differenc
                     value=mine_v,
                     peers=value,
                     peer_share=round(share, 3),
-                    degrades=SEVERITY_ORDER[mine_v] >= SEVERITY_ORDER["warn"],
-                    text=f"{check_id}: {mine_v} (peers: {value}): {summary}".rstrip(": "),
+                    degrades=True,
+                    text=f"{check_id}: {mine_v} ({peers}): {summary}".rstrip(": "),
                 )
             )
-    return diffs, split
 
 
 def _median_without(ordered: list[int], value: int) -> float:

@@ -79,6 +79,14 @@ def add_fleet_commands(sub: Any, hidden_debug: dict[str, object]) -> None:
     watch.add_argument(
         "--count", type=int, metavar="N", help="stop after N samples (default: run until Ctrl-C)"
     )
+    watch.add_argument(
+        "--ras-user",
+        action="append",
+        metavar="USER",
+        help="also believe the NCCL RAS service of jobs run by USER (name or uid; repeatable). "
+        "By default only a RAS listener of root's or your own is read: any local user can "
+        "listen on its port first",
+    )
     watch.add_argument("--debug", **hidden_debug)
 
 

@@ -14,13 +14,16 @@ line:
 * ``check_changed``: a check changed severity (with the new summary);
 * ``sample_error``: the sampler could not read some counters (once per distinct message);
 * ``nccl_ras``: the ranks NCCL's RAS service on this node names changed (queried read-only on
-  ``localhost:28028`` every 30 s when a job listens; the report also feeds ``nccl.ras``).
+  ``localhost:28028`` every 30 s when a job listens; the report also feeds ``nccl.ras``). Only
+  a listener of root's, of the user running ``watch`` or of a ``--ras-user`` is read
+  (:mod:`pcidoc.collect.nccl_ras_client`); another is an ``nccl_ras_error`` line.
 
 The first line is ``started`` with the initial worst verdict. The ``--prom`` file is rewritten
 atomically after every sample (verdict metrics of :mod:`pcidoc.fleet.prom` plus the time of the
 last sample, and per device the link transitions and transitions per minute). Every change of
 a GPU's or its upstream port's link is kept with its time (:mod:`pcidoc.fleet.flaps`) and judged
-by ``pcie.link-flap`` at each diagnosis. Ctrl-C ends the loop with exit code 130. Clock, sleep
+by ``pcie.link-flap`` at each diagnosis. Ctrl-C ends the loop with exit code 130, SIGTERM
+with 143 and SIGHUP with 129 (one line on stderr; no temporary file stays behind). Clock, sleep
 and the NVML backend are injectable so that tests drive the loop with the fake backend on a fake
 clock.
 """
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     from pcidoc.collect.counters import CounterSampler
     from pcidoc.fleet.flaps import PortReader
     from pcidoc.model.capture import Capture
-    from pcidoc.model.counters import CounterSample
+    from pcidoc.model.counters import CounterSample, GpuCounters, NvLinkCounter
     from pcidoc.model.report import Report
 
 MIN_INTERVAL_S = 0.2
@@ -182,9 +185,6 @@ class Watcher:
 
     def step(self) -> list[dict[str, Any]]:
         """Take one sample; return the change events it caused."""
-        from pcidoc.model.counters import rates
-        from pcidoc.model.units import pcie_raw_gbps
-
         if self.previous is None:
             return self.start()
         old, new = self.previous, self.sampler.sample()
@@ -195,51 +195,9 @@ class Watcher:
         before = {g.index: g for g in old.gpus}
         for gpu in new.gpus:
             prev = before.get(gpu.index)
-            if prev is None:
-                continue
-            who = {"gpu": f"GPU{gpu.index}", "bus_id": bus.get(gpu.index)}
-            a, b = _link(prev.link_gen, prev.link_width), _link(gpu.link_gen, gpu.link_width)
-            if a is not None and b is not None and a != b:
-                rate_a = pcie_raw_gbps(prev.link_gen, prev.link_width) or 0.0
-                rate_b = pcie_raw_gbps(gpu.link_gen, gpu.link_width) or 0.0
-                events.append(
-                    self._event(
-                        "link_changed",
-                        **who,
-                        before=a,
-                        after=b,
-                        downtrained=rate_b < rate_a,
-                        # An idle GPU (not P0) downclocks its link: read the change with this.
-                        pstate=None if gpu.pstate is None else f"P{gpu.pstate}",
-                    )
-                )
-            for kind, x, y in (
-                ("replays_grew", prev.replay_count, gpu.replay_count),
-                ("aer_grew", prev.aer_correctable, gpu.aer_correctable),
-            ):
-                if x is not None and y is not None and y > x:
-                    events.append(
-                        self._event(kind, **who, delta=y - x, total=y, per_s=round((y - x) / dt, 3))
-                    )
-            links_before = {link.link: link for link in prev.nvlinks}
-            for link in gpu.nvlinks:
-                was = links_before.get(link.link)
-                if was is None:
-                    continue
-                # A link dozing off (sleep) or waking is routine: only up <-> down is news.
-                if {was.state, link.state} == {"up", "down"}:
-                    kind = "nvlink_up" if link.state == "up" else "nvlink_down"
-                    events.append(self._event(kind, **who, link=link.link))
-                if was.errors is not None and link.errors is not None and link.errors > was.errors:
-                    events.append(
-                        self._event(
-                            "nvlink_errors_grew",
-                            **who,
-                            link=link.link,
-                            delta=link.errors - was.errors,
-                            total=link.errors,
-                        )
-                    )
+            if prev is not None:
+                who = {"gpu": f"GPU{gpu.index}", "bus_id": bus.get(gpu.index)}
+                events.extend(self._gpu_events(prev, gpu, who, dt))
         for message in new.errors:
             if message not in self._errors:
                 self._errors.add(message)
@@ -247,18 +205,74 @@ class Watcher:
         self._apply(new)
         events.extend(self._record_links(new))
         self.previous = new
-        self.utilisation = {}
-        for r in rates(old, new):
-            ceiling = pcie_raw_gbps(r.link_gen, r.link_width)
-            if not ceiling:
-                continue
-            for direction, gbps in (("tx", r.pcie_tx_gbps), ("rx", r.pcie_rx_gbps)):
-                if gbps is not None:
-                    self.utilisation[(f"GPU{r.index}", direction)] = round(gbps / ceiling, 4)
+        self.utilisation = _utilisation(old, new)
         if self.ras is not None:
             events.extend(self.ras.poll(self.capture, self._event))
         self.report = self._diagnose()
-        for check in self.report.checks:
+        events.extend(self._check_events(self.report))
+        return events
+
+    def _gpu_events(
+        self, prev: GpuCounters, gpu: GpuCounters, who: dict[str, Any], dt: float
+    ) -> list[dict[str, Any]]:
+        """One GPU's changes between two samples: its link, error counters and NVLinks."""
+        events = []
+        a, b = _link(prev.link_gen, prev.link_width), _link(gpu.link_gen, gpu.link_width)
+        if a is not None and b is not None and a != b:
+            from pcidoc.model.units import pcie_raw_gbps
+
+            rate_a = pcie_raw_gbps(prev.link_gen, prev.link_width) or 0.0
+            rate_b = pcie_raw_gbps(gpu.link_gen, gpu.link_width) or 0.0
+            events.append(
+                self._event(
+                    "link_changed",
+                    **who,
+                    before=a,
+                    after=b,
+                    downtrained=rate_b < rate_a,
+                    # An idle GPU (not P0) downclocks its link: read the change with this.
+                    pstate=None if gpu.pstate is None else f"P{gpu.pstate}",
+                )
+            )
+        for kind, x, y in (
+            ("replays_grew", prev.replay_count, gpu.replay_count),
+            ("aer_grew", prev.aer_correctable, gpu.aer_correctable),
+        ):
+            if x is not None and y is not None and y > x:
+                events.append(
+                    self._event(kind, **who, delta=y - x, total=y, per_s=round((y - x) / dt, 3))
+                )
+        links_before = {link.link: link for link in prev.nvlinks}
+        for link in gpu.nvlinks:
+            was = links_before.get(link.link)
+            if was is not None:
+                events.extend(self._nvlink_events(was, link, who))
+        return events
+
+    def _nvlink_events(
+        self, was: NvLinkCounter, link: NvLinkCounter, who: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        events = []
+        # A link dozing off (sleep) or waking is routine: only up <-> down is news.
+        if {was.state, link.state} == {"up", "down"}:
+            kind = "nvlink_up" if link.state == "up" else "nvlink_down"
+            events.append(self._event(kind, **who, link=link.link))
+        if was.errors is not None and link.errors is not None and link.errors > was.errors:
+            events.append(
+                self._event(
+                    "nvlink_errors_grew",
+                    **who,
+                    link=link.link,
+                    delta=link.errors - was.errors,
+                    total=link.errors,
+                )
+            )
+        return events
+
+    def _check_events(self, report: Report) -> list[dict[str, Any]]:
+        """A ``check_changed`` event per check whose severity changed since the last diagnosis."""
+        events = []
+        for check in report.checks:
             was_severity = self._severity.get(check.id)
             if was_severity is not None and was_severity != check.severity:
                 events.append(
@@ -271,7 +285,7 @@ class Watcher:
                         subjects=check.subjects,
                     )
                 )
-        self._severity = {c.id: c.severity for c in self.report.checks}
+        self._severity = {c.id: c.severity for c in report.checks}
         return events
 
     def registry(self, unix_time: float) -> Any:
@@ -313,6 +327,23 @@ class Watcher:
         return registry
 
 
+def _utilisation(old: CounterSample, new: CounterSample) -> dict[tuple[str, str], float]:
+    """(GPU label, ``tx``/``rx``) -> throughput between two samples as a fraction of the
+    negotiated link's per-direction rate."""
+    from pcidoc.model.counters import rates
+    from pcidoc.model.units import pcie_raw_gbps
+
+    utilisation = {}
+    for r in rates(old, new):
+        ceiling = pcie_raw_gbps(r.link_gen, r.link_width)
+        if not ceiling:
+            continue
+        for direction, gbps in (("tx", r.pcie_tx_gbps), ("rx", r.pcie_rx_gbps)):
+            if gbps is not None:
+                utilisation[(f"GPU{r.index}", direction)] = round(gbps / ceiling, 4)
+    return utilisation
+
+
 def run_loop(
     watcher: Watcher,
     *,
@@ -324,7 +355,8 @@ def run_loop(
     count: int | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> int:
-    """Sample until ``count`` samples were taken or Ctrl-C; returns 0, or 130 when interrupted.
+    """Sample until ``count`` samples were taken or Ctrl-C; returns 0, or 130 when interrupted
+    (143 / 129 when SIGTERM / SIGHUP arrived as :class:`~pcidoc.probes.runner.ProbeSignalled`).
 
     A ``--prom`` file that cannot be written (disk full, read-only, refused) is reported through
     ``warn`` (once per distinct reason) and tried again at the next sample."""
@@ -348,8 +380,25 @@ def run_loop(
             if count is not None and taken >= count:
                 return int(ExitCode.OK)
             sleep(interval)
-    except KeyboardInterrupt:
-        return int(ExitCode.INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
+
+
+def ras_users(names: list[str] | None) -> frozenset[int]:
+    """The uids of ``--ras-user NAME|UID`` (whose RAS listener ``watch`` believes, besides root
+    and the user running it)."""
+    import pwd
+
+    uids = set()
+    for name in names or []:
+        if name.isdecimal():
+            uids.add(int(name))
+            continue
+        try:
+            uids.add(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            raise PcidocError(f"--ras-user {name}: no such user") from None
+    return frozenset(uids)
 
 
 def watch_command(
@@ -357,22 +406,58 @@ def watch_command(
     progress: Callable[[str], None],
     backend_factory: Callable[[], Any] | None = None,
 ) -> int:
-    """``pcidoc watch``: collect, then loop until Ctrl-C (130) or ``--count`` samples (0)."""
-    import time
-
-    from pcidoc.collect.capture import utc_now
-    from pcidoc.collect.counters import CounterSampler
-    from pcidoc.collect.live import collect_live
+    """``pcidoc watch``: collect, then loop until Ctrl-C (130), SIGTERM (143), SIGHUP (129) or
+    ``--count`` samples (0). A signal ends it with one line on stderr; the ``--prom`` file is
+    the last one written whole, and no temporary file stays behind."""
+    from pcidoc.probes.runner import signals_interrupt
 
     if args.interval < MIN_INTERVAL_S:
         raise PcidocError(f"--interval must be at least {MIN_INTERVAL_S} seconds")
     if args.count is not None and args.count < 1:
         raise PcidocError("--count must be at least 1")
-    from pcidoc.fileio import check_output, open_append
+    trusted = ras_users(getattr(args, "ras_user", None))
+    from pcidoc.fileio import check_output
 
     for option, path in (("--prom", args.prom), ("--jsonl", args.jsonl)):
         if path:
             check_output(path, f"{option} {path}")
+    try:
+        with signals_interrupt():
+            code = _watch(args, progress, backend_factory, trusted)
+    except KeyboardInterrupt as exc:
+        code = int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
+    if code != ExitCode.OK:
+        progress(_stopped(code))
+    return code
+
+
+def _stopped(code: int) -> str:
+    """``pcidoc: interrupted`` (Ctrl-C), or by which signal."""
+    import signal
+
+    if code == ExitCode.INTERRUPTED:
+        return "pcidoc: interrupted"
+    try:
+        return f"pcidoc: interrupted by {signal.Signals(code - 128).name}"
+    except ValueError:
+        return "pcidoc: interrupted"
+
+
+def _watch(
+    args: Any,
+    progress: Callable[[str], None],
+    backend_factory: Callable[[], Any] | None,
+    trusted: frozenset[int],
+) -> int:
+    import time
+
+    from pcidoc.collect.capture import utc_now
+    from pcidoc.collect.counters import CounterSampler
+    from pcidoc.collect.live import collect_live
+    from pcidoc.collect.nccl_ras_client import RasWatch, trusted_uids
+    from pcidoc.fileio import open_append
+    from pcidoc.fleet.flaps import sysfs_port_link
+
     if backend_factory is None:
         from pcidoc.collect.nvml import PynvmlBackend
 
@@ -385,10 +470,8 @@ def watch_command(
             reason = capture.unavailable.get("gpus") or getattr(failure, "reason", "no GPUs")
             raise PcidocError(f"watch needs NVML and at least one GPU ({reason})")
         sampler = CounterSampler.for_capture(backend, capture)
-        from pcidoc.collect.nccl_ras_client import RasWatch
-        from pcidoc.fleet.flaps import sysfs_port_link
-
-        watcher = Watcher(capture, sampler, utc_now, ras=RasWatch(), port_reader=sysfs_port_link)
+        ras = RasWatch(trusted=trusted_uids(trusted))
+        watcher = Watcher(capture, sampler, utc_now, ras=ras, port_reader=sysfs_port_link)
         handle = open_append(args.jsonl) if args.jsonl else None
         try:
 
@@ -404,7 +487,7 @@ def watch_command(
                 + (f", metrics in {args.prom}" if args.prom else "")
                 + " (Ctrl-C to stop)"
             )
-            code = run_loop(
+            return run_loop(
                 watcher,
                 interval=args.interval,
                 sleep=time.sleep,
@@ -420,6 +503,3 @@ def watch_command(
     finally:
         if failure is None:
             backend.shutdown()
-    if code == ExitCode.INTERRUPTED:
-        progress("pcidoc: interrupted")
-    return code

@@ -42,7 +42,7 @@ from pcidoc.model.units import pcie_raw_gbps
 
 if TYPE_CHECKING:
     from pcidoc.model.capture import Capture
-    from pcidoc.model.facts import Gpu
+    from pcidoc.model.facts import Gpu, NvLink
 
 FormFactor = Literal["sxm", "pcie", "nvl", "oam", "superchip", "unknown"]
 P2PPolicy = Literal["supported", "nvlink-only", "refused"]
@@ -505,15 +505,29 @@ def nvlink_facts(gpu: Gpu | None) -> tuple[str | None, float | None, int]:
     return version, speed, count
 
 
+def _nominal_of(model: GpuModel | None, version: str | None, speed: float | None) -> float | None:
+    """The nominal per-link rate of a link of this version / reported speed on this model."""
+    if model is not None and model.nvlink_gbps_per_link and version == model.nvlink_version:
+        # GA102 boards run NVLink 3 at 14.06 GB/s per link, not the SXM rate.
+        return model.nvlink_gbps_per_link
+    return nvlink_nominal_rate_gbps(version, speed)
+
+
+def nvlink_link_rate_gbps(gpu: Gpu | None, link: NvLink) -> float | None:
+    """Nominal data rate of one NVLink, per direction (the number every view shows: an H100's
+    link is 25 GB/s, which ``nvidia-smi nvlink -s`` reports as 26.562 with its signalling
+    overhead); None for a link with neither version nor speed (one that is down)."""
+    if link.version is None and not link.speed_gbps:
+        return None
+    return _nominal_of(gpu_model_of(gpu), link.version, link.speed_gbps)
+
+
 def nvlink_per_link(gpu: Gpu | None) -> tuple[float | None, str | None, Provenance, str | None]:
     """Nominal per-link rate of a GPU's NVLinks: ``(gbps, version, provenance, source)``."""
     version, speed, _ = nvlink_facts(gpu)
     model = gpu_model_of(gpu)
     if version or speed:
-        if model is not None and model.nvlink_gbps_per_link and version == model.nvlink_version:
-            # GA102 boards run NVLink 3 at 14.06 GB/s per link, not the SXM rate.
-            return model.nvlink_gbps_per_link, version, "fact", None
-        return nvlink_nominal_rate_gbps(version, speed), version, "fact", None
+        return _nominal_of(model, version, speed), version, "fact", None
     if model is not None and model.nvlink_gbps_per_link:
         return model.nvlink_gbps_per_link, model.nvlink_version, "model", model.source
     return None, None, "unknown", None
@@ -578,6 +592,97 @@ def pair_ceiling(capture: Capture, a: int, b: int, link: str | None = None) -> C
     return cb if cb.gbps < ca.gbps else ca
 
 
+NVLINK_MAX_LINKS_PER_GPU = 18
+"""The most NVLinks any NVIDIA GPU has (H100/H200/B200: 18; NVML_NVLINK_MAX_LINKS) [A]."""
+
+
+def nvlinks_of(gpu: Gpu | None) -> int:
+    """How many NVLinks a GPU has to spend on its peers: its model's (A100 SXM4 12, H100 SXM5
+    18, an H100 PCIe card 12 through its full bridge set), else the links it reports, else
+    the most any GPU has."""
+    model = gpu_model_of(gpu)
+    if model is not None and model.nvlink_links:
+        return model.nvlink_links
+    if gpu is not None and gpu.nvlinks:
+        return len(gpu.nvlinks)
+    return NVLINK_MAX_LINKS_PER_GPU
+
+
+@record(frozen=True)
+class Unwired:
+    """Inactive NVLinks of a GPU that are lanes its design does not wire (not links down).
+
+    Attributes:
+        count: How many of its inactive links are unwired (0: they may be faults).
+        basis: Why that is known: ``the topology (NV12) counts exactly the 12 active ones`` or
+            ``the 12 NVLinks an NVIDIA H100 PCIe carries with its full bridge set are exactly
+            its 12 active ones``.
+        measured: True when the machine's own topology says so, False when the GPU model's
+            table does (a lower confidence).
+    """
+
+    count: int
+    basis: str = ""
+    measured: bool = True
+
+
+NOT_UNWIRED = Unwired(0)
+
+
+def _usual_up(gpu: Gpu, gpus: list[Gpu]) -> int:
+    """The most common count of links up among the GPUs of its model with link facts (ties:
+    the larger, the healthier configuration)."""
+    counts: dict[int, int] = {}
+    for other in gpus:
+        if other.name == gpu.name and other.nvlinks and not other.mig.enabled:
+            up = sum(1 for link in other.nvlinks if link.state == "up")
+            counts[up] = counts.get(up, 0) + 1
+    best = max(counts.values(), default=0)
+    return max((up for up, n in counts.items() if n == best), default=0)
+
+
+def _topology_total(capture: Capture, gpu: Gpu) -> tuple[int, int, str] | None:
+    """(sum of NV# to the other GPUs, the widest NV#, the class when all are one) or None."""
+    from pcidoc.model.links import is_nvlink, nvlink_count
+
+    nv: list[str] = []
+    for other in capture.gpus:
+        cell = None if other is gpu else capture.topology.link(gpu.label, other.label)
+        if cell is not None and is_nvlink(cell):
+            nv.append(cell)
+    if not nv:
+        return None
+    counts = [nvlink_count(c) for c in nv]
+    return sum(counts), max(counts), nv[0] if len(set(nv)) == 1 else "NV#"
+
+
+def unwired_nvlinks(capture: Capture, gpu: Gpu) -> Unwired:
+    """Which of a GPU's inactive NVLinks are unwired lanes: the one rule behind the doctor's
+    ``nvlink.state`` ("not wired in this design") and the Links pane.
+
+    A GPU shows every link its chip has (an H100 PCIe card 18) but its board may wire fewer
+    (12 through the full bridge set). Its inactive links are unwired, not down, when it has as
+    many links up as its identical peers usually have and either the topology's NV# towards its
+    peers counts exactly its active links (their sum, or the widest on a switched board), or its
+    model's full bridge set carries exactly them.
+    """
+    up = sum(1 for link in gpu.nvlinks if link.state == "up")
+    down = sum(1 for link in gpu.nvlinks if link.state == "down")
+    if not up or not down or gpu.mig.enabled or up < _usual_up(gpu, capture.gpus):
+        return NOT_UNWIRED
+    topology = _topology_total(capture, gpu)
+    if topology is not None and up in topology[:2]:
+        return Unwired(down, f"the topology ({topology[2]}) counts exactly the {up} active ones")
+    model = gpu_model_of(gpu)
+    if model is not None and model.nvlink_via == "bridge" and model.nvlink_links == up:
+        return Unwired(
+            down,
+            f"an {gpu.name} carries {up} with its full bridge set, its {up} active ones",
+            False,
+        )
+    return NOT_UNWIRED
+
+
 MESH_MAX_GPUS = 4
 """Direct NVLink meshes join at most 4 SXM GPUs (HGX 4-GPU boards: NV4/NV6 to each peer); a
 single-node set of more GPUs of an NVSwitch-board model sits on NVSwitches."""
@@ -605,13 +710,16 @@ __all__ = [
     "MESH_MAX_GPUS",
     "NCCL_NVLINK_EFFECTIVE_BY_CC",
     "NCCL_NVLINK_EFFECTIVE_GBPS",
+    "NOT_UNWIRED",
     "NVLINK_LINE_RATE_GBPS",
+    "NVLINK_MAX_LINKS_PER_GPU",
     "NVLINK_NCCL_EFFICIENCY",
     "NVLINK_REPORTED_SNAP_TOLERANCE",
     "PCIE_NEWEST_GEN",
     "UNKNOWN_CEILING",
     "Ceiling",
     "GpuModel",
+    "Unwired",
     "gpu_model_of",
     "gpu_pcie_ceiling",
     "inferred_switch_links",
@@ -620,10 +728,13 @@ __all__ = [
     "nccl_nvlink_model_gbps",
     "normalize_name",
     "nvlink_facts",
+    "nvlink_link_rate_gbps",
     "nvlink_nominal_rate_gbps",
     "nvlink_per_link",
     "nvlink_rate_gbps",
+    "nvlinks_of",
     "pair_ceiling",
     "pcie_nccl_model_gbps",
     "pcie_rate_gbps",
+    "unwired_nvlinks",
 ]

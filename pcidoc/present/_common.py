@@ -101,12 +101,20 @@ def gpu_name(capture: Capture, gpu: Gpu) -> str | None:
     return names.pop() if len(names) == 1 else None
 
 
+UNNAMED_MODEL = "(model not in this capture)"
+"""Said of GPUs that no source of the capture names (a pasted topology matrix has no model
+names): not "unknown GPU", which reads as a GPU pcidoc failed to recognise."""
+
+
 def gpu_models(capture: Capture) -> str:
-    """``"8 × NVIDIA H100 80GB HBM3"``, ``"2 × A, 1 × B"`` or ``"no GPUs"``."""
+    """``"8 × NVIDIA H100 80GB HBM3"``, ``"2 × A, 1 × B"``, ``"8 × GPU (model not in this
+    capture)"`` or ``"no GPUs"``."""
     if not capture.gpus:
         return "no GPUs"
-    counts = Counter(gpu_name(capture, gpu) or "unknown GPU" for gpu in capture.gpus)
-    return ", ".join(f"{n} × {name}" for name, n in counts.items())
+    counts = Counter(gpu_name(capture, gpu) for gpu in capture.gpus)
+    return ", ".join(
+        f"{n} × {name}" if name else f"{n} × GPU {UNNAMED_MODEL}" for name, n in counts.items()
+    )
 
 
 def versions(capture: Capture) -> list[tuple[str, str]]:

@@ -172,7 +172,7 @@ table.grid { border-collapse: separate; border-spacing: 0; margin: 0; }
 .legend td { vertical-align: middle; }
 .legend td.mono { white-space: nowrap; }
 ul.notes li, ul.evidence li { margin: .1rem 0; }
-.print-only { display: none; }
+.print-only, .print-only-inline { display: none; }
 @media (max-width: 640px) {
   body { margin: .8rem auto; padding: 0 .6rem; }
   table.findings, table.findings tbody, table.findings tr, table.findings td {
@@ -198,7 +198,8 @@ ul.notes li, ul.evidence li { margin: .1rem 0; }
     min-width: 0; width: calc(560px / var(--cols, 60)); }
   .matrix.full td, .matrix.full th { font-size: min(10px, calc(600px / var(--cols, 10)));
     padding: 0 .15em; white-space: nowrap; }
-  .print-only { display: block; } .hint { display: none; }
+  .print-only { display: block; } .print-only-inline { display: inline; }
+  .hint, details.group { display: none; }
   a { color: inherit; text-decoration: none; }
   a.docs::after { content: " (" attr(href) ")"; color: #57606a; font-size: 9px; }
   * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
@@ -335,12 +336,13 @@ def _findings(report: Report) -> list[str]:
     if shown:
         out.append(_table(header, _finding_rows(shown), css="findings"))
     if folded:
+        rows = _table(header, _finding_rows(folded), css="findings")
         out.append(
             f'<details class="group" id="passed"><summary>{_folded_line(folded)} '
-            '<span class="muted hint">(show)</span></summary>'
-            + _table(header, _finding_rows(folded), css="findings")
-            + "</details>"
+            f'<span class="muted hint">(show)</span></summary>{rows}</details>'
         )
+        # Paper cannot open a fold: the passed and skipped checks print as a plain table.
+        out.append(f'<div class="print-only"><p>{_folded_line(folded)}</p>{rows}</div>')
     return out
 
 
@@ -541,8 +543,10 @@ def _topology(report: Report) -> list[str]:
     compact = len(view.labels) > FULL_MATRIX_MAX_LABELS
     if compact:
         out.append(
-            f"<p>{len(view.labels)} devices: one character per pair (key below); labels stay in "
-            "place while the grid scrolls. Hover a cell for its pair and class.</p>"
+            f"<p>{len(view.labels)} devices: one character per pair (key below)"
+            '<span class="hint">; labels stay in place while the grid scrolls. Hover a cell for '
+            'its pair and class</span><span class="print-only-inline">: the row and column '
+            "labels name each pair</span>.</p>"
         )
         out.append(_compact_matrix(view, marks))
     else:

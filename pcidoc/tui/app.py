@@ -48,6 +48,7 @@ from pcidoc.tui.messages import (
     ReportUpdated,
     ThisMachineCollected,
 )
+from pcidoc.tui.offline_svg import offline_svg
 from pcidoc.tui.replay import TraceReplaySampler, synthetic_trace
 from pcidoc.tui.screens.main import PANES, MainScreen
 from pcidoc.tui.services import TuiOptions, TuiServices, utc_now
@@ -75,15 +76,21 @@ def crash_log_dir() -> Path:
 
 
 def write_crash_log(error: BaseException) -> Path | None:
-    """Write ``error``'s traceback (and versions) to a new log file; its path, or ``None``."""
+    """Write ``error``'s traceback (and versions) to a new log file; its path, or ``None``.
+
+    The file is made by pcidoc's one writer (:func:`pcidoc.fileio.write_new_file`): a new
+    private file (mode 0600, a name nobody can guess) in :func:`crash_log_dir` (made 0700 when
+    missing), reached without following another user's links; else the same in the temporary
+    folder."""
     import platform
     import tempfile
     import traceback
 
     from pcidoc import __version__
+    from pcidoc.errors import PcidocError
+    from pcidoc.fileio import write_new_file
 
     stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
-    name = f"tui-crash-{stamp}-{os.getpid()}.log"
     text = (
         f"pcidoc {__version__} TUI internal error at {stamp}\n"
         f"python {platform.python_version()} on {platform.platform()}\n\n"
@@ -91,11 +98,8 @@ def write_crash_log(error: BaseException) -> Path | None:
     )
     for folder in (crash_log_dir(), Path(tempfile.gettempdir())):
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / name
-            path.write_text(text, encoding="utf-8")
-            return path
-        except OSError:
+            return Path(write_new_file(str(folder), f"tui-crash-{stamp}-", ".log", text))
+        except (PcidocError, OSError):
             continue
     return None
 
@@ -194,6 +198,9 @@ class PcidocApp(App[int]):
         self.crash: BaseException | None = None
         """The first internal error nothing handled (the app then ends)."""
         self.crash_log: Path | None = None
+        self.export_retry: dict[str, str] = {}
+        """The path of an export that failed, by kind (``report``, ``fleet``): the next
+        export dialog proposes it again, to be corrected rather than retyped."""
         """The log file holding :attr:`crash`'s traceback (``None`` if it could not be
         written)."""
         self.debug_errors = False
@@ -446,7 +453,9 @@ class PcidocApp(App[int]):
         def contents(path: Path) -> str:
             return svg if path.suffix == ".svg" else render_report_file(report, path)
 
-        self._write_files(base, default_name, (".md", ".html", ".json", ".svg"), contents)
+        self._write_files(
+            base, default_name, (".md", ".html", ".json", ".svg"), contents, kind="report"
+        )
 
     @work(
         thread=True,
@@ -462,7 +471,11 @@ class PcidocApp(App[int]):
 
         renderers = {".md": fleet_markdown, ".html": fleet_html, ".json": fleet_json}
         self._write_files(
-            base, default_name, tuple(renderers), lambda path: renderers[path.suffix](fleet)
+            base,
+            default_name,
+            tuple(renderers),
+            lambda path: renderers[path.suffix](fleet),
+            kind="fleet",
         )
 
     def _write_files(
@@ -471,6 +484,7 @@ class PcidocApp(App[int]):
         default_name: str,
         suffixes: tuple[str, ...],
         contents: Callable[[Path], str],
+        kind: str,
     ) -> None:
         """Write one file per suffix through the project's one safe writer
         (:func:`pcidoc.fileio.write_output`: no device, FIFO or planted link is written
@@ -482,9 +496,17 @@ class PcidocApp(App[int]):
 
         target = export_target(base, self.options.export_dir, default_name)
         folder = target.parent
-        again = "press e to choose another path"
+        again = "press e to correct the path"
+        if not folder.is_dir() and folder == self.options.export_dir:
+            from pcidoc.fileio import make_private_folder
+
+            try:  # the default folder (~/pcidoc-reports) is made at the first export
+                make_private_folder(str(folder))
+            except PcidocError as exc:
+                self.post_message(ExportFailed(f"{exc.message}: {again}", base, kind))
+                return
         if not folder.is_dir():
-            self.post_message(ExportFailed(f"folder {folder} does not exist: {again}"))
+            self.post_message(ExportFailed(f"folder {folder} does not exist: {again}", base, kind))
             return
         written: list[str] = []
         try:
@@ -494,12 +516,16 @@ class PcidocApp(App[int]):
                 written.append(str(path))
         except PcidocError as exc:
             done = f" (written before it: {', '.join(written)})" if written else ""
-            self.post_message(ExportFailed(f"could not write {exc.message}{done}: {again}"))
+            self.post_message(
+                ExportFailed(f"could not write {exc.message}{done}: {again}", base, kind)
+            )
             return
         except OSError as exc:
             reason = exc.strerror or str(exc)
             where = exc.filename or folder
-            self.post_message(ExportFailed(f"could not write {where}: {reason}: {again}"))
+            self.post_message(
+                ExportFailed(f"could not write {where}: {reason}: {again}", base, kind)
+            )
             return
         self.post_message(ReportExported(written))
 
@@ -659,6 +685,8 @@ class PcidocApp(App[int]):
 
     @on(ExportFailed)
     def _export_failed(self, message: ExportFailed) -> None:
+        if message.base:
+            self.export_retry[message.kind] = message.base
         self.notify(message.reason, title="Not written", severity="error", timeout=10)
 
     @on(Worker.StateChanged)
@@ -839,10 +867,8 @@ class PcidocApp(App[int]):
                 "Nothing to export yet: the report is still being computed.", severity="warning"
             )
             return
-        self.push_screen(
-            ExportScreen(self.default_export_base(), str(self.options.export_dir)),
-            self._export_chosen,
-        )
+        proposed = self.export_retry.pop("report", "") or self.default_export_base()
+        self.push_screen(ExportScreen(proposed, str(self.options.export_dir)), self._export_chosen)
 
     def _export_chosen(self, base: str | None) -> None:
         if not base or self.report is None:
@@ -852,7 +878,10 @@ class PcidocApp(App[int]):
         # The dialog is gone after this refresh: the screenshot shows the panes, not the dialog.
         self.call_after_refresh(
             lambda: self.write_export(
-                report, base, self.export_screenshot(title=f"pcidoc — {base}"), default_name
+                report,
+                base,
+                offline_svg(self.export_screenshot(title=f"pcidoc — {base}")),
+                default_name,
             )
         )
 

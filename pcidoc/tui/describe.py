@@ -19,13 +19,14 @@ from rich.text import Text
 from pcidoc._record import record
 from pcidoc.model import linkmodel
 from pcidoc.model.capture import Capture
-from pcidoc.model.facts import P2P_CAPS, P2P_CODES, Gpu, GpuProcess, Nic, PcieHop
+from pcidoc.model.facts import P2P_CAPS, P2P_CODES, Gpu, GpuProcess, Host, Nic, PcieHop
 from pcidoc.model.links import meaning
 from pcidoc.model.measurements import P2PMatrixMeasurement
 from pcidoc.model.report import CheckResult, Report, ReportSource
 from pcidoc.model.units import format_bytes, format_gbps, link_label
 from pcidoc.present._common import (
     MARKS,
+    UNNAMED_MODEL,
     docs_link,
     evidence_text,
     gpu_models,
@@ -147,12 +148,11 @@ def _models(capture: Capture) -> Text:
     """GPU count and models; GPUs no source in the capture names are said to be so (a pasted
     topology matrix has no model names), not called "unknown GPU"."""
     models = gpu_models(capture)
-    unnamed = models.endswith(" × unknown GPU") and "," not in models
-    if not unnamed:
-        return Text(models)
-    count = len(capture.gpus)
-    text = Text(f"{count} × GPU" if count > 1 else "1 GPU")
-    text.append(" (model not in this capture)", style="dim")
+    head, said, tail = models.partition(f" {UNNAMED_MODEL}")
+    text = Text(head)
+    if said:
+        text.append(said, style="dim")
+    text.append(tail)
     return text
 
 
@@ -737,18 +737,7 @@ def _gpu_detail(capture: Capture, gpu: Gpu) -> Text:
     if counters:
         _kv(out, "PCIe errors", ", ".join(counters) + " (since boot)")
     if gpu.nvlinks:
-        up = sum(1 for nv in gpu.nvlinks if nv.state == "up")
-        version = next((nv.version for nv in gpu.nvlinks if nv.version), None)
-        speed = next((nv.speed_gbps for nv in gpu.nvlinks if nv.speed_gbps), None)
-        extra = " · ".join(
-            x
-            for x in (
-                f"NVLink {version}" if version else "",
-                f"{speed:g} GB/s each" if speed else "",
-            )
-            if x
-        )
-        _kv(out, "NVLinks", f"{up} of {len(gpu.nvlinks)} up" + (f" ({extra})" if extra else ""))
+        _kv(out, "NVLinks", _nvlinks_text(capture, gpu))
     if gpu.fabric.state:
         _kv(
             out,
@@ -764,6 +753,25 @@ def _gpu_detail(capture: Capture, gpu: Gpu) -> Text:
     out.append("\n")
     out.append_text(_paths(capture, [gpu.label], heads=False))
     return out
+
+
+def _nvlinks_text(capture: Capture, gpu: Gpu) -> str:
+    """``12 of 12 up, 6 more not wired (NVLink 4.0 · 25 GB/s each)``: the counts and the
+    nominal rate of the link model, as the Links pane and the doctor say them."""
+    from pcidoc.model.linkmodel import nvlink_per_link, unwired_nvlinks
+
+    up = sum(1 for nv in gpu.nvlinks if nv.state == "up")
+    unwired = unwired_nvlinks(capture, gpu).count
+    rate, version, _, _ = nvlink_per_link(gpu)
+    extra = " · ".join(
+        x
+        for x in (f"NVLink {version}" if version else "", f"{rate:g} GB/s each" if rate else "")
+        if x
+    )
+    text = f"{up} of {len(gpu.nvlinks) - unwired} up"
+    if unwired:
+        text += f", {unwired} more not wired in this design"
+    return text + (f" ({extra})" if extra else "")
 
 
 def _nic_detail(capture: Capture, nic: Nic) -> Text:
@@ -908,57 +916,20 @@ def host_detail(capture: Capture, title: str, why_no_gpus: str | None = None) ->
     _kv(out, "kernel", host.kernel or "unknown")
     if host.os:
         _kv(out, "OS", host.os)
-    cpu = host.cpu_model or "unknown"
-    if host.logical_cpus:
-        cpu += f" ({host.logical_cpus} logical CPUs)"
-    _kv(out, "CPU", cpu)
-    _kv(out, "sockets", "unknown" if host.sockets is None else str(host.sockets))
-    if host.numa_nodes:
-        _kv(out, "NUMA nodes", str(len(host.numa_nodes)))
-        for node in host.numa_nodes:
-            line = f"node {node.id}: CPUs {node.cpus or '?'}"
-            if node.distances:
-                line += f" · distances {' '.join(map(str, node.distances))}"
-            _kv(out, "", line)
-    else:
-        _kv(out, "NUMA nodes", host.why("numa_nodes") or "unknown")
-    iommu = host.iommu
-    iommu_text = "unknown" if iommu.enabled is None else ("on" if iommu.enabled else "off")
-    if iommu.vendor:
-        iommu_text += f" ({iommu.vendor})"
-    if iommu.default_domain_type:
-        iommu_text += f", GPU groups {iommu.default_domain_type}"
-    if iommu.kernel_args:
-        iommu_text += f", kernel args {' '.join(iommu.kernel_args)}"
-    _kv(out, "IOMMU", iommu_text)
-    virt = host.virtualization
-    parts = []
-    if virt.hypervisor is not None:
-        parts.append(f"VM ({virt.vendor or 'hypervisor'})" if virt.hypervisor else "bare metal")
-    if virt.container:
-        parts.append(f"container: {virt.container}")
-    if virt.confidential_compute:
-        parts.append("confidential computing on")
-    _kv(out, "virtualization", ", ".join(parts) or "unknown")
+    _cpu_lines(out, host)
+    _kv(out, "IOMMU", _iommu_text(host))
+    _kv(out, "virtualization", _virtualization_text(host))
     if host.numa_balancing is not None:
         _kv(out, "NUMA balancing", "on" if host.numa_balancing else "off")
     gd = host.gpudirect
     if gd.nvidia_peermem is not None or gd.nv_peer_mem is not None:
         _kv(out, "GPUDirect RDMA", f"nvidia_peermem {_yes_no(gd.nvidia_peermem)}")
     _kv(out, "privileged", _yes_no(host.privileged))
-    env = host.environment
     live = capture.origin.kind == "live"
-    if env:
-        _kv(out, "NCCL env", "")
-        for key in sorted(env):
-            out.append(f"  {key}={env[key]}\n")
-    elif live:
-        _kv(out, "NCCL env", "no NCCL_* / CUDA_VISIBLE_DEVICES variables set")
-    else:
-        _kv(out, "NCCL env", "not in this capture")
-    driver = capture.driver
+    _environment_lines(out, host.environment, live)
     out.append("\n")
     if live:
+        driver = capture.driver
         _kv(
             out,
             "NVML",
@@ -967,20 +938,7 @@ def host_detail(capture: Capture, title: str, why_no_gpus: str | None = None) ->
     versions = _versions(capture)
     if versions:
         _kv(out, "versions", versions)
-    origin = capture.origin
-    if origin.kind != "live":
-        what = {
-            "import": "imported from pasted tool outputs",
-            "synthetic": "SYNTHETIC: not a real machine",
-        }
-        _kv(out, "origin", what.get(origin.kind, origin.kind))
-        if origin.note:
-            _kv(out, "", origin.note)
-        for source in origin.sources[:6]:
-            line = os.path.basename(source.path)
-            if source.citation:
-                line += f" — {source.citation}"
-            _kv(out, "", line)
+    _origin_lines(out, capture)
     out.append_text(process_lines(capture))
     out.append_text(kernel_events(capture))
     gaps = [f"{key}: {why}" for key, why in capture.unavailable.items() if key != "gpus"]
@@ -990,6 +948,83 @@ def host_detail(capture: Capture, title: str, why_no_gpus: str | None = None) ->
             out.append(f"  • {line}\n", style="dim")
     out.rstrip()
     return out
+
+
+def _cpu_lines(out: Text, host: Host) -> None:
+    cpu = host.cpu_model or "unknown"
+    if host.logical_cpus:
+        cpu += f" ({host.logical_cpus} logical CPUs)"
+    _kv(out, "CPU", cpu)
+    _kv(out, "sockets", "unknown" if host.sockets is None else str(host.sockets))
+    if not host.numa_nodes:
+        _kv(out, "NUMA nodes", host.why("numa_nodes") or "unknown")
+        return
+    _kv(out, "NUMA nodes", str(len(host.numa_nodes)))
+    for node in host.numa_nodes:
+        line = f"node {node.id}: CPUs {node.cpus or 'unknown'}"
+        if node.distances:
+            line += f" · distances {' '.join(map(str, node.distances))}"
+        _kv(out, "", line)
+
+
+def _iommu_text(host: Host) -> str:
+    iommu = host.iommu
+    text = "unknown" if iommu.enabled is None else ("on" if iommu.enabled else "off")
+    if iommu.vendor:
+        text += f" ({iommu.vendor})"
+    if iommu.default_domain_type:
+        text += f", GPU groups {iommu.default_domain_type}"
+    if iommu.kernel_args:
+        text += f", kernel args {' '.join(iommu.kernel_args)}"
+    return text
+
+
+def _virtualization_text(host: Host) -> str:
+    virt = host.virtualization
+    parts = []
+    if virt.hypervisor is not None:
+        parts.append(f"VM ({virt.vendor or 'hypervisor'})" if virt.hypervisor else "bare metal")
+    if virt.container:
+        parts.append(f"container: {virt.container}")
+    if virt.confidential_compute:
+        parts.append("confidential computing on")
+    return ", ".join(parts) or "unknown"
+
+
+def _environment_lines(out: Text, env: Mapping[str, str], live: bool) -> None:
+    if env:
+        _kv(out, "NCCL env", "")
+        for key in sorted(env):
+            out.append(f"  {key}={env[key]}\n")
+    elif live:
+        _kv(out, "NCCL env", "no NCCL_* / CUDA_VISIBLE_DEVICES variables set")
+    else:
+        _kv(out, "NCCL env", "not in this capture")
+
+
+_SOURCES_SHOWN = 6
+"""Source files named under ``origin`` (the rest are counted)."""
+
+
+def _origin_lines(out: Text, capture: Capture) -> None:
+    origin = capture.origin
+    if origin.kind == "live":
+        return
+    what = {
+        "import": "imported from pasted tool outputs",
+        "synthetic": "SYNTHETIC: not a real machine",
+    }
+    _kv(out, "origin", what.get(origin.kind, origin.kind))
+    if origin.note:
+        _kv(out, "", origin.note)
+    for source in origin.sources[:_SOURCES_SHOWN]:
+        line = os.path.basename(source.path)
+        if source.citation:
+            line += f" — {source.citation}"
+        _kv(out, "", line)
+    more = len(origin.sources) - _SOURCES_SHOWN
+    if more > 0:
+        _kv(out, "", Text(f"and {more} more source file{'s' if more > 1 else ''}", style="dim"))
 
 
 def process_placement(capture: Capture, process: GpuProcess) -> tuple[str, str]:

@@ -76,7 +76,6 @@ FLEET_HELP: list[tuple[str, list[tuple[str, str]]]] = [
         [
             ("up down", "select a node: what differs from its peers shows below"),
             ("enter", "open the node under the cursor in the usual panes"),
-            ("escape", "back to the node on display (once one was opened)"),
             ("e", "export the fleet report: Markdown, HTML, JSON"),
             ("? F1", "this help"),
             ("q ctrl+c", "quit"),

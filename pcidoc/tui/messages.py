@@ -122,6 +122,10 @@ class ReportExported(Message):
 
 @record
 class ExportFailed(Message):
-    """Writing the report failed; ``reason`` is one line for the user."""
+    """Writing the report failed; ``reason`` is one line for the user, ``base`` the path that
+    was typed (the next dialog proposes it again, to be corrected rather than retyped)."""
 
     reason: str
+    base: str = ""
+    kind: str = "report"
+    """``report`` (a node's export) or ``fleet`` (the fleet report's)."""

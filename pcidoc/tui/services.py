@@ -107,6 +107,14 @@ class TuiServices:
         return cls(**fields)
 
 
+def default_export_dir() -> Path:
+    """Where the TUI's exports go unless a path says otherwise: ``$PCIDOC_EXPORT_DIR``, else
+    ``~/pcidoc-reports`` (made, private, at the first export). Not the working folder: in a
+    checkout, reports there became untracked files of someone's repository."""
+    explicit = os.environ.get("PCIDOC_EXPORT_DIR")
+    return Path(explicit) if explicit else Path.home() / "pcidoc-reports"
+
+
 @record(frozen=True)
 class TuiOptions:
     """How a TUI session behaves (no collaborators: see :class:`TuiServices`)."""
@@ -117,8 +125,8 @@ class TuiOptions:
     allow_probes: bool | None = None
     """``True`` lets probes run on any machine (tests, demos with a fake runner); ``False``
     never; ``None`` only on a live machine with GPUs."""
-    export_dir: Path = field(default_factory=Path.cwd)
-    """Folder export paths are relative to (default: the working directory at start)."""
+    export_dir: Path = field(default_factory=lambda: default_export_dir())
+    """Folder export paths are relative to (default: :func:`default_export_dir`)."""
     demo_fallback: bool = True
     """Open the default demo when this machine has no usable GPU."""
     replay_demos: bool = False
@@ -142,5 +150,6 @@ __all__ = [
     "Ticker",
     "TuiOptions",
     "TuiServices",
+    "default_export_dir",
     "utc_now",
 ]

@@ -15,7 +15,9 @@ with ``--only i``.
 
 A case runs in this process (the readers are pure functions): ``import_texts`` then the capture
 text, or ``load_capture`` on a temporary file; every fifth case that loads is also diagnosed
-(``doctor.run``). Findings:
+(``doctor.run``) and rendered in every format (terminal, Markdown, HTML, JSON, Prometheus,
+topology); every imported text is also read as an NCCL RAS reply (JSON and text), as
+``pcidoc watch`` reads what a RAS listener sends. Findings:
 
 * any exception but :class:`pcidoc.errors.PcidocError` (what the CLI prints as "internal error"
   or a traceback);
@@ -216,16 +218,49 @@ def run_case(kind: str, name: str, data: bytes, folder: str, diagnose: bool) -> 
             with open(path, "wb") as handle:
                 handle.write(data)
             capture = load_capture(path)
+        if kind == "import":
+            _ras_replies(data, name)
         if diagnose:
             from pcidoc import doctor
             from pcidoc.model.report import ReportSource
 
-            doctor.run(capture, ReportSource(kind="import"), generated_at="2026-01-01T00:00:00Z")
+            report = doctor.run(
+                capture, ReportSource(kind="import"), generated_at="2026-01-01T00:00:00Z"
+            )
+            _render_everywhere(report)
         return "ok"
     except PcidocError as exc:
         if "\n" in str(exc).strip():
             raise AssertionError(f"multi-line error: {str(exc)[:200]!r}") from None
         return "refused"
+
+
+def _ras_replies(data: bytes, name: str) -> None:
+    """The text as what ``pcidoc watch`` reads from an NCCL RAS listener: untrusted, as JSON
+    and as text (``pcidoc.collect.nccl_ras_client.parse_reply``)."""
+    from pcidoc.collect.nccl_ras_client import RasQuery, parse_reply
+
+    text = data.decode("utf-8", "replace")
+    for fmt in ("json", "text"):
+        parse_reply(RasQuery(text=text, fmt=fmt), f"ras:{name}")
+
+
+def _render_everywhere(report: object) -> None:
+    """Every view of a diagnosis: the terminal (short and verbose), Markdown, HTML, JSON, the
+    Prometheus textfile and the topology matrix."""
+    import io
+
+    from pcidoc.fleet.prom import render, report_registry
+    from pcidoc.present import render_report_file
+    from pcidoc.present.text import make_console, render_report, render_topology
+
+    for suffix in (".md", ".html", ".json"):
+        render_report_file(report, f"r{suffix}")  # type: ignore[arg-type]
+    console = make_console(io.StringIO(), width=100)
+    render_report(report, console)  # type: ignore[arg-type]
+    render_report(report, console, verbose=True)  # type: ignore[arg-type]
+    render_topology(report.machine, console)  # type: ignore[attr-defined]
+    render(report_registry(report))  # type: ignore[arg-type]
 
 
 def _peak_rss_mb() -> float:

@@ -81,3 +81,40 @@ def test_writer_round_trips_a_collected_machine(box: Box) -> None:
         for b in labels:
             assert back.topology.link(a, b) == capture.topology.link(a, b), (a, b)
     assert [len(g.nvlinks) for g in back.gpus] == [len(g.nvlinks) for g in capture.gpus]
+
+
+def test_a_topo_file_that_is_a_fifo_device_folder_or_huge_is_refused_without_hanging(
+    tmp_path: Path,
+) -> None:
+    """`NCCL_TOPO_FILE` naming a FIFO without a writer hung `check`. In a child with a
+    deadline, so that a regression fails instead of hanging the suite."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "topo.xml"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.xml"
+    with huge.open("wb") as handle:
+        handle.truncate(5 * 2**20)  # sparse: costs nothing
+    code = (
+        "import sys\n"
+        "from pcidoc.collect.nccl_topo import attach_topo_file\n"
+        "from pcidoc.samples import load_sample\n"
+        "for path in sys.argv[1:]:\n"
+        "    cap = load_sample('h100-pcie-nvlink-bridge')\n"
+        "    attach_topo_file(cap, {'NCCL_TOPO_FILE': path})\n"
+        "    print(cap.evidence.topo_file_error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(fifo), "/dev/zero", str(huge), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.splitlines() == [
+        "it is a named pipe (FIFO); not read",
+        "it is a character device; not read",
+        "it is larger than 4 MiB; not read",
+        "it is a directory; not read",
+    ], done.stderr

@@ -311,3 +311,31 @@ def test_fleet_lines_are_not_cut(tmp_path: Path) -> None:
     top = next(f for f in node.findings if f.severity == node.worst)
     text = fleet_text(report)
     assert top.summary in text and any(len(line) > 160 for line in text.splitlines())
+
+
+# --------------------------------------------- issue 30: the peers' value in plain numbers
+
+
+@pytest.mark.parametrize(("count", "odd"), [(12, 1), (24, 1), (11, 2)])
+def test_a_difference_says_how_many_peers_hold_the_value(
+    tmp_path: Path, count: int, odd: int
+) -> None:
+    """ "(peers: x16, 91% of 11)" mixed the node itself into the share and the group size into
+    the count. Now: "(x16 on all 11 peers)" or "(x16 on 9 of its 10 peers)"."""
+    from pcidoc.model.capture import Capture
+
+    def change(i: int, cap: Capture) -> None:
+        if i < odd:
+            cap.gpus[3].pcie.current_width = 8
+
+    paths = write_fleet(tmp_path / "caps", count, change)
+    report = analyse([str(p) for p in paths])
+    node = next(n for n in report.nodes if n.name == "node01")
+    (diff,) = [d for d in node.differs if d.key.endswith("pcie_width")]
+    peers = count - 1
+    same = count - odd
+    expected = (
+        f"x16 on all {peers} peers" if same == peers else f"x16 on {same} of its {peers} peers"
+    )
+    assert diff.text.endswith(f"PCIe link width x8 ({expected})"), diff.text
+    assert "%" not in diff.text

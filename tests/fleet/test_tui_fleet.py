@@ -47,10 +47,16 @@ async def test_fleet_screen_lists_worst_first_and_opens_a_node(fleet_dir: Path) 
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
         assert app.screen.query_one(DataTable).cursor_row == 1
-        # Escape again goes back to that node without reloading.
+        # The list is the top: escape there does not re-open the last node (issue 30).
         await pilot.press("escape")
         await pilot.pause()
-        assert not isinstance(app.screen, FleetScreen)
+        assert isinstance(app.screen, FleetScreen)
+        # Enter on that node (the cursor stayed on it) shows it again, without reloading.
+        report = app.report
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, FleetScreen))
+        assert app.source is not None and app.source.path.endswith("node12.json")
+        assert app.report is report
 
 
 async def test_escape_before_any_node_stays_on_the_fleet(fleet_dir: Path) -> None:
@@ -71,3 +77,23 @@ async def test_a_skipped_file_is_named_once_on_the_fleet_screen(fleet_dir: Path)
         await pilot.pause()
         text = plain(app.screen.query_one("#fleet-unreadable"))
         assert "skipped" in text and text.count("broken.json") == 1, text
+
+
+async def test_the_fleet_export_dialog_keeps_the_typed_path_after_a_failure(
+    fleet_dir: Path, tmp_path: Path
+) -> None:
+    report = analyse([str(fleet_dir)], workers=1, generated_at="t")
+    app = make_app(
+        None, None, collect=lambda: None, fleet=report, allow_probes=False, export_dir=tmp_path
+    )
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.press("e")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ExportScreen")
+        app.screen.query_one("#export-path").value = "missing/fleet"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(app.export_retry))
+        await wait_until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.press("e")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ExportScreen")
+        assert app.screen.query_one("#export-path").value == "missing/fleet"

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -154,3 +158,82 @@ def test_watch_without_gpus_is_one_line_error(tmp_path: Path, monkeypatch) -> No
         )  # fmt: skip
     with pytest.raises(PcidocError, match="--interval"):
         watch_command(SimpleNamespace(interval=0.01, prom=None, jsonl=None, count=1), print)
+
+
+# ------------------------------------------------------------------ issue 30: signals
+
+_CHILD = """
+import os, signal, sys
+from types import SimpleNamespace
+import pcidoc.collect.live as live
+from pcidoc.fleet.watch import watch_command
+from tests.fakes.fake_nvml import FakeNvmlBackend
+
+root, mode = sys.argv[1], sys.argv[2]
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a shell, not as under xdist
+real = live.collect_live
+live.collect_live = lambda backend: real(
+    sys_root=root, proc_root=root, etc_root=root, backend=backend, environ={}
+)
+args = SimpleNamespace(
+    interval=0.2, prom=os.path.join(root, "w.prom"), jsonl=os.path.join(root, "w.jsonl"),
+    count=None, ras_user=None,
+)
+if mode == "in-write":  # the signal arrives between the temporary file and the rename
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        os.kill(os.getpid(), signal.SIGTERM)
+        real_fsync(fd)
+
+    os.fsync = fsync
+sys.exit(watch_command(
+    args, lambda m: print(m, file=sys.stderr, flush=True),
+    backend_factory=lambda: FakeNvmlBackend.hgx(n=2),
+))
+"""
+
+
+def _watch_child(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(tmp_path), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "name"),
+    [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGHUP, 129, "SIGHUP"), (signal.SIGINT, 130, "")],
+)
+def test_a_signal_ends_watch_with_its_exit_code_and_one_line(
+    tmp_path: Path, signum: int, code: int, name: str
+) -> None:
+    child = _watch_child(tmp_path, "loop")
+    try:
+        deadline = time.monotonic() + 60
+        jsonl = tmp_path / "w.jsonl"
+        while not (jsonl.exists() and (tmp_path / "w.prom").exists()):
+            assert child.poll() is None and time.monotonic() < deadline, child.stderr
+            time.sleep(0.05)
+        child.send_signal(signum)
+        _out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == code, err
+    assert err.strip().splitlines()[-1] == ("pcidoc: interrupted" + (f" by {name}" if name else ""))
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.jsonl", "w.prom"]
+
+
+def test_a_signal_during_the_prom_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    child = _watch_child(tmp_path, "in-write")
+    try:
+        _out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "pcidoc: interrupted by SIGTERM"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.jsonl"]

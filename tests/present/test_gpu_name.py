@@ -35,8 +35,23 @@ def test_two_models_elsewhere_leave_the_gpu_unknown() -> None:
     cap.evidence = ImportedEvidence(
         env_reports=[EnvReport(tool="torch", gpu_models=["NVIDIA A100-SXM4-80GB", "NVIDIA H100"])]
     )
-    assert gpu_models(cap) == "2 × unknown GPU"
+    assert gpu_models(cap) == "2 × GPU (model not in this capture)"
 
 
 def test_no_evidence_stays_unknown() -> None:
-    assert gpu_models(_nameless(4)) == "4 × unknown GPU"
+    assert gpu_models(_nameless(4)) == "4 × GPU (model not in this capture)"
+
+
+def test_every_header_says_the_model_is_not_in_the_capture() -> None:
+    """ "8 × unknown GPU" in a header read as a GPU pcidoc failed to recognise (the rtx4090
+    sample's header, whose title names RTX 4090 from the source thread)."""
+    from pcidoc.doctor import run
+    from pcidoc.model.report import ReportSource
+    from pcidoc.present.markdown import render_markdown
+    from tests.present.test_text import plain
+
+    cap = _nameless(6)
+    report = run(cap, ReportSource(kind="import"), generated_at="2026-01-01T00:00:00Z")
+    for text in (plain(report), render_markdown(report)):
+        assert "unknown GPU" not in text
+        assert "6 × GPU (model not in this capture)" in text

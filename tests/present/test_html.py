@@ -71,6 +71,9 @@ def test_title_findings_and_details() -> None:
     assert "<title>pcidoc report: testhost (FAIL)</title>" in page
     assert '<span class="verdict sev-fail">FAIL</span>' in page
     findings = page.split("<h2>Findings</h2>", 1)[1].split("<h2>", 1)[0]
+    # The passed and skipped rows once more, for paper only (it cannot open the fold).
+    findings, printed = findings.split('<div class="print-only">', 1)
+    assert printed.count("<tr>") == findings.split('id="passed"', 1)[1].count("<tr>")
     ids = re.findall(
         r'<td><a href="#check-[a-z0-9.-]+"><code class="cid">([a-z0-9.-]+)</code>', findings
     )
@@ -161,3 +164,59 @@ def test_measurements_and_origin_sections() -> None:
 
 def test_deterministic() -> None:
     assert render_html(measured_report()) == render_html(measured_report())
+
+
+# ------------------------------------------------- issue 30: what a printed report shows
+
+from html.parser import HTMLParser  # noqa: E402
+
+
+class _PrintView(HTMLParser):
+    """The text a printer shows: hidden are ``details.group`` (paper cannot open a fold), a
+    ``.hint``, and what a closed ``details`` holds besides its summary."""
+
+    VOID = frozenset({"br", "meta", "link", "img", "col", "wbr", "hr", "input"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[tuple[str, bool, bool]] = []  # (tag, a closed details, hidden)
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.VOID:
+            return
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        parent_tag, parent_closed, hidden = self.stack[-1] if self.stack else ("", False, False)
+        hidden = hidden or "hint" in classes or (tag == "details" and "group" in classes)
+        hidden = hidden or (parent_tag == "details" and parent_closed and tag != "summary")
+        self.stack.append((tag, tag == "details" and "open" not in a, hidden))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        if not (self.stack and self.stack[-1][2]):
+            self.text.append(data)
+
+
+def test_a_printed_report_shows_the_passes_and_no_hover_hint() -> None:
+    from pcidoc.doctor import run
+    from pcidoc.model.report import ReportSource
+    from pcidoc.present.html import render_html
+    from pcidoc.samples import load_sample
+
+    for name in ("synthetic-72gpu", "h100-pcie-nvlink-bridge"):
+        report = run(load_sample(name), ReportSource(kind="demo", name=name), generated_at="t")
+        page = render_html(report)
+        css = page[page.index("@media print") :]
+        assert (
+            ".print-only { display: block; }" in css and "details.group { display: none; }" in css
+        )
+        view = _PrintView()
+        view.feed(page)
+        printed = "".join(view.text)
+        passes = [c.id for c in report.checks if c.severity == "pass"]
+        assert passes and all(check_id in printed for check_id in passes), name
+        assert "Hover" not in printed and "hover" not in printed

@@ -161,8 +161,9 @@ def test_cli_check_probes_quick_runs_gloo_scaling_and_skips_cuda() -> None:
 def test_probe_without_a_name_lists_the_probes(capsys) -> None:
     from pcidoc.cli import PROBE_NAMES, main
 
-    assert main(["probe"]) == 3
-    err = capsys.readouterr().err
-    lines = [line.split() for line in err.splitlines()[1:]]
+    # Listing is what `pcidoc probe` alone asks for: on stdout, exit 0 (it was 3, an error).
+    assert main(["probe"]) == 0
+    out = capsys.readouterr().out
+    lines = [line.split() for line in out.splitlines()[1:]]
     assert [words[0] for words in lines] == list(PROBE_NAMES)
     assert all(len(words) > 3 for words in lines)  # one line each, with what it measures

@@ -456,7 +456,7 @@ async def test_a_failed_export_says_how_to_try_again(export_dir: Path) -> None:
         await pilot.press("enter")
         await settle(pilot)
     errors = [m for severity, m in app.notices if severity == "error"]
-    assert errors and errors[0].endswith("press e to choose another path")
+    assert errors and errors[0].endswith("press e to correct the path")
 
 
 @pytest.mark.parametrize(

@@ -267,7 +267,7 @@ async def test_links_note_and_legend_wrap_between_phrases(width: int) -> None:
         lines = [s.text.strip() for s in note.render_lines(note.region.reset_offset)]
         phrases = [
             "static values from the capture — live counters need a live GPU machine.",
-            "TX, RX in GB/s; NVL: NVLinks up of present.",
+            "TX, RX in GB/s; NVL: NVLinks up of those wired.",
             "Util: busier direction ÷ raw ceiling of the current PCIe link.",
             "Errors: totals since boot.",
         ]

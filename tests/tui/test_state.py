@@ -80,7 +80,7 @@ async def test_a_fake_services_object_drives_the_whole_app() -> None:
 def test_make_app_collects_this_machine_only_when_no_capture_is_given() -> None:
     shown = make_app(acs_machine(), acs_source())
     assert shown.services.collect is None and shown.services.sampler_factory is None
-    assert shown.options == TuiOptions(export_dir=Path.cwd())
+    assert shown.options == TuiOptions()  # exports go to ~/pcidoc-reports, not the cwd
     # No NVML is touched before the app collects: the live machine only opens on collect().
     live_app = make_app(None, None, options=TuiOptions(interval=None))
     assert live_app.services.collect is not None and live_app.services.sampler_factory

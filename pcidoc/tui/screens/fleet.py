@@ -1,6 +1,8 @@
 """The fleet screen of ``pcidoc --fleet DIR``: every node worst first, outliers marked, what
 differs from the peer group; enter opens the node's capture in the usual panes, escape there
-comes back here.
+comes back here. The list is the top: escape here does nothing (it once re-opened the node last
+shown, a step forward where escape means back); enter on that node, where the cursor stays,
+shows it again without reloading it.
 
 The fleet report is computed before the app starts (:func:`run_fleet_tui`), so this screen only
 renders a :class:`~pcidoc.fleet.model.FleetReport`.
@@ -56,7 +58,6 @@ class FleetScreen(Screen[str | None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back to the node", show=False),
         Binding("e", "export", "Export the fleet report"),
         Binding("q", "app.quit", "Quit"),
         # The panes' keys act on the node behind this screen: not while the fleet is shown.
@@ -112,8 +113,7 @@ class FleetScreen(Screen[str | None]):
             yield Static(Text(""), id="fleet-detail")
             yield Static(
                 Text(
-                    "* outlier  ! exclude · enter opens the node · escape returns to it · "
-                    "e exports · ? keys · q quits",
+                    "* outlier  ! exclude · enter opens the node · e exports · ? keys · q quits",
                     style="dim",
                 )
             )
@@ -162,7 +162,9 @@ class FleetScreen(Screen[str | None]):
 
     @on(DataTable.RowSelected)
     def _selected(self, event: DataTable.RowSelected) -> None:
-        self.dismiss(str(event.row_key.value))
+        path = str(event.row_key.value)
+        # The node on display: back to it as it is (no reload); another node: open it.
+        self.dismiss(None if path == self.current else path)
 
     def dismiss(self, result: str | None = None) -> AwaitComplete:
         """Leave the node list once: a second Enter that reaches it while it is leaving
@@ -186,7 +188,7 @@ class FleetScreen(Screen[str | None]):
 
         app.push_screen(
             ExportScreen(
-                default,
+                app.export_retry.pop("fleet", "") or default,
                 str(app.options.export_dir),
                 what=FLEET_FILES,
                 suffixes=(".md", ".html", ".json"),
@@ -197,11 +199,6 @@ class FleetScreen(Screen[str | None]):
 
     def action_ignore(self) -> None:
         """Swallow the panes' keys while the node list is on screen."""
-
-    def action_back(self) -> None:
-        """Back to the node on display (nothing happens before one was opened)."""
-        if self.current is not None:
-            self.dismiss(None)
 
 
 def show_fleet(app: PcidocApp) -> None:

@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Static
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuCounters, GpuRates
 from pcidoc.model.facts import Gpu
+from pcidoc.model.linkmodel import nvlink_link_rate_gbps, unwired_nvlinks
 from pcidoc.model.units import link_label
 from pcidoc.tui.describe import gpu_pcie_ceiling, link_changes, live_link_changes
 from pcidoc.tui.hanging import Phrases
@@ -57,6 +58,11 @@ LINK_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 """The selected GPU's NVLinks; its title says the unit (GB/s)."""
 
+_LINK_WIDTHS = {"speed": 6}
+"""Fixed column widths: the rated speed ("25.0", "14.1", "—") keeps the width of a reported one,
+so the columns beside the chart end where they did at 80 columns (never one letter of the
+next column)."""
+
 
 def _num(value: float | None, digits: int = 2) -> Text:
     """A rate in GB/s: three significant digits at most (``0.63``, ``12.3``, ``123``), so the
@@ -66,6 +72,27 @@ def _num(value: float | None, digits: int = 2) -> Text:
     if digits == 2 and abs(value) >= 10:
         digits = 1 if abs(value) < 100 else 0
     return Text(f"{value:.{digits}f}", justify="right")
+
+
+_STATE_STYLES = {"up": "green", "unwired": "dim"}
+
+
+def _nvl_cell(up: int, wired: int) -> Text:
+    """``12/12``: NVLinks up of those the design wires (yellow when some are down)."""
+    return Text(f"{up}/{wired}", justify="right", style="bold yellow" if up < wired else "")
+
+
+def _no_gpus_note(capture: Capture) -> Text:
+    """Why the pane is empty: no GPU on this machine (NVML's reason) or in this capture."""
+    where = "this machine" if capture.origin.kind == "live" else "this capture"
+    text = Text(f"No GPUs in {where}, so no links to show", style="bold yellow")
+    reason = capture.unavailable.get("gpus")
+    text.append(f": {reason}" if reason else ".")
+    text.append(
+        "\nThe Host pane (4) shows what was found; `pcidoc --demo` opens a sample machine.",
+        style="dim",
+    )
+    return text
 
 
 def _count(value: int | None, warn: bool = True) -> Text:
@@ -215,7 +242,7 @@ class LinksPane(Container):
             table.add_column(label, key=key)
         links = self.query_one("#nvlink-table", DataTable)
         for key, label in LINK_COLUMNS:
-            links.add_column(label, key=key)
+            links.add_column(label, key=key, width=_LINK_WIDTHS.get(key))
         self.query_one("#chart-box").display = False
 
     # -------------------------------------------------------------------------- data
@@ -244,7 +271,14 @@ class LinksPane(Container):
         self.link_history.clear()
         table = self.query_one("#gpu-table", DataTable)
         table.clear()
+        table.display = capture is None or bool(capture.gpus)
         if capture is None:
+            return
+        if not capture.gpus:
+            # An empty table says nothing: say why there is nothing to show.
+            self.query_one("#links-note", Static).update(_no_gpus_note(capture))
+            self.selected_gpu = None
+            self._show_links()
             return
         self._show_note()
         for gpu in capture.gpus:
@@ -274,9 +308,16 @@ class LinksPane(Container):
         else:
             phrases.append(Text(f"{STATIC_NOTE}.", style="bold yellow"))
         phrases += [
-            Text("TX, RX in GB/s; NVL: NVLinks up of present.", "dim"),
+            Text("TX, RX in GB/s; NVL: NVLinks up of those wired.", "dim"),
             Text("Util: busier direction ÷ raw ceiling of the current PCIe link.", "dim"),
         ]
+        if self.capture is not None and any(self._unwired(g) for g in self.capture.gpus):
+            phrases.append(
+                Text(
+                    "unwired: NVLinks the board leaves unconnected (nvlink.state), not down.",
+                    "dim",
+                )
+            )
         if self.capture is not None and any(_model_link(g) for g in self.capture.gpus):
             phrases.append(
                 Text("Link? = the GPU model's own link: the capture has no negotiated one.", "dim")
@@ -321,12 +362,10 @@ class LinksPane(Container):
         if self.live:
             tx = rx = None
         up = sum(1 for nv in gpu.nvlinks if nv.state == "up")
-        nvl = Text(
-            f"{up}/{len(gpu.nvlinks)}" if gpu.nvlinks else "—",
-            justify="right",
-            style="bold yellow"
-            if gpu.nvlinks and up < len(gpu.nvlinks)
-            else ("" if gpu.nvlinks else "dim"),
+        nvl = (
+            _nvl_cell(up, self._wired(gpu))
+            if gpu.nvlinks
+            else Text("—", style="dim", justify="right")
         )
         return [
             Text(gpu.label, style="bold"),
@@ -340,6 +379,13 @@ class LinksPane(Container):
             _num(None),
             _num(None),
         ]
+
+    def _unwired(self, gpu: Gpu) -> int:
+        """Its inactive NVLinks that its design does not wire (the doctor's rule)."""
+        return 0 if self.capture is None else unwired_nvlinks(self.capture, gpu).count
+
+    def _wired(self, gpu: Gpu) -> int:
+        return len(gpu.nvlinks) - self._unwired(gpu)
 
     def show_sample(
         self,
@@ -384,12 +430,7 @@ class LinksPane(Container):
                 ),
             }
             if up:
-                count = sum(1 for u in up if u)
-                values["nvl"] = Text(
-                    f"{count}/{len(up)}",
-                    justify="right",
-                    style="bold yellow" if count < len(up) else "",
-                )
+                values["nvl"] = _nvl_cell(sum(1 for u in up if u), len(up) - self._unwired(gpu))
             for column, value in values.items():
                 table.update_cell(key, column, value, update_width=True)
             history = self.history.setdefault(counters.index, deque(maxlen=HISTORY))
@@ -481,11 +522,14 @@ class LinksPane(Container):
         live_links = {c.link: c for c in counters.nvlinks} if counters else {}
         cursor = table.cursor_row
         table.clear()
+        unwired = self._unwired(gpu) > 0  # then every link down in the capture is unwired
         for nv in gpu.nvlinks:
-            state = nv.state
+            state: str | None = nv.state
             live = live_links.get(nv.link)
             if live is not None and live.state is not None:
-                state = live.state  # type: ignore[assignment]
+                state = live.state
+            if unwired and nv.state == "down" and state == "down":
+                state = "unwired"
             if self.live:
                 errors = _total(
                     live.errors if live is not None else None,
@@ -503,12 +547,12 @@ class LinksPane(Container):
                 remote = f"{remote} {peer or nv.remote_bus_id}".strip()
             table.add_row(
                 Text(str(nv.link), justify="right"),
-                Text(state or "?", style="green" if state == "up" else "yellow"),
+                Text(state or "?", style=_STATE_STYLES.get(state or "", "yellow")),
                 _num(rate.nvlink_tx_gbps.get(nv.link) if rate else None),
                 _num(rate.nvlink_rx_gbps.get(nv.link) if rate else None),
                 errors,
                 Text(nv.version or "?"),
-                _num(nv.speed_gbps, 3),
+                _num(nvlink_link_rate_gbps(gpu, nv), 1),
                 Text(remote or "?"),
                 key=str(nv.link),
             )

@@ -9,6 +9,7 @@ from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import joined as _names
+from pcidoc.doctor.wording import short_list
 from pcidoc.model.facts import Gpu
 from pcidoc.model.links import is_nvlink
 from pcidoc.model.report import Evidence
@@ -376,7 +377,7 @@ def _level_finding(
         return Finding(
             "fail",
             f"{setting} turns off P2P over NVLink for {len(lost_nv)} GPU pair(s) "
-            f"({_names(lost_nv[:4])}{', ...' if len(lost_nv) > 4 else ''}): NCCL copies through "
+            f"({short_list(lost_nv)}): NCCL copies through "
             "host memory (SHM) instead, at a small fraction of NVLink bandwidth",
             subjects=lost_nv,
             evidence=evidence,
@@ -387,7 +388,7 @@ def _level_finding(
         return Finding(
             "warn",
             f"{setting} turns off PCIe P2P for {len(lost_pcie)} pair(s) behind PCIe switches "
-            f"({_names(lost_pcie[:4])}{', ...' if len(lost_pcie) > 4 else ''}): copies are "
+            f"({short_list(lost_pcie)}): copies are "
             "staged through host memory",
             subjects=lost_pcie,
             evidence=evidence,
@@ -398,7 +399,7 @@ def _level_finding(
         return Finding(
             "info",
             f"{setting} lets NCCL use P2P through the CPU for {len(gained)} pair(s) "
-            f"({_names(gained[:4])}{', ...' if len(gained) > 4 else ''}); CPUs route peer "
+            f"({short_list(gained)}); CPUs route peer "
             "traffic poorly, so measure it against the default",
             subjects=gained,
             evidence=evidence,
@@ -434,7 +435,7 @@ def _other_nccl_findings(ctx: Context, env: dict[str, str], gpus: list[int]) -> 
             Finding(
                 "warn" if no_p2p else "info",
                 "NCCL_SHM_DISABLE=1: GPU pairs without P2P "
-                + (f"({_names(no_p2p[:4])}{', ...' if len(no_p2p) > 4 else ''}) " if no_p2p else "")
+                + (f"({short_list(no_p2p)}) " if no_p2p else "")
                 + "fall back to the network transport instead of host shared memory"
                 + ("" if no_p2p else "; every pair here uses P2P, so it has no effect now"),
                 subjects=no_p2p,
@@ -454,7 +455,7 @@ def _other_nccl_findings(ctx: Context, env: dict[str, str], gpus: list[int]) -> 
                 "warn" if rdma else "info",
                 "NCCL_IB_DISABLE=1: multi-node traffic uses TCP sockets"
                 + (
-                    f" although RDMA NICs are present ({_names(rdma[:4])})"
+                    f" although RDMA NICs are present ({short_list(rdma)})"
                     if rdma
                     else "; no RDMA NIC was seen, so nothing is lost"
                 ),

@@ -35,6 +35,7 @@ from pcidoc.doctor.checks.kernel._shared import (
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.signatures import signature_findings
+from pcidoc.doctor.wording import by_card
 from pcidoc.model.evidence import SignatureHit
 from pcidoc.model.kernel import AerEvent, KernelLog
 from pcidoc.model.report import Evidence
@@ -111,8 +112,11 @@ def _uncorrectable(ctx: Context, logs: list[KernelLog], gpus: list[str]) -> list
             + [device_label(ctx, e.port, gpus, "pcieport") for e in events if e.port]
         )
     )
-    lost = ", ".join(
-        dict.fromkeys(device_label(ctx, r.bus_id, gpus, r.driver) for r in failed if r.bus_id)
+    drivers = {r.bus_id: r.driver for r in failed if r.bus_id}
+    lost = ", ".join(  # one card once: not a GPU and, beside it, its audio function
+        device_label(ctx, bus, gpus, drivers[bus])
+        + (f" (and its function{'s' if len(more) > 1 else ''} {', '.join(more)})" if more else "")
+        for bus, more in by_card(drivers)
     )
     parts = []
     if events:
@@ -124,7 +128,7 @@ def _uncorrectable(ctx: Context, logs: list[KernelLog], gpus: list[str]) -> list
     if failed:
         parts.append(f"recovery failed for {lost or 'a device'}")
     subjects = [s for e in events for s in (subject(ctx, e.bus_id), subject(ctx, e.port)) if s]
-    subjects += [s for r in failed if (s := subject(ctx, r.bus_id))]
+    subjects += [s for bus, _ in by_card(drivers) if (s := subject(ctx, bus))]
     explained = explain_bits(bits)
     return [
         Finding(

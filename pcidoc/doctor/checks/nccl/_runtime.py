@@ -74,3 +74,25 @@ def who(ctx: Context, rank: int | None, host: str | None, gpu: int | None, pid: 
     if host:
         parts.append(f"on node {host}")
     return head + (f" ({', '.join(parts)})" if parts else "")
+
+
+def switch_pair_step(ctx: Context) -> list[str]:
+    """The remedy a hang owes to GPUs that share a PCIe switch (PIX/PXB): ACS or the IOMMU
+    (VT-d, AMD-Vi) can drop their peer writes, and NCCL then waits for ever instead of failing.
+    Said with the pairs when the topology shows some, as a question when it is not known, and
+    not at all when every pair is known to be otherwise joined."""
+    from pcidoc.doctor.wording import short_list
+
+    pairs = [f"GPU{a}-GPU{b}" for a, b, link in ctx.gpu_pairs() if link in ("PIX", "PXB")]
+    fix = (
+        "with ACS redirecting on the switch ports or the IOMMU (Intel VT-d, AMD-Vi) "
+        "translating, their P2P writes can be dropped and a collective hangs instead of "
+        "failing. Check p2p.acs-iommu (`sudo pcidoc check --only p2p.acs-iommu`); disable ACS "
+        "on those ports or boot with `iommu=pt` (or VT-d off in the BIOS when nothing needs "
+        "it); confirm with `NCCL_P2P_DISABLE=1`: a hang that goes away was the peer path."
+    )
+    if pairs:
+        return [f"{short_list(pairs)} share a PCIe switch (PIX/PXB): {fix}"]
+    if not ctx.has_topology:
+        return ["If the ranks' GPUs share a PCIe switch (PIX/PXB in `nvidia-smi topo -m`): " + fix]
+    return []

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pcidoc.doctor.checks.nccl._shared import evidence, gpu_by_bus, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import short_list
 
 
 def _gpus_below(ctx: Context, bridges: list[str]) -> list[str]:
@@ -48,9 +49,9 @@ def acs_redirect(ctx: Context) -> list[Finding]:
     if redirect:
         named = [d.bus_id for d in redirect if d.bus_id]
         below = _gpus_below(ctx, named)
-        where = f" ({', '.join(named[:6])})" if named else ""
+        where = f" ({short_list(named, 6)})" if named else ""
         if below:
-            where += f", above {', '.join(below[:8])}"
+            where += f", above {short_list(below, 8)}"
         return [
             Finding(
                 "warn",

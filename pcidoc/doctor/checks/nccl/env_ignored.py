@@ -8,6 +8,7 @@ from __future__ import annotations
 from pcidoc.doctor.checks.nccl._shared import logs, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import short_list
 
 
 @check("nccl.env-ignored", "NCCL settings the log shows were not honoured")
@@ -65,7 +66,7 @@ def env_ignored(ctx: Context) -> list[Finding]:
         return [
             Finding(
                 "pass",
-                f"no sign that NCCL ignored {', '.join(names[:6])}",
+                f"no sign that NCCL ignored {short_list(names, 6)}",
                 confidence="medium",
             )
         ]

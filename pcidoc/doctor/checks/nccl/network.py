@@ -18,6 +18,7 @@ from pcidoc.doctor.checks.nccl._shared import (
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.signatures import signature_findings
+from pcidoc.doctor.wording import short_list
 from pcidoc.model.evidence import NcclLog
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def network(ctx: Context) -> list[Finding]:
                 n.name for n in ctx.nics if n.name and n.name.lower().startswith(RDMA_PREFIXES)
             ]
             if listed:
-                signs.append(quote(", ".join(listed[:4]), "RDMA NICs in the topology"))
+                signs.append(quote(short_list(listed), "RDMA NICs in the topology"))
             used = [quote(c.quote) for c in net if (c.network or "").lower() == "socket"][:1]
             used += [quote(q.quote) for q in log.networks[-1:]]
             disabled = log.env.get("NCCL_IB_DISABLE", "").strip() not in ("", "0")

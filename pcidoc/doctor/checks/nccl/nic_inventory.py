@@ -7,6 +7,7 @@ from __future__ import annotations
 from pcidoc.doctor.checks.nccl._shared import evidence, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import short_list
 
 
 @check("nccl.nic-inventory", "NIC inventory vs GPUs (rails)")
@@ -39,10 +40,10 @@ def nic_inventory(ctx: Context) -> list[Finding]:
                     "info",
                     f"{len(nics)} NICs for {len(gpus)} GPUs: most are virtual functions or "
                     "ports that are not GPU rails"
-                    + (f"; the NICs next to a GPU are {', '.join(rails[:8])}" if rails else ""),
+                    + (f"; the NICs next to a GPU are {short_list(rails, 8)}" if rails else ""),
                     evidence=[quote(str(len(nics)), "NICs in the topology")],
                     remediation=[
-                        "Pin NCCL to the rail NICs (`NCCL_IB_HCA=" + ",".join(rails[:8]) + "`)"
+                        "Pin NCCL to the rail NICs (`NCCL_IB_HCA=" + ",".join(rails) + "`)"
                         if rails
                         else "Find the NICs that share a PCIe switch with a GPU "
                         "(`nvidia-smi topo -m`, PIX/PXB) and list them in NCCL_IB_HCA.",
@@ -56,7 +57,7 @@ def nic_inventory(ctx: Context) -> list[Finding]:
                 Finding(
                     "pass",
                     f"{len(nics)} NIC(s) for {len(gpus)} GPU(s)"
-                    + (f"; rails: {', '.join(rails[:8])}" if rails else "")
+                    + (f"; rails: {short_list(rails, 8)}" if rails else "")
                     + "; no virtual functions or extra ports hiding the NICs next to the GPUs",
                 )
             )

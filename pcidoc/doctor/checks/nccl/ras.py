@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcidoc.doctor.checks._common import ev
-from pcidoc.doctor.checks.nccl._runtime import ras_reports, watchdogs, who
+from pcidoc.doctor.checks.nccl._runtime import ras_reports, switch_pair_step, watchdogs, who
 from pcidoc.doctor.checks.nccl._shared import quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
@@ -55,6 +55,7 @@ def _lost(ctx: Context, report: Any) -> Finding | None:
             "(`dmesg | grep -i xid`, `pcidoc check` on that node)?",
             "A process RAS cannot reach for 60 s is declared dead: restart the job without "
             "that node (drain it) if its GPU or network shows errors.",
+            *switch_pair_step(ctx),
         ],
     )
 
@@ -107,6 +108,7 @@ def _mismatch(ctx: Context, report: Any) -> Finding | None:
             "next collective: look at what the ranks BEHIND are doing (stack dumps with "
             "`py-spy dump`, the PyTorch flight recorder with `TORCH_NCCL_TRACE_BUFFER_SIZE`), "
             "not at the links of the ranks ahead.",
+            *switch_pair_step(ctx),
         ],
         confidence="medium",
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pcidoc.doctor.checks.nccl._shared import evidence, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import short_list
 
 _REJECTED = ("has no arch", "has no vendor", "GenuineIntel without")
 
@@ -78,11 +79,11 @@ def topo_file(ctx: Context) -> list[Finding]:
                         "warn",
                         f"{name} does not match the machine's GPUs: "
                         f"{len(file_buses)} in the file, {len(machine)} seen"
-                        + (f"; not on this machine: {', '.join(missing[:4])}" if missing else "")
-                        + (f"; not in the file: {', '.join(extra[:4])}" if extra else ""),
+                        + (f"; not on this machine: {short_list(missing)}" if missing else "")
+                        + (f"; not in the file: {short_list(extra)}" if extra else ""),
                         evidence=[
-                            quote(", ".join(sorted(file_buses)[:8]), "GPU bus ids in the file"),
-                            quote(", ".join(sorted(machine)[:8]), "GPU bus ids of the machine"),
+                            quote(short_list(sorted(file_buses), 8), "GPU bus ids in the file"),
+                            quote(short_list(sorted(machine), 8), "GPU bus ids of the machine"),
                         ],
                         remediation=[
                             "A topology file must list this machine's bus ids (a VM of another "

@@ -39,7 +39,7 @@ def version(ctx: Context) -> list[Finding]:
     """An NCCL release older than the GPU architecture, by its number or by the warnings an
     NCCL build too old for the GPU prints (``ncclMaxSharedMem ... exceeds``)."""
     warned = signature_findings(ctx, "nccl.version")
-    judged = [f for f in _by_number(ctx) if not (warned and f.severity == "skip")]
+    judged = [f for f in _by_number(ctx) if not (warned and f.severity in ("skip", "info"))]
     return judged + warned
 
 
@@ -63,14 +63,26 @@ def _by_number(ctx: Context) -> list[Finding]:
     names = gpu_names(ctx)
     text, where = found[0]
     have = _version(text)
+    seen = [quote(text, "NCCL version")]
+    # A version that was read is a fact shown (info), not a missing input (skip), even when
+    # there is nothing to judge it against.
     if have is None:
-        return [Finding("skip", f"NCCL version '{text}' is not a release number")]
+        return [
+            Finding(
+                "info",
+                f"NCCL version '{text}' ({where}) is not a release number: not judged",
+                evidence=seen,
+                confidence="low",
+            )
+        ]
     if not names:
         return [
             Finding(
-                "skip",
-                f"NCCL {text} ({where}); the GPU model is not in the evidence",
+                "info",
+                f"NCCL {text} ({where}); not judged: the GPU model is not in the evidence",
+                evidence=seen,
                 needs="import nvidia-smi output or a collect_env report with the GPU names",
+                confidence="low",
             )
         ]
     for cc, arch, minimum in _MIN_NCCL:
@@ -101,8 +113,10 @@ def _by_number(ctx: Context) -> list[Finding]:
         ]
     return [
         Finding(
-            "skip",
-            f"NCCL {text}; no cited minimum version for {names[0]}",
+            "info",
+            f"NCCL {text} ({where}); not judged: no cited first NCCL release for {names[0]}",
+            evidence=seen,
             needs="pcidoc's table covers the architectures whose first NCCL release is cited",
+            confidence="low",
         )
     ]

@@ -8,7 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from pcidoc.doctor.checks._common import ev
-from pcidoc.doctor.checks.nccl._runtime import bus_id_of, flight_records, watchdogs, who
+from pcidoc.doctor.checks.nccl._runtime import (
+    bus_id_of,
+    flight_records,
+    switch_pair_step,
+    watchdogs,
+    who,
+)
 from pcidoc.doctor.checks.nccl._shared import quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
@@ -100,7 +106,7 @@ def _flight_finding(ctx: Context, dumps: list[Any]) -> Finding | None:
             ev("last enqueued collective", r.last_enqueued, subject=f"rank {r.rank}")
             for r in behind[:6]
         ],
-        remediation=_STEPS,
+        remediation=[*_STEPS, *switch_pair_step(ctx)],
     )
 
 
@@ -127,7 +133,7 @@ def watchdog(ctx: Context) -> list[Finding]:
                 subjects=sorted({f"rank {w.rank}" for w in timeouts if w.rank is not None}),
                 evidence=[quote(w.quote, "watchdog") for w in timeouts[:3] if w.quote]
                 + [ev("GPU bus id of a timed-out rank", b) for b in buses],
-                remediation=_STEPS,
+                remediation=[*_STEPS, *switch_pair_step(ctx)],
             )
         )
     if not timeouts:

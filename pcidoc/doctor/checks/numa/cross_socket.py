@@ -17,6 +17,7 @@ from pcidoc.doctor.checks.numa._shared import (
 )
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import counted, short_list
 from pcidoc.model.report import Confidence, Evidence, Severity
 from pcidoc.model.units import link_label
 
@@ -105,7 +106,8 @@ def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
                 evidence=[
                     _ev(
                         "NUMA nodes per socket",
-                        f"{len(ctx.host.numa_nodes)} nodes on {ctx.host.sockets or '?'} socket(s)",
+                        f"{len(ctx.host.numa_nodes)} nodes on "
+                        + counted(ctx.host.sockets, "socket"),
                     )
                 ],
                 confidence="medium",
@@ -288,7 +290,7 @@ def _nic_sys_findings(ctx: Context) -> list[Finding]:
     return [
         Finding(
             "info",
-            f"{len(far)} NIC(s) {text} ({', '.join(far[:4])}): traffic between those GPUs and "
+            f"{len(far)} NIC(s) {text} ({short_list(far)}): traffic between those GPUs and "
             f"NICs {hop} (see numa.nic-affinity)",
             subjects=far,
             evidence=evidence,

@@ -8,6 +8,7 @@ from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks.numa._shared import _nic_name, _single_known_node, gpu_set, is_bond
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import short_list
 from pcidoc.model.facts import Nic
 from pcidoc.model.links import rank
 
@@ -54,7 +55,7 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
                     subjects=[nic.name or nic.label],
                     remediation=[
                         f"List the data NICs explicitly, e.g. `NCCL_IB_HCA=="
-                        f"{','.join(n.name or n.label for n in data_nics[:4])}`."
+                        f"{','.join(n.name or n.label for n in data_nics)}`."
                     ],
                     confidence="medium",
                 )
@@ -94,34 +95,58 @@ def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
     elif far:
         findings.append(_far_finding(ctx, far, known, data_nics))
     else:
-        near_nics = {
-            label
-            for row in cells
-            for label, c in zip(data_labels, row, strict=True)
-            if c in _NEAR_NIC
-        }
-        one_to_one = all("PIX" in row for row in cells)
-        findings.append(
-            Finding(
-                "pass",
-                f"every GPU has a PCIe-local NIC ({len(near_nics)} NIC(s) at PIX/PXB"
-                + (", 1:1 PIX" if one_to_one else "")
-                + ")",
-                evidence=[
-                    _ev("nearest NIC", _nearest_nics(ctx, i, c, data_nics), subject=f"GPU{i}")
-                    for i, c in list(known.items())[:8]
-                ],
-            )
-        )
+        findings.append(_near_finding(ctx, known, data_nics))
     findings.extend(_gpudirect_findings(ctx, data_nics))
     return findings
+
+
+def _sharing(ctx: Context, known: Mapping[int, str | None], nics: list[Nic]) -> str:
+    """How the GPUs share their nearest NICs: ``1:1 PIX``, ``4 GPUs share each``..."""
+    users: dict[str, int] = {}
+    per_gpu = set()
+    for index, link in known.items():
+        row = ctx.nic_row(f"GPU{index}")
+        nearest = [n.label for n in nics if row.get(n.label) == link]
+        per_gpu.add(len(nearest))
+        for label in nearest:
+            users[label] = users.get(label, 0) + 1
+    sharing = set(users.values())
+    if per_gpu == {1} and sharing == {1}:
+        return f", 1:1 {'/'.join(sorted({c for c in known.values() if c}))}"
+    if max(sharing, default=1) > 1:
+        most = max(sharing)
+        return f", {most} GPUs share each" if len(sharing) == 1 else f", up to {most} share one"
+    return ""
+
+
+def _near_finding(ctx: Context, known: Mapping[int, str | None], nics: list[Nic]) -> Finding:
+    """Every GPU has a NIC at PIX/PXB: how many NICs, and how the GPUs share them."""
+    near_nics = {
+        n.label for i in known for n in nics if ctx.nic_row(f"GPU{i}").get(n.label) in _NEAR_NIC
+    }
+    evidence = [
+        _ev("nearest NIC", _nearest_nics(ctx, i, c, nics), subject=f"GPU{i}")
+        for i, c in list(known.items())[:_LISTED]
+    ]
+    if len(known) > _LISTED:
+        evidence.append(_ev("nearest NIC not listed", f"{len(known) - _LISTED} more GPUs"))
+    return Finding(
+        "pass",
+        f"every GPU has a PCIe-local NIC ({len(near_nics)} NIC(s) at PIX/PXB"
+        f"{_sharing(ctx, known, nics)})",
+        evidence=evidence,
+    )
+
+
+_LISTED = 8
+"""GPUs whose nearest NIC is listed as evidence (the rest are counted)."""
 
 
 def _nearest_nics(ctx: Context, index: int, link: str | None, nics: list[Nic]) -> str:
     """``"mlx5_6, mlx5_7 (PXB)"``: the NICs at a GPU's nearest link class, by name."""
     row = ctx.nic_row(f"GPU{index}")
     names = [n.name or n.label for n in nics if row.get(n.label) == link]
-    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    shown = short_list(names)
     return f"{shown} ({link})" if shown else str(link)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pcidoc._lazyre import lazy
-from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.checks._common import judged_of, not_applicable
 from pcidoc.doctor.checks._common import no_gpu as _no_gpu
@@ -14,6 +13,7 @@ from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.signatures import signature_findings
 from pcidoc.doctor.wording import joined as _names
 from pcidoc.model.facts import Gpu
+from pcidoc.model.linkmodel import gpu_model_of, nvlinks_of
 from pcidoc.model.links import is_nvlink, nvlink_count
 from pcidoc.model.report import Evidence, Severity
 
@@ -42,14 +42,29 @@ def _is_mnnvl(ctx: Context) -> bool:
             return True
         if gpu.fabric.clique_id:
             return True
-    grace = (ctx.host.cpu_vendor or "").lower() == "arm" or "grace" in (
-        ctx.host.cpu_model or ""
-    ).lower()
+    grace = (
+        (ctx.host.cpu_vendor or "").lower() == "arm"
+        or "grace" in (ctx.host.cpu_model or "").lower()
+        or any(_superchip(g) for g in ctx.gpus)
+    )
     return (
         grace
         and any(_fabric_reported(g) for g in ctx.gpus)
         and any(_to_switch(g) for g in ctx.gpus)
     )
+
+
+_GRACE_GPU = lazy(r"\bG[BH]\d{3}\b")
+"""GH200, GB200, GB300...: the GPU of a Grace superchip, named after the pair."""
+
+
+def _superchip(gpu: Gpu) -> bool:
+    """A Grace superchip's GPU (GH200, GB200, GB300): its host is a Grace CPU, whatever the
+    capture says of the CPU."""
+    model = gpu_model_of(gpu)
+    if model is not None:
+        return model.form_factor == "superchip"
+    return _GRACE_GPU.search((gpu.name or "").upper()) is not None
 
 
 def _not_nvswitch(ctx: Context) -> Finding:
@@ -104,12 +119,13 @@ def _not_nvswitch(ctx: Context) -> Finding:
             sum(nvlink_count(ctx.gpu_link(g.index, o.index)) for o in ctx.gpus if o is not g)
             for g in ctx.gpus
         )
-        if needed > config.NVLINK_MAX_LINKS_PER_GPU:
+        has, limit = _nvlinks_a_gpu_has(ctx)
+        if needed > has:
             return Finding(
                 "info",
                 f"{what}, which only NVSwitches can wire ({needed} NVLinks per GPU as a direct "
-                f"mesh, more than the {config.NVLINK_MAX_LINKS_PER_GPU} a GPU has): an NVSwitch "
-                "system whose fabric state is not in this capture",
+                f"mesh, more than {limit}): an NVSwitch system whose fabric state is not in this "
+                "capture",
                 evidence=[
                     _ev("NVLink class of the GPU pairs", nv),
                     _ev("NVLinks a direct mesh would need per GPU", needed, "links"),
@@ -135,6 +151,19 @@ def _not_nvswitch(ctx: Context) -> Finding:
         needs="import `nvidia-smi -q` (Fabric section) and `nvidia-smi nvlink -R`, or run "
         "`pcidoc check` on the machine",
     )
+
+
+def _nvlinks_a_gpu_has(ctx: Context) -> tuple[int, str]:
+    """The most NVLinks one of these GPUs has (its model's count: an A100 12, an H100 18; else
+    what it reports, else the most any GPU has) and that limit in words."""
+    counts = {g.name or "": nvlinks_of(g) for g in ctx.gpus}
+    name, has = max(counts.items(), key=lambda item: item[1], default=("", 0))
+    known = any(gpu_model_of(g) is not None or g.nvlinks for g in ctx.gpus)
+    if not known:
+        return has, f"the {has} any GPU has"
+    if len(counts) == 1 and name:
+        return has, f"the {has} of one {name}"
+    return has, f"the {has} of one GPU of this machine"
 
 
 def _fabric_manager_findings(ctx: Context, kind: str, fm_evidence: list[Evidence]) -> list[Finding]:
@@ -208,16 +237,20 @@ _FABRIC_SUMMARY = {
 
 
 def _fabric_fix(mnnvl: bool) -> str:
+    if mnnvl:
+        # GB200/GB300 NVL72-class racks: the compute trays run IMEX, the NVLink switch trays
+        # run the fabric (NVLink Management: NMX-C holds their fabric manager).
+        return (
+            "A multi-node NVLink rack's fabric is run by its NVLink switch trays, not by this "
+            "node: check every switch tray's state in the rack's NVLink management (NMX-C / "
+            "NMX-M: trays up, partitions configured), then IMEX on every compute tray of the "
+            "domain (`systemctl status nvidia-imex`, `nvidia-imex-ctl -N`: all nodes of "
+            "`/etc/nvidia-imex/nodes_config.cfg` connected); then `nvidia-smi -q | grep -A 8 "
+            "Fabric` (State Completed, Status Success, a clique id)."
+        )
     return (
         "Check the fabric service: `systemctl status nvidia-fabricmanager` and "
-        "`journalctl -u nvidia-fabricmanager`"
-        + (
-            "; on MNNVL nodes also `systemctl status nvidia-imex` and the NVLink switch trays' "
-            "fabric manager (NMX)"
-            if mnnvl
-            else ""
-        )
-        + "; then `nvidia-smi -q | grep -A 8 Fabric`."
+        "`journalctl -u nvidia-fabricmanager`; then `nvidia-smi -q | grep -A 8 Fabric`."
     )
 
 

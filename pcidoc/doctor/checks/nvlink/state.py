@@ -10,9 +10,10 @@ from pcidoc.doctor.checks._common import with_gap as _with_gap
 from pcidoc.doctor.checks.nvlink._shared import _NVLINK_RESET, _common_nv, _links_known, _to_switch
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
-from pcidoc.doctor.wording import gpu_ref
+from pcidoc.doctor.wording import gpu_ref, short_list
 from pcidoc.doctor.wording import joined as _names
 from pcidoc.model.facts import Gpu
+from pcidoc.model.linkmodel import unwired_nvlinks
 from pcidoc.model.links import is_nvlink, nvlink_count
 from pcidoc.model.report import Confidence
 
@@ -157,10 +158,13 @@ def _fact_findings(ctx: Context, peers: list[Gpu], named: bool) -> tuple[list[Fi
     if consistent:
         downs = sorted({_up_down(ctx, g)[1] for g in consistent})
         labels = [g.label for g in consistent]
-        topo_ok = all(_topology_matches(ctx, g) for g in consistent)
+        # One rule with the Links pane (pcidoc.model.linkmodel.unwired_nvlinks).
+        unwired = [unwired_nvlinks(ctx.capture, g) for g in consistent]
+        topo_ok = all(
+            u.count == _up_down(ctx, g)[1] for u, g in zip(unwired, consistent, strict=True)
+        )
         switch = any(_to_switch(g) for g in consistent)
         same_everywhere = len(known) >= 2 and len(consistent) == len(known) and len(downs) == 1
-        nv = _common_nv(ctx, peers)
         evidence = [
             _ev("inactive links", downs[0] if len(downs) == 1 else str(downs), "links", g.label)
             for g in consistent
@@ -170,12 +174,11 @@ def _fact_findings(ctx: Context, peers: list[Gpu], named: bool) -> tuple[list[Fi
                 Finding(
                     "info",
                     f"{_names(labels)}: {'/'.join(map(str, downs))} NVLink(s) inactive on each, "
-                    f"and the topology ({nv or 'NV#'}) counts exactly the {reference} active "
-                    "ones: these lanes are not wired in this design (e.g. bridged PCIe cards), "
-                    "not down",
+                    f"and {unwired[0].basis}: these lanes are not wired in this design (e.g. "
+                    "bridged PCIe cards), not down",
                     subjects=labels,
                     evidence=evidence,
-                    confidence="high",
+                    confidence="high" if all(u.measured for u in unwired) else "medium",
                 )
             )
         elif same_everywhere and not switch:
@@ -213,16 +216,6 @@ def _fact_findings(ctx: Context, peers: list[Gpu], named: bool) -> tuple[list[Fi
                 )
             )
     return findings, flagged
-
-
-def _topology_matches(ctx: Context, gpu: Gpu) -> bool:
-    """True when the matrix's NV# for this GPU equals its count of active links."""
-    # Among every GPU: a GPU's view leaves the GPU itself out.
-    view = _topo_view(ctx, gpu, ctx.gpus)
-    if view is None or view.peers == 0:
-        return False
-    up = _up_down(ctx, gpu)[0]
-    return up in (view.total, view.widest)
 
 
 def _topology_findings(
@@ -384,7 +377,7 @@ def _amd_fabric(ctx: Context) -> Finding | None:
             (
                 "AMD GPUs without Infinity Fabric: every GPU pair is joined by PCIe"
                 if every
-                else f"AMD GPUs: {_names(pcie[:6])} joined by PCIe, not Infinity Fabric (XGMI)"
+                else f"AMD GPUs: {short_list(pcie, 6)} joined by PCIe, not Infinity Fabric (XGMI)"
             )
             + f" ({tool}); GPU-to-GPU traffic crosses PCIe, and the CPU interconnect where "
             "the GPUs hang off different sockets",

@@ -63,6 +63,64 @@ def _has_p2p_measurement(ctx: Context) -> bool:
     return bool(ctx.p2p_matrices(p2p="enabled") or ctx.measurements.p2p_verification)
 
 
+def _contradiction(a: int, b: int, code: str | None, cuda: bool | None) -> Finding:
+    """NVML and CUDA disagree about one pair."""
+    return Finding(
+        "warn",
+        f"{pair_label(a, b)}: NVML says {code} but CUDA says peer access is "
+        f"{'possible' if cuda else 'impossible'}",
+        subjects=[pair_label(a, b)],
+        evidence=[
+            _ev("NVML P2P status", code, subject=pair_label(a, b)),
+            _ev("cudaDeviceCanAccessPeer", cuda, subject=pair_label(a, b)),
+        ],
+        remediation=[
+            "A grant that CUDA and NVML disagree on is not dependable: run a "
+            "byte-verified peer copy (`pcidoc check --probes quick`) and check that "
+            "both tools ran in the same container/VM with the same driver.",
+        ],
+        confidence="medium",
+    )
+
+
+class _Tally:
+    """Every GPU pair's verdict: refused (by path class and reason), granted (its link class),
+    unknown, and the pairs NVML and CUDA disagree about."""
+
+    def __init__(self) -> None:
+        self.refused: dict[tuple[str, str], list[tuple[int, int, str | None]]] = {}
+        self.granted: list[str | None] = []  # the link class of every granted pair
+        self.unknown: list[str] = []
+        self.contradictions: list[Finding] = []
+
+    def row(self, ctx: Context, a: int, rest: list[int]) -> None:
+        """GPU ``a`` against every later GPU."""
+        links = ctx.gpu_links(a, rest)
+        codes = ctx.p2p_codes_from(a, rest)
+        cudas = ctx.can_access_peer_from(a, rest)
+        if codes.count("OK") == len(codes) and cudas.count(None) == len(cudas):
+            # The usual row: every pair granted by NVML with no CUDA answer, nothing to judge.
+            self.granted += links
+            return
+        for b, link, code, cuda in zip(rest, links, codes, cudas, strict=True):
+            if code == "OK" and cuda is None:  # the usual pair: granted, nothing to say
+                self.granted.append(link)
+                continue
+            self.judge(a, b, link, code, cuda)
+
+    def judge(self, a: int, b: int, link: str | None, code: str | None, cuda: bool | None) -> None:
+        if (code == "OK" and cuda is False) or (code not in (None, "OK", "U") and cuda is True):
+            self.contradictions.append(_contradiction(a, b, code, cuda))
+        if cuda is False or (cuda is None and code not in (None, "OK", "U")):
+            reason = code if code not in (None, "OK", "U") else "CUDA"
+            klass = "nvlink" if is_nvlink(link) else ("sys" if link == "SYS" else "pcie")
+            self.refused.setdefault((klass, reason), []).append((a, b, link))
+        elif cuda is True or code == "OK":
+            self.granted.append(link)
+        else:
+            self.unknown.append(pair_label(a, b))
+
+
 @check("p2p.capability", "P2P capability vs topology", needs="facts")
 def p2p_capability(ctx: Context) -> Finding | list[Finding]:
     """Pairs that should but cannot do P2P, with the driver's reason code explained."""
@@ -80,59 +138,11 @@ def p2p_capability(ctx: Context) -> Finding | list[Finding]:
             ),
         )
 
-    refused: dict[tuple[str, str], list[tuple[int, int, str | None]]] = {}
-    granted: list[str | None] = []  # the link class of every granted pair
-    unknown: list[str] = []
-    contradictions: list[Finding] = []
-
-    def judge(a: int, b: int, link: str | None, code: str | None, cuda: bool | None) -> None:
-        if (code == "OK" and cuda is False) or (code not in (None, "OK", "U") and cuda is True):
-            contradictions.append(
-                Finding(
-                    "warn",
-                    f"{pair_label(a, b)}: NVML says {code} but CUDA says peer access is "
-                    f"{'possible' if cuda else 'impossible'}",
-                    subjects=[pair_label(a, b)],
-                    evidence=[
-                        _ev("NVML P2P status", code, subject=pair_label(a, b)),
-                        _ev("cudaDeviceCanAccessPeer", cuda, subject=pair_label(a, b)),
-                    ],
-                    remediation=[
-                        "A grant that CUDA and NVML disagree on is not dependable: run a "
-                        "byte-verified peer copy (`pcidoc check --probes quick`) and check that "
-                        "both tools ran in the same container/VM with the same driver.",
-                    ],
-                    confidence="medium",
-                )
-            )
-        if cuda is False or (cuda is None and code not in (None, "OK", "U")):
-            reason = code if code not in (None, "OK", "U") else "CUDA"
-            if is_nvlink(link):
-                klass = "nvlink"
-            elif link == "SYS":
-                klass = "sys"
-            else:
-                klass = "pcie"
-            refused.setdefault((klass, reason), []).append((a, b, link))
-        elif cuda is True or code == "OK":
-            granted.append(link)
-        else:
-            unknown.append(pair_label(a, b))
-
+    tally = _Tally()
     for pos, a in enumerate(indices):
-        rest = indices[pos + 1 :]
-        links = ctx.gpu_links(a, rest)
-        codes = ctx.p2p_codes_from(a, rest)
-        cudas = ctx.can_access_peer_from(a, rest)
-        if codes.count("OK") == len(codes) and cudas.count(None) == len(cudas):
-            # The usual row: every pair granted by NVML with no CUDA answer, nothing to judge.
-            granted += links
-            continue
-        for b, link, code, cuda in zip(rest, links, codes, cudas, strict=True):
-            if code == "OK" and cuda is None:  # the usual pair: granted, nothing to say
-                granted.append(link)
-                continue
-            judge(a, b, link, code, cuda)
+        tally.row(ctx, a, indices[pos + 1 :])
+    refused, granted, unknown = tally.refused, tally.granted, tally.unknown
+    contradictions = tally.contradictions
 
     findings: list[Finding] = list(contradictions)
     nvlink_granted = bool(refused) and any(map(is_nvlink, granted))

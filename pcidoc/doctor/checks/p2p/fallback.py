@@ -459,6 +459,7 @@ def _fallback_findings(ctx: Context, v: _Verdicts, mode: str) -> list[Finding]:
                 remediation=[
                     "Check p2p.capability (`nvidia-smi topo -p2p r`) and p2p.acs-iommu; "
                     + NCCL_AB_TEST,
+                    *_bar_steps(ctx, v.indistinct, []),
                 ],
                 confidence="high" if set(v.indistinct) <= v.confirmed else "medium",
             )
@@ -536,11 +537,7 @@ def _fallback_remediation(
             "Remove the redirect/translation first: see p2p.acs-iommu for the exact "
             "`setpci` and kernel-argument commands."
         )
-    if any(e.label.startswith("small BAR1") for e in causes):
-        steps.append(
-            "Enable Resizable BAR (and Above 4G Decoding) in the BIOS; BAR1-based peer "
-            "mappings need a BAR1 as large as GPU memory."
-        )
+    steps += _bar_steps(ctx, pairs, causes)
     if any(e.label.startswith("consumer GPU") for e in causes):
         steps.append(
             "Consumer GPUs' peer path is unreliable on some drivers: prefer "
@@ -554,6 +551,24 @@ def _fallback_remediation(
         )
     steps.append(NCCL_AB_TEST)
     return steps
+
+
+def _bar_steps(ctx: Context, pairs: list[tuple[int, int]], causes: list[Evidence]) -> list[str]:
+    """Resizable BAR / Above 4G Decoding: the fix when BAR1 is known small, the thing to look
+    at when the capture does not say how large BAR1 is (peer mappings go through it)."""
+    if any(e.label.startswith("small BAR1") for e in causes):
+        return [
+            "Enable Resizable BAR (and Above 4G Decoding) in the BIOS; BAR1-based peer "
+            "mappings need a BAR1 as large as GPU memory."
+        ]
+    gpus = [ctx.gpu_by_index.get(i) for pair in pairs for i in pair]
+    if any(g is not None and g.bar1_total_bytes is None for g in gpus):
+        return [
+            "BAR1's size is not in this capture: `nvidia-smi -q -d MEMORY` (BAR1 Memory Usage, "
+            "Total). A BAR1 far smaller than GPU memory (256 MiB) means Resizable BAR and Above "
+            "4G Decoding are off in the BIOS: enable both, since peer mappings go through BAR1."
+        ]
+    return []
 
 
 def _outliers(

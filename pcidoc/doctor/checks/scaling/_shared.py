@@ -5,6 +5,7 @@ from __future__ import annotations
 from pcidoc.doctor import config
 from pcidoc.doctor.checks.numa._shared import pcie_model_of
 from pcidoc.doctor.context import Context
+from pcidoc.doctor.wording import counted
 from pcidoc.model import linkmodel
 from pcidoc.model.links import is_nvlink, nvlink_count, rank
 from pcidoc.model.report import Confidence
@@ -176,7 +177,7 @@ def _nvlink_part(ctx: Context, indices: list[int]) -> LinkModel:
         return LinkModel(
             None,
             "nvlink",
-            f"{links or '?'} NVLinks per GPU at an unknown "
+            f"{counted(links, 'NVLink')} per GPU at an unknown "
             "per-link rate (no NVLink version or speed in the capture)",
             "low",
             "NV",

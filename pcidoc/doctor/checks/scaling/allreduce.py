@@ -8,6 +8,7 @@ from pcidoc.doctor.checks.numa._shared import gpu_set
 from pcidoc.doctor.checks.scaling._shared import _KIND_NAME, LinkModel, allreduce_model
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.wording import counted
 from pcidoc.doctor.wording import gbps as _gbps
 from pcidoc.model.measurements import (
     CollectiveMeasurement,
@@ -268,7 +269,7 @@ def _judge_run(ctx: Context, m: CollectiveMeasurement) -> list[Finding]:
         findings.append(
             Finding(
                 "info",
-                f"all-reduce on {ranks or '?'} rank(s): no bus bandwidth was reported (busbw "
+                f"all-reduce on {counted(ranks, 'rank')}: no bus bandwidth was reported (busbw "
                 "N/A at every size), so it was not judged",
                 evidence=[_ev("sizes", len(m.rows))],
                 confidence="low",
@@ -364,7 +365,7 @@ def _judge_busbw(
     gpus_confidence: Confidence,
     evidence: list[Evidence],
 ) -> Finding:
-    used = gpu_set(indices) if indices else f"{m.ranks or '?'} ranks"
+    used = gpu_set(indices) if indices else counted(m.ranks, "rank")
     evidence = [*evidence, _ev("link model", model.gbps, "GB/s", subject=model.basis)]
     floor = config.BUSBW_WARN_FRACTION * config.BUSBW_FLOOR_MODEL_GBPS
     if model.gbps is None and (m.ranks or len(indices)) >= 2 and bw < floor:
