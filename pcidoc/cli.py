@@ -828,7 +828,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     model = Capture if args.kind == "capture" else Report
     if args.kind == "fleet":
-        from pcidoc.fleet.model import FleetReport
+        from pcidoc.model.fleet import FleetReport
 
         model = FleetReport  # type: ignore[assignment]
     _emit(json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n")

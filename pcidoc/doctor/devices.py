@@ -51,3 +51,55 @@ def subject(ctx: Context, bus_id: str | None) -> str | None:
         if normalize_bus_id(nic.bus_id) == bus:
             return nic.label
     return bus
+
+
+GPU_DRIVERS = ("nvidia", "amdgpu", "nouveau")
+NIC_DRIVERS = (
+    "mlx5_core",
+    "mlx4_core",
+    "bnxt_en",
+    "ice",
+    "i40e",
+    "irdma",
+    "efa",
+    "qede",
+    "hfi1",
+    "ionic",
+    "cxgb4",
+)
+"""Drivers of the NICs that carry GPU traffic (RDMA, GPUDirect)."""
+
+
+def _same_card(bus: str, other: str | None) -> bool:
+    """Same bus and device (another function of one card: a GPU's audio function)."""
+    other = normalize_bus_id(other)
+    return other is not None and other.rsplit(".", 1)[0] == bus.rsplit(".", 1)[0]
+
+
+def relation(ctx: Context, buses: list[str | None], driver: str | None, gpus: list[str]) -> str:
+    """``gpu``, ``nic``, ``other`` or ``unknown``: what the devices of an event are to the GPUs.
+
+    ``gpu`` when a device is a GPU (capture, or named by the GPU driver in the log), another
+    function of a GPU card, or a port on a GPU's path; ``nic`` for a capture NIC or a NIC driver;
+    ``other`` for an endpoint of another driver, or when the GPUs are known and none of the
+    devices is one of them; else ``unknown``.
+    """
+    if driver in GPU_DRIVERS:
+        return "gpu"
+    known = [normalize_bus_id(b) for b in buses]
+    ids = [b for b in known if b and not b.endswith("00:00.0")]
+    for bus in ids:
+        for gpu in ctx.gpus:
+            if _same_card(bus, gpu.bus_id) or any(
+                normalize_bus_id(h.bus_id) == bus for h in gpu.path
+            ):
+                return "gpu"
+        if any(_same_card(bus, g) for g in gpus):
+            return "gpu"
+    if driver in NIC_DRIVERS or any(normalize_bus_id(n.bus_id) in ids for n in ctx.nics):
+        return "nic"
+    if driver and driver not in ("pcieport", "pci"):
+        return "other"  # an endpoint whose driver is neither a GPU's nor a NIC's
+    if (ctx.gpus or gpus) and ids:
+        return "other"
+    return "unknown"

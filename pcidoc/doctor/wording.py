@@ -86,3 +86,11 @@ def outlier_factor(value: float, peers_median: float) -> str:
     if peers_median <= 0:
         return "peers have none" if value > 0 else "same as peers"
     return f"{value / peers_median:.3g}x the peers' median"
+
+
+def gpu_set(indices: list[int] | set[int]) -> str:
+    """``[0, 1, 2, 3]`` -> ``"GPUs 0-3"``; one GPU -> ``"GPU0"``."""
+    ordered = sorted(indices)
+    if len(ordered) == 1:
+        return f"GPU{ordered[0]}"
+    return f"GPUs {format_cpulist(set(ordered))}"

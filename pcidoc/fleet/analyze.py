@@ -24,7 +24,8 @@ from pathlib import Path
 
 from pcidoc import __version__
 from pcidoc.errors import PcidocError
-from pcidoc.fleet.model import (
+from pcidoc.fleet.summary import NodeSummary, display_name, summarise_file
+from pcidoc.model.fleet import (
     Difference,
     ExcludeEntry,
     FleetFinding,
@@ -34,7 +35,6 @@ from pcidoc.fleet.model import (
     NodeFinding,
     UnreadableInput,
 )
-from pcidoc.fleet.summary import NodeSummary, display_name, summarise_file
 from pcidoc.model.report import SEVERITY_ORDER
 from pcidoc.sanitize import clean_line
 

@@ -21,7 +21,7 @@ from pcidoc.model.report import SEVERITY_ORDER
 
 if TYPE_CHECKING:
     from pcidoc.fileio import WriteResult
-    from pcidoc.fleet.model import FleetReport
+    from pcidoc.model.fleet import FleetReport
     from pcidoc.model.report import Report
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from pcidoc.fleet.model import FleetNode, FleetReport
+from pcidoc.model.fleet import FleetNode, FleetReport
 from pcidoc.model.units import plurals
 
 _MARK = {

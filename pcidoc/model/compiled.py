@@ -37,7 +37,7 @@ STORE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compiled.
 JSON_SCHEMA_ROOTS = (
     "pcidoc.model.capture:Capture",
     "pcidoc.model.report:Report",
-    "pcidoc.fleet.model:FleetReport",
+    "pcidoc.model.fleet:FleetReport",
 )
 """Classes whose JSON Schema (``by_alias=True``) is stored too, for ``pcidoc schema``."""
 _MODULES = (
@@ -50,7 +50,7 @@ _MODULES = (
     "pcidoc.model.evidence",
     "pcidoc.model.capture",
     "pcidoc.model.report",
-    "pcidoc.fleet.model",
+    "pcidoc.model.fleet",
 )
 """Modules whose source decides the classes and their schemas (fingerprinted in the store)."""
 

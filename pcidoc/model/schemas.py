@@ -17,8 +17,8 @@ from typing import Any
 
 def json_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schemas of the capture, report and fleet formats, keyed by file name."""
-    from pcidoc.fleet.model import FleetReport
     from pcidoc.model.capture import Capture
+    from pcidoc.model.fleet import FleetReport
     from pcidoc.model.report import Report
 
     return {

@@ -56,7 +56,7 @@ from pcidoc.tui.state import Counters, Displayed
 
 if TYPE_CHECKING:
     from pcidoc.collect.counters import CounterSampler
-    from pcidoc.fleet.model import FleetReport
+    from pcidoc.model.fleet import FleetReport
     from pcidoc.tui.widgets.doctor_pane import CheckList
     from pcidoc.tui.widgets.probe_panel import ProbePanel
 
@@ -115,7 +115,7 @@ class PcidocApp(App[int]):
         source: Where ``capture`` came from (``demo``, ``capture``...); ``live`` when collecting.
         services: Everything the app reaches outside the process through.
         options: The session's settings (sampling interval, probes, export folder...).
-        fleet: A :class:`~pcidoc.fleet.model.FleetReport` for ``pcidoc --fleet DIR`` (escape
+        fleet: A :class:`~pcidoc.model.fleet.FleetReport` for ``pcidoc --fleet DIR`` (escape
             goes back to its node list), else ``None``.
         report: The doctor's report of ``capture``, when it ran before the app started
             (:func:`pcidoc.tui.run_tui`); the first screen then shows facts and verdicts in one

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 
 from pcidoc.collect.importers import import_texts
-from pcidoc.doctor.checks.numa._shared import locality_groups
 from pcidoc.doctor.context import Context
+from pcidoc.doctor.placement import locality_groups
 from pcidoc.doctor.topology_notes import _Wiring, topology_notes
 from pcidoc.model.capture import Capture
 from pcidoc.model.facts import P2PStatus, Topology
@@ -330,7 +330,7 @@ def test_topology_note_pairs_by_node_count_every_known_pair(capture: Capture) ->
 
 
 def test_the_empty_evidence_stand_in_reads_like_an_empty_imported_evidence() -> None:
-    from pcidoc.doctor.checks.nccl._shared import NoEvidence, evidence
+    from pcidoc.doctor.evidence import NoEvidence, evidence
     from pcidoc.model.evidence import ImportedEvidence
 
     empty = ImportedEvidence().model_dump()

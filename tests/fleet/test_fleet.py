@@ -94,8 +94,8 @@ def test_bad_files_are_named_and_skipped(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_a_skipped_file_is_named_once(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from pcidoc.fleet.model import UnreadableInput
     from pcidoc.fleet.render import fleet_html, fleet_markdown, fleet_text
+    from pcidoc.model.fleet import UnreadableInput
 
     folder = tmp_path / "caps"
     write_fleet(folder, 2)

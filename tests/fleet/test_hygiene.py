@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pcidoc.fleet.model import FleetReport
+from pcidoc.model.fleet import FleetReport
 from tests.fleet.conftest import write_fleet
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,8 +25,8 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from pcidoc._record import field_names
-from pcidoc.fleet.model import FleetReport
 from pcidoc.model.capture import Capture
+from pcidoc.model.fleet import FleetReport
 from pcidoc.model.report import ReportSource
 from pcidoc.samples import load_sample
 from pcidoc.tui.app import PcidocApp

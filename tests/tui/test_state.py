@@ -109,7 +109,7 @@ def test_services_for_this_machine_share_one_nvml_session() -> None:
 
 def test_the_fleet_tui_is_built_by_make_app(monkeypatch: pytest.MonkeyPatch) -> None:
     import pcidoc.tui.app as app_module
-    from pcidoc.fleet.model import FleetReport
+    from pcidoc.model.fleet import FleetReport
     from pcidoc.tui.screens.fleet import run_fleet_tui
     from tests.tui.test_entry import _Recorder
 

@@ -5,7 +5,7 @@ shown, a step forward where escape means back); enter on that node, where the cu
 shows it again without reloading it.
 
 The fleet report is computed before the app starts (:func:`run_fleet_tui`), so this screen only
-renders a :class:`~pcidoc.fleet.model.FleetReport`.
+renders a :class:`~pcidoc.model.fleet.FleetReport`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from pcidoc.fleet.model import FleetNode, FleetReport
 from pcidoc.fleet.render import peer_status
+from pcidoc.model.fleet import FleetNode, FleetReport
 from pcidoc.model.units import plurals
 from pcidoc.sanitize import clean_line
 

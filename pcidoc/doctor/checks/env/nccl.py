@@ -603,7 +603,8 @@ def _imported_environment(ctx: Context) -> list[Finding]:
     machine (:data:`_FORCED`) are judged, quoting the log; the others are named and left to the
     checks that judge what NCCL did with them, since an import rarely carries the NIC and GPU
     facts this check weighs them against."""
-    from pcidoc.doctor.checks.nccl._shared import logs, quote
+    from pcidoc.doctor.evidence import nccl_logs as logs
+    from pcidoc.doctor.evidence import quote
 
     shown: dict[str, str] = {}
     quotes: dict[str, Evidence] = {}

@@ -1,6 +1,7 @@
 """The ``kernel.*`` checks: what the kernel log (``capture.evidence.kernel_logs``: a pasted
 ``dmesg``/``journalctl -k``, or the live machine's last boot) says about the interconnect. One
-module per check id; the Xid catalogue and the bus-id joins live in ``_shared``.
+module per check id; what a code or a bit means is the failure catalogue's, and the log lookups
+and bus-id joins are doctor-level (:mod:`pcidoc.doctor.evidence`, :mod:`pcidoc.doctor.devices`).
 """
 
 from pcidoc.doctor.checks.kernel import aer, iommu_fault, xid  # noqa: F401  (registers on import)

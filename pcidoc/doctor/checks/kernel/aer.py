@@ -25,14 +25,9 @@ from typing import Any
 
 from pcidoc import catalogue
 from pcidoc.doctor import config
-from pcidoc.doctor.checks.kernel._shared import (
-    device_label,
-    line,
-    read_logs,
-    relation,
-    subject,
-)
 from pcidoc.doctor.context import Context
+from pcidoc.doctor.devices import device_label, relation, subject
+from pcidoc.doctor.evidence import line, read_logs
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.signatures import signature_findings
 from pcidoc.doctor.wording import by_card

@@ -18,14 +18,9 @@ from __future__ import annotations
 
 from pcidoc import catalogue
 from pcidoc._lazyre import lazy
-from pcidoc.doctor.checks.kernel._shared import (
-    device_label,
-    line,
-    read_logs,
-    relation,
-    subject,
-)
 from pcidoc.doctor.context import Context
+from pcidoc.doctor.devices import device_label, relation, subject
+from pcidoc.doctor.evidence import line, read_logs
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.signatures import signature_findings
 from pcidoc.model.evidence import SignatureHit

@@ -30,13 +30,9 @@ from typing import Any
 from pcidoc import catalogue
 from pcidoc._lazyre import LazyPattern, lazy
 from pcidoc._record import field, record
-from pcidoc.doctor.checks.kernel._shared import (
-    device_label,
-    line,
-    read_logs,
-    subject,
-)
 from pcidoc.doctor.context import Context
+from pcidoc.doctor.devices import device_label, subject
+from pcidoc.doctor.evidence import line, read_logs
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.signatures import signature_findings
 from pcidoc.model.evidence import SignatureHit

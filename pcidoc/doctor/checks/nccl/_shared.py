@@ -2,82 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pcidoc.doctor.context import Context
-from pcidoc.model.evidence import NcclLog
+from pcidoc.doctor.evidence import NoEvidence as NoEvidence
+from pcidoc.doctor.evidence import evidence as evidence
+from pcidoc.doctor.evidence import nccl_logs as logs
+from pcidoc.doctor.evidence import quote as quote
 from pcidoc.model.facts import Gpu
-from pcidoc.model.report import Evidence
-
-if TYPE_CHECKING:
-    from pcidoc.model.evidence import (
-        AmdTopology,
-        EnvReport,
-        ImportedEvidence,
-        LspciDevice,
-        LspciTree,
-        NcclTopology,
-        PerfRun,
-        SignatureHit,
-    )
-    from pcidoc.model.kernel import KernelLog, LinkHistory
-    from pcidoc.model.runtime import (
-        FlightRecorderDump,
-        InspectorRecord,
-        NcclRasReport,
-        NcclWatchdog,
-        P2PIntegrity,
-        ProfilerTrace,
-    )
 
 RDMA_PREFIXES = ("mlx", "ib", "bnxt_re", "irdma", "efa", "hfi", "qedr", "rdma", "erdma", "ionic")
 """RDMA device name prefixes (Mellanox/NVIDIA, Broadcom, Intel, AWS EFA, Cornelis, QLogic...)."""
-
-
-class NoEvidence:
-    """What the checks read of an :class:`ImportedEvidence`, for a capture without one: empty,
-    and cheap (an ``ImportedEvidence()`` loads the schema of every evidence model first)."""
-
-    __slots__ = ()
-
-    nccl_logs: tuple[NcclLog, ...] = ()
-    nccl_topologies: tuple[NcclTopology, ...] = ()
-    lspci: tuple[LspciDevice, ...] = ()
-    lspci_trees: tuple[LspciTree, ...] = ()
-    env_reports: tuple[EnvReport, ...] = ()
-    test_runs: tuple[PerfRun, ...] = ()
-    amd_topologies: tuple[AmdTopology, ...] = ()
-    nccl_ras: tuple[NcclRasReport, ...] = ()
-    nccl_watchdogs: tuple[NcclWatchdog, ...] = ()
-    flight_records: tuple[FlightRecorderDump, ...] = ()
-    inspector: tuple[InspectorRecord, ...] = ()
-    profiler_traces: tuple[ProfilerTrace, ...] = ()
-    p2p_integrity: tuple[P2PIntegrity, ...] = ()
-    kernel_logs: tuple[KernelLog, ...] = ()
-    link_histories: tuple[LinkHistory, ...] = ()
-    signatures: tuple[SignatureHit, ...] = ()
-    mentions: tuple[SignatureHit, ...] = ()
-    scanned_lines: int = 0
-    topo_file_env: str | None = None
-    topo_file_error: str | None = None
-
-
-_NO_EVIDENCE = NoEvidence()
-
-
-def evidence(ctx: Context) -> ImportedEvidence | NoEvidence:
-    """The capture's evidence (empty when there is none)."""
-    return ctx.capture.evidence or _NO_EVIDENCE
-
-
-def logs(ctx: Context) -> list[NcclLog]:
-    """The NCCL logs of the capture."""
-    return list(evidence(ctx).nccl_logs)
-
-
-def quote(text: str | None, label: str = "log line", subject: str | None = None) -> Evidence:
-    """Evidence quoting a line of the imported text."""
-    return Evidence(label=label, value=text, subject=subject)
 
 
 def gpu_names(ctx: Context) -> list[str]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from pcidoc.doctor import config
+from pcidoc.doctor.busbw import allreduce_model
 from pcidoc.doctor.checks._common import ev
 from pcidoc.doctor.checks.nccl._shared import evidence
-from pcidoc.doctor.checks.scaling._shared import allreduce_model
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import gbps, short_list

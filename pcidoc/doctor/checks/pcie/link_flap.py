@@ -15,15 +15,9 @@ from __future__ import annotations
 from itertools import pairwise
 
 from pcidoc.doctor import config
-from pcidoc.doctor.checks.kernel._shared import (
-    device_label,
-    kernel_logs,
-    line,
-    log_gpus,
-    relation,
-    subject,
-)
 from pcidoc.doctor.context import Context
+from pcidoc.doctor.devices import device_label, relation, subject
+from pcidoc.doctor.evidence import kernel_logs, line, log_gpus
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.model.kernel import LinkHistory, LinkNotice, LinkSample, LinkTrace
 from pcidoc.model.report import Evidence, Severity

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pcidoc.doctor import config
+from pcidoc.doctor.busbw import _KIND_NAME, LinkModel, allreduce_model
 from pcidoc.doctor.checks._common import ev as _ev
-from pcidoc.doctor.checks.numa._shared import gpu_set
-from pcidoc.doctor.checks.scaling._shared import _KIND_NAME, LinkModel, allreduce_model
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
-from pcidoc.doctor.wording import counted
+from pcidoc.doctor.wording import counted, gpu_set
 from pcidoc.doctor.wording import gbps as _gbps
 from pcidoc.model.measurements import (
     CollectiveMeasurement,

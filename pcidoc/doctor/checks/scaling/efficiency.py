@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from pcidoc.doctor import alpha_beta, config
-from pcidoc.doctor.checks._common import ev as _ev
-from pcidoc.doctor.checks.numa._shared import gpu_set, locality_groups
-from pcidoc.doctor.checks.scaling._shared import (
+from pcidoc.doctor.busbw import (
     _KIND_NAME,
     _RANK_CLASS,
     LinkModel,
     _bottleneck_rank,
     allreduce_model,
 )
+from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
+from pcidoc.doctor.placement import locality_groups
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import gbps as _gbps
+from pcidoc.doctor.wording import gpu_set
 from pcidoc.model.links import is_nvlink
 from pcidoc.model.measurements import (
     ScalingMeasurement,

@@ -1,10 +1,11 @@
-"""Helpers shared by several ``scaling.*`` checks."""
+"""The all-reduce bus-bandwidth model of a GPU set (the link that bounds a ring, NVLink or PCIe
+or the socket interconnect): shared by the ``scaling.*`` checks and ``nccl.inspector``."""
 
 from __future__ import annotations
 
 from pcidoc.doctor import config
-from pcidoc.doctor.checks.numa._shared import pcie_model_of
 from pcidoc.doctor.context import Context
+from pcidoc.doctor.placement import pcie_model_of
 from pcidoc.doctor.wording import counted
 from pcidoc.model import linkmodel
 from pcidoc.model.links import is_nvlink, nvlink_count, rank
