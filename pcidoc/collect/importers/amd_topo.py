@@ -21,7 +21,7 @@ FORMAT = "amd-topology"
 
 _TITLE_RE = lazy(
     r"(?P<rocm>(?P<r>Weight|Hops|Link Type)\s+between two GPUs)|"
-    r"^\s*(?P<a>WEIGHT|HOPS|LINK TYPE|ACCESS|NUMA BW|CACHE ?INFO|FB SHARING)\s+TABLE\s*:?\s*$",
+    r"^\s*(?P<a>WEIGHT|HOPS|LINK TYPE|ACCESS|NUMA BW|CACHE ?INFO|FB SHARING)\s+TABLE\s*(?::\s*)?$",
     re.IGNORECASE,
 )
 _NUMA_RE = lazy(r"^\s*GPU\[(\d+)\]\s*:\s*\(Topology\)\s*Numa Node\s*:\s*(-?\d+)", re.IGNORECASE)

@@ -42,7 +42,7 @@ _ROW_RE = lazy(r"^\s*(\d+)\s+([\d.]+)\s*$")
 _RESULT_RE = lazy(r"^\s*Result\s*=\s*(\w+)")
 _CSV_RE = lazy(
     r"bandwidthTest-(?P<kind>H2D|D2H|D2D)(?:-(?P<mem>Paged|Pinned))?(?:-WriteCombined)?,\s*"
-    r"Bandwidth\s*=\s*(?P<bw>[\d.]+)\s*(?P<unit>GB|MB)/s,.*?Size\s*=\s*(?P<size>\d+)\s*bytes,"
+    r"Bandwidth\s*=\s*(?P<bw>[\d.]+)\s*(?P<unit>GB|MB)/s,.{0,200}?Size\s*=\s*(?P<size>\d+)\s*bytes,"
     r"\s*NumDevsUsed\s*=\s*(?P<devs>\d+)",
     re.IGNORECASE,
 )

@@ -36,7 +36,7 @@ _NIC_NOTICE_RE = lazy(
     r"(?:display|show)(?:ing|ed|s)?\s+only)\s+(?:the\s+first\s+)?(\d+)",
     re.I,
 )
-_KERNEL_RE = lazy(r"Linux-(\d[^\s]*?)-(?:x86_64|aarch64|ppc64le|s390x)")
+_KERNEL_RE = lazy(r"Linux-(\d[^\s]{0,120}?)-(?:x86_64|aarch64|ppc64le|s390x)")
 
 
 def extract(doc: Doc, source: str) -> EnvReport | None:

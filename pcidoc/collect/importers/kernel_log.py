@@ -178,17 +178,19 @@ _DEVICE_RE = lazy(
     r"^(?P<drv>[\w.-]+)\s+(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s*"
 )
 _XID_RE = lazy(
-    r"NVRM:\s*(?:GPU\s+\S+\s*:\s*)?Xid\s*\((?:PCI:)?(?P<bus>[^)]*)\):\s*(?P<code>\d+)\s*,?\s*"
+    r"NVRM:\s*(?:GPU\s+\S+\s*:\s*)?Xid\s*\((?:PCI:)?(?P<bus>[^)]{0,64})\):\s*(?P<code>\d+)\s*,?\s*"
     r"(?P<rest>.*)$"
 )
-_PID_RE = lazy(r"^pid=\s*'?(?P<pid><?[\w ]+>?)'?\s*,\s*(?:name=(?P<name>[^,]*?)\s*,\s*)?")
+_PID_RE = lazy(
+    r"^pid=\s*'?(?P<pid><?\w[\w ]{0,63}>?)'?\s*,\s*(?:name=(?P<name>[^,]{0,200}?)\s*,\s*)?"
+)
 _LINK_NO_RE = lazy(r"\blink\s*(?:#|number\s*)?(\d+)\b", re.IGNORECASE)
 _FALLEN_RE = lazy(r"fallen off the bus", re.IGNORECASE)
 _PROBE_FAIL_RE = lazy(r"NVRM: The NVIDIA probe routine failed")
 _GPU_AT_RE = lazy(r"GPU\s+(?:at\s+)?(?:PCI:)?(?P<bus>[0-9a-fA-F]{2,8}:[0-9a-fA-F:.]{4,})")
 _AER_BUS_ERR_RE = lazy(
-    r"PCIe Bus Error:\s*severity=(?P<sev>[^,]+),\s*type=(?P<type>[^,(]+)\s*,?\s*"
-    r"(?:id=[0-9a-fA-F]+)?\s*(?:\((?P<agent>[^)]*)\))?"
+    r"PCIe Bus Error:\s*severity=(?P<sev>[^,]{1,40}),\s*type=(?P<type>[^,(]{1,60})\s*,?\s*"
+    r"(?:id=[0-9a-fA-F]+)?\s*(?:\((?P<agent>[^)]{0,80})\))?"
 )
 _AER_RECEIVED_RE = lazy(
     r"AER:\s*(?:Multiple\s+)?(?P<sev>Corrected|Correctable|Uncorrected\s*\((?:Non-)?Fatal\)|"
@@ -200,23 +202,26 @@ _AER_STATUS_RE = lazy(
     r"device\s*\[(?P<vd>[0-9a-fA-F]{4}:[0-9a-fA-F]{4})\]\s*error status/mask=(?P<st>[0-9a-fA-F]+)"
 )
 _AER_OLD_STATUS_RE = lazy(r"aer_status:\s*0x(?P<st>[0-9a-fA-F]+)")
-_AER_LAYER_RE = lazy(r"aer_layer=(?P<layer>[^,]+),\s*aer_agent=(?P<agent>.+)$")
+_AER_LAYER_RE = lazy(r"aer_layer=(?P<layer>[^,]{1,60}),\s*aer_agent=(?P<agent>.+)$")
 _GHES_SEV_RE = lazy(r"\[Hardware Error\]:\s*event severity:\s*(?P<sev>\w+)", re.IGNORECASE)
-_DPC_RE = lazy(r"DPC:\s*containment event|DPC:\s*.*(?:uncorrectable|fatal) error detected")
+_DPC_RE = lazy(r"DPC:\s*containment event|DPC:.{0,300}?(?:uncorrectable|fatal) error detected")
 _GPU_ENUM_RE = lazy(r"\[(?:10de|1002):[0-9a-f]{4}\]\s+type\s+00\s+class\s+0x03", re.IGNORECASE)
-_AER_BIT_RE = lazy(r"^(?:AER:\s*)?\[\s*(?P<n>\d+)\]\s+(?P<name>[A-Za-z][\w ]*?)\s*(?:\(First\))?$")
+_AER_BIT_RE = lazy(
+    r"^(?:AER:\s*)?\[\s*(?P<n>\d+)\]\s+(?P<name>[A-Za-z][\w ]{0,80}?)\s*(?:\(First\))?$"
+)
 _AER_RECOVERY = (
     (lazy(r"can't recover|device recovery failed|recovery failed", re.IGNORECASE), "failed"),
     (lazy(r"link has been reset|Downstream Port link has been reset", re.IGNORECASE), "reset"),
     (lazy(r"Device recovery successful|device recovery successful", re.IGNORECASE), "recovered"),
 )
 _DMAR_RE = lazy(
-    r"DMAR:\s*\[(?P<kind>DMA (?:Read|Write)|INTR-REMAP)[^\]]*\]\s*Request device\s*"
-    r"\[(?P<bus>[^\]]+)\]\s*(?:PASID\s+\w+\s+)?fault (?:addr|index)\s*(?P<addr>(?:0x)?[0-9a-fA-F]+)"
-    r"\s*(?:\[fault reason\s*(?P<reason>[^\]]+)\]\s*(?P<rtext>.*))?"
+    r"DMAR:\s*\[(?P<kind>DMA (?:Read|Write)|INTR-REMAP)[^\]]{0,100}\]\s*Request device\s*"
+    r"\[(?P<bus>[^\]]{1,64})\]\s*(?:PASID\s+\w+\s+)?fault (?:addr|index)\s*"
+    r"(?P<addr>(?:0x)?[0-9a-fA-F]+)"
+    r"\s*(?:\[fault reason\s*(?P<reason>[^\]]{1,100})\]\s*(?P<rtext>.*))?"
 )
 _AMDVI_RE = lazy(r"AMD-Vi:\s*Event logged\s*\[(?P<kind>[A-Z_]+)\s*(?P<args>[^\]]*)\]?")
-_SMMU_RE = lazy(r"Unhandled context fault:.*?iova=(?P<addr>0x[0-9a-fA-F]+)")
+_SMMU_RE = lazy(r"Unhandled context fault:.{0,300}?iova=(?P<addr>0x[0-9a-fA-F]+)")
 # ARM SMMUv3 (Grace and other Arm hosts): ``event 0x10 received:`` and the event's four 64-bit
 # words on the next four lines; kernels from 6.15 add a decoded line after them
 # (``event: F_TRANSLATION client: 0000:01:00.0 sid: 0x100 ssid: 0 iova: 0x... ipa: 0``).
@@ -250,17 +255,17 @@ _NOTICE_RE = lazy(
     r"x(?P<cwidth>\d+)\s*link\)"
 )
 _NVLINK_RE = lazy(
-    r"(?:nvidia-nvlink|nvidia-nvswitch\d*|NVLink|NVSwitch|nv-fabricmanager|fabric manager)"
-    r".*?(?:error|fatal|fail|timeout|train(?:ing)? (?:fail|error)|link down)",
+    r"(?:nvidia-nvlink|nvidia-nvswitch\d{0,4}|NVLink|NVSwitch|nv-fabricmanager|fabric manager)"
+    r".{0,1000}?(?:error|fatal|fail|timeout|train(?:ing)? (?:fail|error)|link down)",
     re.IGNORECASE,
 )
 _FW_FIRST_RE = lazy(
-    r"_OSC: platform does not support \[[^\]]*\bAER\b|OS does not control AER|"
+    r"_OSC: platform does not support \[[^\]]{0,200}\bAER\b|OS does not control AER|"
     r"AER: Firmware first mode|HEST: Enabling Firmware First|\bpci=noaer\b|"
     r"firmware first mode is enabled",
     re.IGNORECASE,
 )
-_AER_NATIVE_RE = lazy(r"_OSC: OS now controls \[[^\]]*\bAER\b")
+_AER_NATIVE_RE = lazy(r"_OSC: OS now controls \[[^\]]{0,200}\bAER\b")
 _IOMMU_OFF_RE = lazy(
     r"\b(?:amd_)?iommu=(?:off|pt)\b|intel_iommu=off\b|iommu\.passthrough=1|"
     r"Default domain type: Passthrough",

@@ -42,13 +42,13 @@ _Q_KEY_RE = lazy(r"^\s*(Max|Current|Device Current|Device Max|Host Max)\s*:\s*(\
 _Q_SECTION_RE = lazy(r"^\s*(PCIe Generation|Link Width|Utilization)\s*$")
 _Q_UTIL_RE = lazy(r"^\s*Gpu\s*:\s*(\d+(?:\.\d+)?)\s*%")
 _LSPCI_HEAD_RE = lazy(rf"^({_BUS})\s+\S.*:")
-_LNK_RE = lazy(r"^\s*Lnk(Cap|Sta):.*?Speed\s*([\d.]+)\s*GT/s.*?Width\s*x(\d+)")
+_LNK_RE = lazy(r"^\s*Lnk(Cap|Sta):.{0,200}?Speed\s*([\d.]+)\s*GT/s.{0,200}?Width\s*x(\d+)")
 _SYSFS_RE = lazy(
-    rf"/sys/(?:bus/pci/devices|devices/\S*?)/({_BUS})/(current|max)_link_(speed|width)"
+    rf"/sys/(?:bus/pci/devices|devices/\S{{0,400}}?)/({_BUS})/(current|max)_link_(speed|width)"
     r"(?:\s*<==|:\s*(\S.*))"
 )
 _MONITOR_RE = lazy(
-    rf"(?:\bGPU\s*(?P<gpu>\d+)\b|(?P<bus>{_BUS})).*?\bGen\s*(?P<gen>[1-6])\b.*?"
+    rf"(?:\bGPU\s*(?P<gpu>\d+)\b|(?P<bus>{_BUS})).{{0,200}}?\bGen\s*(?P<gen>[1-6])\b.{{0,200}}?"
     r"\bx\s*(?P<width>\d{1,2})\b",
     re.IGNORECASE,
 )
@@ -57,7 +57,7 @@ _Q_STARTS = (
     "GPU ", "PCIe Generation", "Link Width", "Utilization", "Max", "Current", "Device", "Host",
     "Gpu",
 )  # fmt: skip
-_DPM_RE = lazy(r"^\s*\d+:\s*([\d.]+)\s*GT/s,\s*x(\d+)\s+\d+\s*Mhz\s*(\*)?\s*$", re.IGNORECASE)
+_DPM_RE = lazy(r"^\s*\d+:\s*([\d.]+)\s*GT/s,\s*x(\d+)\s+\d+\s*Mhz\s*(?:(\*)\s*)?$", re.IGNORECASE)
 _TIME_RE = lazy(r"^\[?(?:\d{4}[-/]\d\d[-/]\d\d[T ])?(\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 
 

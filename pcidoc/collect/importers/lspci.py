@@ -25,7 +25,7 @@ FORMAT = "lspci"
 
 _HEADER_RE = lazy(
     r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-1][0-9a-fA-F]\.[0-7])\s+"
-    r"(?P<cls>[^:]{3,60}?)\s*(?:\[[0-9a-fA-F]{4}\])?:\s*(?P<name>.*)$"
+    r"(?P<cls>[^:\s][^:]{2,59}?)\s*(?:\[[0-9a-fA-F]{4}\])?:\s*(?P<name>.*)$"
 )
 # Fields may start at column 0 (a fragment pasted without its indentation).
 _FIELD_RE = lazy(

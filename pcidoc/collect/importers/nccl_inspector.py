@@ -25,7 +25,7 @@ _PROM_RE = lazy(
     r"\{([^}]*)\}\s+([-+0-9.eE]+|NaN)"
 )
 _LABEL_RE = lazy(r'(?<!\w)(\w+)="((?:[^"\\]|\\.)*)"')
-_SIZE_RE = lazy(r"^\s*(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?)?\s*([KMGT]?i?B)\s*$")
+_SIZE_RE = lazy(r"^\s*(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?\s*)?([KMGT]?i?B)\s*$")
 _UNITS = {
     "B": 1,
     "KB": 1e3,

@@ -35,10 +35,10 @@ _HOST_PID_TID_RE = lazy(r"(?<![^\s:\[\]])([^\s:\[\]]+):\d{1,12}:\d{1,12}$")
 _DEV_RE = lazy(r"\[\d{1,6}\]")
 _VERSION_RE = lazy(r"^NCCL version\s+(\d+\.\d+\.\d+)")
 _DRIVER_RE = lazy(r"^cudaDriverVersion\s+(\d+)")
-_BOOTSTRAP_RE = lazy(r"^Bootstrap\s*:\s*Using\s*(?:\[\d+\])?\s*([\w.:-]+?):")
+_BOOTSTRAP_RE = lazy(r"^Bootstrap\s*:\s*Using\s*(?:\[\d+\]\s*)?([\w.:-]+?):")
 _PLUGIN_RE = lazy(
     r"^(?:P2P plugin|NET/Plugin\s*:\s*Loaded (?:net|collnet) plugin|Using (?:net|network) "
-    r"plugin)\s*:?\s*(\S.*?)\s*$",
+    r"plugin)\s*(?::\s*)?(\S(?:.*\S)?)\s*$",
     re.IGNORECASE,
 )
 _NETWORK_RE = lazy(r"^Using network\s+(\S.*)$")

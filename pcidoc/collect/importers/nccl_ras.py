@@ -40,7 +40,7 @@ _COUNT_RE = lazy(r"^\s*(\d+) ranks? (?:have|has) (?:launched up to operation (\d
 _DIFFERENT_RE = lazy(r"different (\w+ )?operation counts")
 _RANK_RE = lazy(
     r"^\s*Rank (\d+)(?: has launched up to operation (\d+)| has not launched any operations"
-    r"| has status (\w+)| reported (.+?))?\s+--\s+(?:GPU (\d+)(?: \(NVML (\d+)\))?"
+    r"| has status (\w+)| reported (.{1,300}?))?\s+--\s+(?:GPU (\d+)(?: \(NVML (\d+)\))?"
     r" managed by process (\d+) on node (\S+)|\[process information not found\])"
 )
 _PROCESS_RE = lazy(r"^\s*Process (\d+) on node (\S+) managing GPUs? ([\d, ()NVML]+)")

@@ -42,7 +42,7 @@ _USING_RE = lazy(r"Using devices\s*$", re.IGNORECASE)
 # ``Group g`` is absent before nccl-tests 2.0 (2019-2020 outputs: ``Rank 0 Pid 123 on ...``).
 _RANK_RE = lazy(
     r"Rank\s+(?P<rank>\d{1,9})\s+(?:Group\s+(?P<group>\d{1,9})\s+)?Pid\s+(?P<pid>\d{1,12})\s+"
-    r"on\s+(?P<host>\S+)\s+device\s+(?P<device>\d{1,9})\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*)$",
+    r"on\s+(?P<host>\S+)\s+device\s+(?P<device>\d{1,9})\s+\[(?P<bus>[^\]]{0,40})\]\s*(?P<name>.*)$",
     re.IGNORECASE,
 )
 _HEADER_RE = lazy(r"(?:size\s+count\s+type|\(B\)\s+\(elements\)|out-of-place)")

@@ -37,13 +37,13 @@ _BUILT_RE = lazy(r"^\s*Built from Git version", re.IGNORECASE)
 _CUDA_RE = lazy(r"^\s*CUDA\s+(Runtime|Driver)\s+Version:\s*(\d+)\s*$", re.IGNORECASE)
 _DRIVER_RE = lazy(r"^\s*Driver\s+Version:\s*([\d.]+)\s*$", re.IGNORECASE)
 _DEVICE_RE = lazy(
-    r"^\s*Device\s+(\d+):\s*(.*)\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
+    r"^\s*Device\s+(\d+):(.*)\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
     r"(?:\.[0-7])?)\)\s*$"
 )
 _RUNNING_RE = lazy(r"^\s*Running\s+([a-z0-9_]+)\.?\s*$")
 _TITLE_RE = lazy(
     r"^(?P<what>.*?)\b(?P<row>CPU|GPU)\(row\)\s*(?P<arrow><->|->|<-)\s*"
-    r"(?P<col>CPU|GPU)\(column\).*?\((?P<unit>GB/s|ns|us)\)\s*$",
+    r"(?P<col>CPU|GPU)\(column\).{0,300}?\((?P<unit>GB/s|ns|us)\)\s*$",
     re.IGNORECASE,
 )
 _HEADER_RE = lazy(r"^\s*\d+(?:\s+\d+)*\s*$")  # alignment may be lost in a paste

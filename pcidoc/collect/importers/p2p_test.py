@@ -25,7 +25,7 @@ DESCRIPTION = "cuda-samples p2pBandwidthLatencyTest (P2P bandwidth and latency m
 
 _TITLE_RE = lazy(r"\[\s*P2P \(Peer-to-Peer\) GPU Bandwidth Latency Test\s*\]")
 _DEVICE_RE = lazy(
-    r"^\s*Device:\s*(\d+),\s*(.+),\s*pciBusID:\s*([0-9A-Fa-f]+),\s*pciDeviceID:\s*([0-9A-Fa-f]+)"
+    r"^\s*Device:\s*(\d+),\s*(\S.*?),\s*pciBusID:\s*([0-9A-Fa-f]+),\s*pciDeviceID:\s*([0-9A-Fa-f]+)"
     r"(?:,\s*pciDomainID:\s*([0-9A-Fa-f]+))?"
 )
 _PEER_RE = lazy(r"^\s*Device=(\d+)\s+(CAN|CANNOT)\s+Access\s+Peer\s+Device=(\d+)")

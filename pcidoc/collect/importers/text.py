@@ -121,9 +121,9 @@ def shorten(text: str, limit: int = 60) -> str:
 
 _FENCE_RE = lazy(r"^\s*(?:```|~~~)")
 _QUOTE_RE = lazy(r"^ {0,3}(?:>(?: |$))+")
-_LISTCHARS_RE = lazy(r">+-+(?:>+-+)*")
+_LISTCHARS_RE = lazy(r"(?<!>)>+-+(?:>+-+)*")
 _TAG_START_RE = lazy(r"^\s*\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?")
-_ANSI_RE = lazy(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_ANSI_RE = lazy(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*\x07")
 _TAG_RE = lazy(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?")
 _INVISIBLE = str.maketrans(
     {"\u00a0": " ", "\u2007": " ", "\u202f": " ", "\u200b": None, "\ufeff": None, "\r": None}
@@ -151,7 +151,7 @@ _TOOL_NAMES = (
 )
 """Every tool name of ``_TOOL_RE`` contains one of these: a line without them is no command."""
 _PREFIX_OK_RE = lazy(
-    r"^(?:.*?[$#>%\]]\s*|\s*-\[[^\]]*\]-\s*|\s*)"
+    r"^(?:.{0,300}?[$#>%\]]\s*|\s*-\[[^\]]*\]-\s*|\s*)"
     r"(?:(?:sudo|time|env|nohup|exec|command)\s+(?:-\S+\s+)*|[A-Za-z_]\w*=\S*\s+)*$"
 )
 _GLUED_HEADER_RE = lazy(r"(?<!\s)\s{2,}(?=GPU\d)")

@@ -35,7 +35,7 @@ from pcidoc.model.links import normalize_link
 FORMAT = "nvidia-smi-topo"
 DESCRIPTION = "nvidia-smi topo -m / --matrix (topology matrix, CPU/NUMA affinity, NIC legend)"
 
-_NIC_LEGEND_RE = lazy(r"^\s*NIC\s*Legend\s*:?\s*$", re.IGNORECASE)
+_NIC_LEGEND_RE = lazy(r"^\s*NIC\s*Legend\s*(?::\s*)?$", re.IGNORECASE)
 _NIC_ENTRY_RE = lazy(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _NUMA_RANGE_RE = lazy(r"^\d+(?:[-,]\d+)+$")
 _DEFAULT_COLUMNS = ["cpu", "numa", "gpu_numa"]
