@@ -17,13 +17,11 @@ import math
 from pathlib import Path
 
 from pcidoc._record import field, record
-from pcidoc.collect.import_formats import SUPPORTED_FORMATS
+from pcidoc.collect.import_formats import JSON, SHORT_NAMES, SUPPORTED_FORMATS, TEXT, readers
 from pcidoc.collect.importers import scan as _scan
-from pcidoc.collect.importers import whole_text as _whole_text
-from pcidoc.collect.importers.fragment import Fragment
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.merge import FileResult, merge
 from pcidoc.collect.importers.text import prepare
-from pcidoc.collect.importers.torch_trace import parse_trace
 from pcidoc.errors import PcidocError
 from pcidoc.fileio import MAX_PASTE_BYTES, decode_text, read_input
 from pcidoc.model.capture import Capture
@@ -62,12 +60,14 @@ def _display_name(name: str) -> str:
 def _parse_text(path: str, text: str) -> FileResult:
     name = _display_name(path)
     result = FileResult(path=path, name=name)
-    stripped = text.lstrip()
-    if stripped[:1] in ("{", "["):
-        fragment = _parse_json(stripped, name, result)
+    preamble, document = _json_document(text)
+    if document is not None:
+        fragment = _parse_json(document, name, result)
         if fragment is not None:
             result.fragments.append(fragment)
-            return result
+            if not preamble.strip():
+                return result
+            text = preamble  # the lines before the document are read too
     if text.count("\n") > MAX_PASTE_LINES:
         # Every line is offered to every format; a text this long is not a paste, and reading
         # all of it would take minutes. What a real output needs comes first.
@@ -79,15 +79,40 @@ def _parse_text(path: str, text: str) -> FileResult:
     scanned = _scan.scan(doc, name)
     result.fragments.extend(scanned.fragments)
     result.warnings.extend(scanned.warnings)
-    try:
-        extra, warnings = _whole_text.extract(doc, name)
-    except Exception as exc:  # a parser bug must not lose the rest of the import
-        if _scan.RAISE_PARSER_ERRORS:
-            raise
-        extra, warnings = [], [f"NCCL/collect_env reader failed ({exc.__class__.__name__})"]
-    result.fragments.extend(extra)
-    result.warnings.extend(warnings)
+    for fmt, reader in readers(TEXT):
+        ctx = Context(file=name)
+        _, read = reader.functions()
+        try:
+            found = read(doc, ctx)  # type: ignore[operator]
+        except Exception as exc:  # a reader's bug must not lose the rest of the import
+            if _scan.RAISE_PARSER_ERRORS:
+                raise
+            found = []
+            ctx.warnings.append(
+                f"{SHORT_NAMES[fmt]}: could not be read ({exc.__class__.__name__}); the other "
+                "formats were read"
+            )
+        result.warnings.extend(ctx.warnings)
+        result.fragments.extend(found)
     return result
+
+
+def _json_document(text: str) -> tuple[str, str | None]:
+    """``(the lines before, the JSON document)`` of a text whose rest, from its first ``{`` or
+    ``[`` line, may be one JSON document: at the start, or after lines of prose, comments
+    (``# source: ...``) or a log (leading lines never hide a document). No document: ``(text,
+    None)``."""
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        return "", stripped
+    at = 0
+    while at < len(text):
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        if text[at:end].lstrip()[:1] in ("{", "["):
+            return text[:at], text[at:]
+        at = end + 1
+    return text, None
 
 
 def _unknown(_name: str) -> None:
@@ -109,27 +134,24 @@ def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
         if '"traceEvents"' in text[:4096]:
             result.warnings.append("profiler trace: the JSON is incomplete or damaged; not read")
         return None
-    from pcidoc.collect.importers import perf_runs
-    from pcidoc.collect.importers.runtime import json_fragment
-
-    runtime = json_fragment(data, name)
-    if runtime is not None:
-        return runtime
-    if perf_runs.looks_like_json(data):
-        run, measurement = perf_runs.parse_json(data, name)
-        fragment = Fragment("nccl-tests-json")
-        fragment.evidence.test_runs.append(run)
-        if measurement is not None:
-            fragment.collectives.append(measurement)
-        fragment.read.append(perf_runs.summary(run) + f", {run.rows} result row(s)")
-        return fragment
-    try:
-        return parse_trace(data, name)
-    except Exception as exc:  # a parser bug must not turn into a traceback
-        if _scan.RAISE_PARSER_ERRORS:
-            raise
-        result.warnings.append(f"profiler trace: could not be read ({exc.__class__.__name__})")
-        return None
+    ctx = Context(file=name)
+    for fmt, reader in readers(JSON):
+        detect, parse = reader.functions()
+        try:
+            if not detect(data):  # type: ignore[operator]
+                continue
+            fragment = parse(data, ctx)  # type: ignore[operator]
+        except Exception as exc:  # a parser bug must not turn into a traceback
+            if _scan.RAISE_PARSER_ERRORS:
+                raise
+            result.warnings.append(
+                f"{SHORT_NAMES[fmt]}: could not be read ({exc.__class__.__name__})"
+            )
+            return None
+        if fragment is not None:
+            result.warnings.extend(ctx.warnings)
+            return fragment  # type: ignore[no-any-return]
+    return None
 
 
 def import_texts(items: list[tuple[str, str]]) -> ImportResult:

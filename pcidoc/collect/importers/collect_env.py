@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.nccl_log import clean
 from pcidoc.collect.importers.text import Doc, lazy
 from pcidoc.model.evidence import EnvReport
@@ -37,6 +38,19 @@ _NIC_NOTICE_RE = lazy(
     re.I,
 )
 _KERNEL_RE = lazy(r"Linux-(\d[^\s]{0,120}?)-(?:x86_64|aarch64|ppc64le|s390x)")
+
+
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: the report of ``doc`` as a fragment (none when there is none)."""
+    report = extract(doc, ctx.file)
+    if report is None:
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.env_reports.append(report)
+    frag.read.append(summary(report))
+    if report.driver_version:
+        frag.driver["driver_version"] = report.driver_version
+    return [frag]
 
 
 def extract(doc: Doc, source: str) -> EnvReport | None:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pcidoc.catalogue.lines import KERNEL_SUBSYSTEMS
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float
 from pcidoc.model.kernel import (
     AerEvent,
@@ -654,6 +655,17 @@ def _events(log: KernelLog) -> int:
         + len(log.link_notices)
         + len(log.nvlink)
     )
+
+
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: the kernel log of ``doc`` as a fragment (none when it is not one)."""
+    log = extract(doc, ctx.file)
+    if log is None:
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.kernel_logs.append(log)
+    frag.read.append(summary(log))
+    return [frag]
 
 
 def extract(doc: Doc, source: str) -> KernelLog | None:

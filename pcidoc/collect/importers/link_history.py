@@ -24,6 +24,7 @@ import re
 from itertools import pairwise
 from typing import Any
 
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float, to_int
 from pcidoc.model.kernel import LinkHistory, LinkSample, LinkTrace
 
@@ -292,6 +293,17 @@ def _monitor(hist: _History, line: str) -> bool:
     device = f"GPU{match['gpu']}" if match["gpu"] is not None else match["bus"]
     hist.sample(device, "monitor", True, gen=int(match["gen"]), width=int(match["width"]))
     return True
+
+
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: the history of ``doc`` as a fragment (none when there is none)."""
+    history = extract(doc, ctx.file)
+    if history is None:
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.link_histories.append(history)
+    frag.read.append(summary(history))
+    return [frag]
 
 
 def extract(doc: Doc, source: str) -> LinkHistory | None:

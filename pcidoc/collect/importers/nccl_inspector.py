@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from pcidoc._lazyre import lazy
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc
 from pcidoc.model.runtime import InspectorRecord, ProfilerTrace
 
@@ -39,6 +40,39 @@ _UNITS = {
 }
 _TRACE_RE = lazy(r'^\s*\{\s*["\u201c]name["\u201d]\s*:\s*"([^"]+)",\s*"cat"\s*:\s*"([A-Z_]+)"')
 _TRACE_ARGS_RE = lazy(r'"(Count|Datatype|Algorithm|Protocol|nChannels)"\s*:\s*"?([\w.]+)"?')
+
+
+# ----------------------------------------------------------------------- the importer's face
+
+
+def _records_fragment(records: list[InspectorRecord]) -> Fragment:
+    frag = Fragment(FORMAT_INSPECTOR)
+    frag.evidence.inspector.extend(records)
+    frag.read.append(summary(records))
+    return frag
+
+
+def read_records(doc: Doc, ctx: Context) -> list[Fragment]:
+    """Inspector records among the lines of ``doc`` (Prometheus samples, or JSON records)."""
+    records = parse_prometheus(doc) or parse_json_lines(doc)
+    return [_records_fragment(records)] if records else []
+
+
+def json_fragment(data: Any, ctx: Context) -> Fragment | None:
+    """The records of an Inspector JSON document (None when it holds none)."""
+    records = parse_json(data)
+    return _records_fragment(records) if records else None
+
+
+def read_trace(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The example profiler plugin's trace in ``doc``, as a fragment."""
+    trace = parse_trace(doc, ctx.file)
+    if trace is None:
+        return []
+    frag = Fragment(FORMAT_TRACE)
+    frag.evidence.profiler_traces.append(trace)
+    frag.read.append(summary_trace(trace))
+    return [frag]
 
 
 # ------------------------------------------------------------------------------- JSON

@@ -23,6 +23,7 @@ from itertools import pairwise
 
 from pcidoc._record import record
 from pcidoc.catalogue.lines import prose_before
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, lazy
 from pcidoc.model.evidence import NcclConnection, NcclLog, NcclNic, NcclRank, Quoted
 
@@ -148,6 +149,20 @@ def _net_using(message: str) -> tuple[str, str] | None:
 def detect_any(doc: Doc) -> bool:
     """True when the text holds at least one NCCL log line."""
     return any(_TAG_RE.search(line) or _BANNER_RE.search(line) for line in doc.lines)
+
+
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: the NCCL log of ``doc`` as a fragment (none without NCCL lines)."""
+    log, warnings = extract(doc, ctx.file)
+    ctx.warnings.extend(warnings)
+    if log is None:
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.nccl_logs.append(log)
+    frag.read.append(summary(log))
+    if log.version:
+        frag.tool_versions["nccl"] = log.version
+    return [frag]
 
 
 def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcidoc._lazyre import lazy
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc
 from pcidoc.model.runtime import (
     FlightEntry,
@@ -636,3 +637,60 @@ def summary_flight(dump: FlightRecorderDump) -> str:
         f"PyTorch flight recorder: {dump.entries} entries, "
         f"{len({(r.rank, r.pg) for r in dump.ranks})} record(s) of a rank and process group"
     )
+
+
+# ----------------------------------------------------------------------- the importer's face
+
+
+def read_ras(doc: Doc, ctx: Context) -> list[Fragment]:
+    """A RAS text report, or else the RAS JSON reports and flight-recorder dumps pasted among
+    other lines (a prompt, a command, prose): each top-level object is tried on its own."""
+    if looks_like_ras(doc):
+        report = parse_ras_text(doc, ctx.file)
+        return [_ras_fragment(report)]
+    from pcidoc.collect.importers.nccl_inspector import json_objects
+
+    head = "\n".join(doc.lines[:200000])
+    if '"communicators"' not in head and '"collective_seq_id"' not in head:
+        return []
+    found = []
+    for value in json_objects(head, limit=64):
+        if looks_like_ras_json(value):
+            found.append(ras_json_fragment(value, ctx))
+        elif looks_like_flight_recorder(value):
+            found.append(flight_fragment(value, ctx))
+    return found
+
+
+def _ras_fragment(report: NcclRasReport) -> Fragment:
+    frag = Fragment(FORMAT_RAS)
+    frag.evidence.nccl_ras.append(report)
+    frag.read.append(summary_ras(report))
+    if report.version:
+        frag.tool_versions["nccl"] = report.version
+    return frag
+
+
+def ras_json_fragment(data: Any, ctx: Context) -> Fragment:
+    """The fragment of a RAS JSON report (``ncclras -f json``)."""
+    return _ras_fragment(parse_ras_json(data, ctx.file))
+
+
+def flight_fragment(data: Any, ctx: Context) -> Fragment:
+    """The fragment of a flight-recorder dump."""
+    dump = parse_flight_recorder(data, ctx.file)
+    frag = Fragment(FORMAT_FLIGHT)
+    frag.evidence.flight_records.append(dump)
+    frag.read.append(summary_flight(dump))
+    return frag
+
+
+def read_watchdogs(doc: Doc, ctx: Context) -> list[Fragment]:
+    """Every ProcessGroupNCCL watchdog line of ``doc``, in one fragment."""
+    watchdogs = extract_watchdogs(doc)
+    if not watchdogs:
+        return []
+    frag = Fragment(FORMAT_WATCHDOG)
+    frag.evidence.nccl_watchdogs.extend(watchdogs)
+    frag.read.append(summary_watchdogs(watchdogs))
+    return [frag]

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from pcidoc._lazyre import lazy
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc
 from pcidoc.model.runtime import P2PIntegrity
 
@@ -266,6 +267,17 @@ def _table(doc: Doc) -> P2PIntegrity | None:
         f"root complexes {', '.join(result.root_complexes)}; the job read a corrupted size"
     )
     return result
+
+
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: every integrity result of ``doc`` in one fragment."""
+    integrity = extract(doc)
+    if not integrity:
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.p2p_integrity.extend(integrity)
+    frag.read.append(summary(integrity))
+    return [frag]
 
 
 def extract(doc: Doc) -> list[P2PIntegrity]:

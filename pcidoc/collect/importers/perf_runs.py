@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.nccl_log import clean
 from pcidoc.collect.importers.nccl_tests import (
     MAX_ROWS,
@@ -29,6 +30,7 @@ from pcidoc.model.evidence import PerfRank, PerfRun
 from pcidoc.model.measurements import CollectiveMeasurement, CollectiveRow
 
 FORMAT = "nccl-tests-launch"
+FORMAT_JSON = "nccl-tests-json"
 
 _RCCL_RE = lazy(r"rccl-tests\s*:\s*Version\s+(\S+)", re.IGNORECASE)  # on comment_body()
 _NCCL_TESTS_RE = lazy(r"nccl-tests version\s+(\S+)", re.IGNORECASE)
@@ -123,6 +125,30 @@ def _launch_line(run: PerfRun, line: str, tables: list[list[Row]]) -> bool:
         _rank(run, match)
         return True
     return False
+
+
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: the launch of ``doc`` as a fragment, when it says more than one
+    single-node table does (ranks, several headers, repeated rows)."""
+    run, warnings = extract(doc, ctx.file)
+    ctx.warnings.extend(warnings)
+    if run is None or not (run.ranks or run.headers > 1 or run.duplicated_rows):
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.test_runs.append(run)
+    frag.read.append(summary(run))
+    return [frag]
+
+
+def json_fragment(data: Any, ctx: Context) -> Fragment:
+    """The importer's face for nccl-tests' JSON output."""
+    run, measurement = parse_json(data, ctx.file)
+    fragment = Fragment(FORMAT_JSON)
+    fragment.evidence.test_runs.append(run)
+    if measurement is not None:
+        fragment.collectives.append(measurement)
+    fragment.read.append(summary(run) + f", {run.rows} result row(s)")
+    return fragment
 
 
 def extract(doc: Doc, source: str) -> tuple[PerfRun | None, list[str]]:

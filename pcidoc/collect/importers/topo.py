@@ -42,8 +42,9 @@ _DEFAULT_COLUMNS = ["cpu", "numa", "gpu_numa"]
 
 
 def detect(doc: Doc, index: int, ctx: Context) -> bool:
-    """True when a topology matrix (header or first row) starts at line ``index``."""
-    return classify(doc, index, ctx) == "topo"
+    """True at a ``NIC Legend:`` line or where a topology matrix (header or first row)
+    starts."""
+    return detect_legend(doc, index, ctx) or classify(doc, index, ctx) == "topo"
 
 
 def detect_legend(doc: Doc, index: int, ctx: Context) -> bool:
@@ -92,6 +93,14 @@ class _Row:
 
 
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
+    """Parse the NIC legend or the topology matrix at ``start``; the fragment and the next
+    line."""
+    if detect_legend(doc, start, ctx):
+        return parse_legend(doc, start, ctx)
+    return parse_matrix(doc, start, ctx)
+
+
+def parse_matrix(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse one topology matrix starting at ``start``; returns the fragment and the next line."""
     frag = Fragment(FORMAT, from_nvidia_smi=True)
     header = header_tokens(doc.lines[start])

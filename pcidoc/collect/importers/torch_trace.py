@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcidoc.collect.importers.fragment import Fragment
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import lazy
 from pcidoc.model.measurements import MemcpyKind, WorkloadEvidence
 
@@ -125,8 +125,14 @@ def _memcpy_class(name: str) -> tuple[str, str]:
     return direction, memory
 
 
-def parse_trace(data: Any, name: str) -> Fragment | None:
+def looks_like_trace(data: Any) -> bool:
+    """A JSON document of trace events (``{"traceEvents": [...]}`` or a bare list)."""
+    return events_of(data) is not None
+
+
+def parse_trace(data: Any, ctx: Context) -> Fragment | None:
     """Workload evidence from a parsed trace, or ``None`` when ``data`` is not a trace."""
+    name = ctx.file
     events = events_of(data)
     if events is None:
         return None
