@@ -255,10 +255,14 @@ _NOTICE_RE = lazy(
     r"\(capable of\s*(?P<cap>[\d.]+)\s*Gb/s with\s*(?P<cgts>[\d.]+)\s*GT/s\s*(?:PCIe\s*)?"
     r"x(?P<cwidth>\d+)\s*link\)"
 )
-_NVLINK_RE = lazy(
-    r"(?:nvidia-nvlink|nvidia-nvswitch\d{0,4}|NVLink|NVSwitch|nv-fabricmanager|fabric manager)"
-    r".{0,1000}?(?:error|fatal|fail|timeout|train(?:ing)? (?:fail|error)|link down)",
+# An NVLink/fabric source, and after it on the line what went wrong: searched one after the
+# other (one pattern with ``.*?`` between them scanned the rest of the line from every source).
+_NVLINK_SOURCE_RE = lazy(
+    r"nvidia-nvlink|nvidia-nvswitch|NVLink|NVSwitch|nv-fabricmanager|fabric manager",
     re.IGNORECASE,
+)
+_NVLINK_FAULT_RE = lazy(
+    r"error|fatal|fail|timeout|train(?:ing)? (?:fail|error)|link down", re.IGNORECASE
 )
 _FW_FIRST_RE = lazy(
     r"_OSC: platform does not support \[[^\]]{0,200}\bAER\b|OS does not control AER|"
@@ -540,7 +544,10 @@ class _Reader:
         return True
 
     def nvlink(self, msg: str, base: dict[str, Any]) -> bool:
-        if not (self.packaged or msg.startswith(_DRIVER_TAGS)) or not _NVLINK_RE.search(msg):
+        if not (self.packaged or msg.startswith(_DRIVER_TAGS)):
+            return False
+        source = _NVLINK_SOURCE_RE.search(msg)
+        if source is None or _NVLINK_FAULT_RE.compiled.search(msg, source.end()) is None:
             return False
         link = _LINK_NO_RE.search(msg)
         event = NvlinkEvent(text=msg[:300], link=int(link.group(1)) if link else None, **base)
