@@ -349,11 +349,14 @@ class _Merger:
                 p2p["gpus"] = list(gpus)
             order = p2p["gpus"]
             size = len(order)
+            where: dict[int, int] = {}
+            for place, gpu in enumerate(order):
+                where.setdefault(gpu, place)  # a repeated GPU: its first place, as list.index
             aligned: list[list[bool | None]] = [[None] * size for _ in range(size)]
             for i, a in enumerate(gpus):
                 for j, b in enumerate(gpus):
-                    if a in order and b in order:
-                        aligned[order.index(a)][order.index(b)] = matrix[i][j]
+                    if a in where and b in where:
+                        aligned[where[a]][where[b]] = matrix[i][j]
             p2p["can_access_peer"] = aligned
 
     def _placement(self, fragments: list[tuple[FileResult, Fragment]]) -> None:

@@ -1,0 +1,146 @@
+"""The one line walker of the importers: a format is a table of line handlers, this walks them.
+
+A format's parser is split in two. *Recognising* lines is a tuple of handlers, tried in order on
+each line; *interpreting* values is what a handler does with the line it recognised, into the
+parser's own state. The walker owns everything else, once for every format: where a section
+ends (a shell command, a run of blank lines, a line no handler claims), blank lines inside a
+section, and lines whose values cannot be read (a number of 5,000 digits): such a line is
+skipped and counted, the rest of the section is read.
+
+A handler is ``handler(state, line, index) -> bool | None``:
+
+* ``True``: the line was read (the walk goes on),
+* ``False``: not this handler's line (the next handler is asked),
+* ``None``: the line ends the section (it is not read),
+* :data:`LAST`: the line was read and is the section's last.
+
+When no handler claims a line, the section ends before it (``others="end"``, the section
+formats) or the line is passed over (``others="skip"``, the whole-text readers, whose lines are
+interleaved with anything).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from pcidoc.collect.importers.text import Doc
+
+LAST: Any = "last"
+"""A handler's answer: the line was read and ends the section."""
+
+Handler = Callable[[Any, str, int], Any]
+"""``handler(state, line, index)``: True, False, None or :data:`LAST` (see the module)."""
+
+BAD_VALUES = (ValueError, OverflowError)
+"""What reading a value out of range raises (``int`` of 5,000 digits, ``float`` overflow)."""
+
+
+class Walker:
+    """How one format's lines are walked.
+
+    Args:
+        blank_lines: How many blank lines in a row a section may hold (0: a blank line ends
+            it; None: any number), or ``"read"``: blank lines are offered to the handlers like
+            any other line (a format that counts them with other separators).
+        resume: After blank lines, whether the section goes on at the next non-blank line
+            (``resume(state, index)``); None: it goes on when ``blank_lines`` allows.
+        others: What a line no handler claims does: end the section, or be passed over.
+        commands: Whether a shell command line ends the section (the section formats) or is
+            offered to the handlers like any line.
+    """
+
+    __slots__ = ("bad_lines", "blank_lines", "commands", "others", "resume")
+
+    def __init__(
+        self,
+        *,
+        blank_lines: int | Literal["read"] | None = 0,
+        resume: Callable[[Any, int], bool] | None = None,
+        others: Literal["end", "skip"] = "end",
+        commands: Literal["end", "read"] = "end",
+    ) -> None:
+        self.blank_lines = blank_lines
+        self.resume = resume
+        self.others = others
+        self.commands = commands
+        self.bad_lines: list[int] = []
+        """Lines skipped because a value in them could not be read (0-based indices)."""
+
+    def walk(
+        self,
+        doc: Doc,
+        start: int,
+        state: Any,
+        handlers: Sequence[Handler],
+        stop: int | None = None,
+    ) -> int:
+        """Offer the lines from ``start`` to the handlers; the index of the first line not read.
+
+        ``stop`` is an index the walk does not reach (default: the end of the text).
+        """
+        lines, commands = doc.lines, doc.commands
+        end = len(lines) if stop is None else min(stop, len(lines))
+        index = start
+        while index < end:
+            line = lines[index]
+            if not line.strip() and self.blank_lines != "read":
+                after = self._after_blanks(doc, index, end, state)
+                if after is None:
+                    return index
+                index = after
+                continue
+            if self.commands == "end" and commands[index] is not None:
+                return index
+            outcome = self._offer(state, handlers, line, index)
+            if outcome is LAST:
+                return index + 1
+            if not outcome and (outcome is None or self.others == "end"):
+                return index
+            index += 1
+        return index
+
+    def _after_blanks(self, doc: Doc, index: int, end: int, state: Any) -> int | None:
+        """The next non-blank line when the section goes on past the blanks at ``index``."""
+        lines = doc.lines
+        after = index
+        while after < end and not lines[after].strip():
+            after += 1
+        if isinstance(self.blank_lines, int) and after - index > self.blank_lines:
+            return None
+        if after >= end:
+            return after
+        if self.resume is not None and not self.resume(state, after):
+            return None
+        return after
+
+    def _offer(self, state: Any, handlers: Sequence[Handler], line: str, index: int) -> Any:
+        try:
+            for handler in handlers:
+                outcome = handler(state, line, index)
+                if outcome is not False:
+                    return outcome
+        except BAD_VALUES:
+            self.bad_lines.append(index)
+            return True
+        return False
+
+    def bad_values_note(self, what: str) -> str | None:
+        """A warning naming the lines skipped for values out of range, or None."""
+        if not self.bad_lines:
+            return None
+        shown = ", ".join(str(i + 1) for i in self.bad_lines[:5])
+        more = f" and {len(self.bad_lines) - 5} more" if len(self.bad_lines) > 5 else ""
+        return (
+            f"{what}: {len(self.bad_lines)} line(s) with a value out of range skipped "
+            f"(line {shown}{more}); the rest was read"
+        )
+
+
+def first_claim(handlers: Sequence[Handler], state: Any, line: str, index: int) -> Any:
+    """The first answer other than False of ``handlers`` for one line (False when none)."""
+    for handler in handlers:
+        outcome = handler(state, line, index)
+        if outcome is not False:
+            return outcome
+    return False
