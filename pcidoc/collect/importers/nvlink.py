@@ -126,7 +126,7 @@ def _on_indented(blocks: _Blocks, line: str, index: int) -> bool:
 _HANDLERS = (_on_heading, _on_elision, _on_link, _on_indented)
 
 
-def _resumes(blocks: _Blocks, index: int) -> bool:
+def _resumes(blocks: _Blocks, index: int, blanks: int) -> bool:
     following = blocks.doc.lines[index]
     return not blocks.doc.is_command(index) and bool(
         _GPU_RE.match(following) or _LINK_RE.match(following)

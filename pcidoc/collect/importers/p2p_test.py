@@ -156,7 +156,7 @@ def _on_banner(test: _Test, line: str, index: int) -> bool | None:
 _HANDLERS = (_on_device, _on_peer, _on_title, _on_header, _on_row, _on_banner)
 
 
-def _resumes(test: _Test, index: int) -> bool:
+def _resumes(test: _Test, index: int, blanks: int) -> bool:
     """After blank lines, the output goes on when the next line is one of its own."""
     line = test.doc.lines[index]
     return bool(

@@ -44,7 +44,8 @@ class Walker:
             it; None: any number), or ``"read"``: blank lines are offered to the handlers like
             any other line (a format that counts them with other separators).
         resume: After blank lines, whether the section goes on at the next non-blank line
-            (``resume(state, index)``); None: it goes on when ``blank_lines`` allows.
+            (``resume(state, index, blank lines before it)``); None: it goes on when
+            ``blank_lines`` allows.
         others: What a line no handler claims does: end the section, or be passed over.
         commands: Whether a shell command line ends the section (the section formats) or is
             offered to the handlers like any line.
@@ -56,7 +57,7 @@ class Walker:
         self,
         *,
         blank_lines: int | Literal["read"] | None = 0,
-        resume: Callable[[Any, int], bool] | None = None,
+        resume: Callable[[Any, int, int], bool] | None = None,
         others: Literal["end", "skip"] = "end",
         commands: Literal["end", "read"] = "end",
     ) -> None:
@@ -110,7 +111,7 @@ class Walker:
             return None
         if after >= end:
             return after
-        if self.resume is not None and not self.resume(state, after):
+        if self.resume is not None and not self.resume(state, after, after - index):
             return None
         return after
 
