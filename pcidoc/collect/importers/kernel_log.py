@@ -32,7 +32,8 @@ from typing import Any
 
 from pcidoc.catalogue.lines import KERNEL_SUBSYSTEMS
 from pcidoc.collect.importers.fragment import Context, Fragment
-from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float
+from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float, to_int
+from pcidoc.collect.importers.walk import Walker
 from pcidoc.model.kernel import (
     AerEvent,
     AerRecovery,
@@ -48,6 +49,9 @@ FORMAT = "kernel-log"
 
 MAX_EVENTS = 2000
 """Events kept per kind (the rest are counted in ``KernelLog.dropped``)."""
+
+PID_MAX = 2**22
+"""Linux's PID_MAX_LIMIT: no process id is larger."""
 
 MIN_STAMPED_LINES = 5
 """A text with no event is a kernel log only with at least this many kernel-stamped lines."""
@@ -142,10 +146,10 @@ class _Clock:
     def _stamp(self, line: str) -> tuple[str, float | None, str | None, bool]:
         match = self.mono.match(line)
         if match:
-            return line[match.end() :], float(match["mono"]), None, True
+            return line[match.end() :], to_float(match["mono"]), None, True
         match = self.rel_re.match(line)
         if match:
-            self.rel += float(match["rel"])
+            self.rel += to_float(match["rel"]) or 0.0
             return line[match.end() :], self.rel, None, True
         match = self.wall_re.match(line)
         if match:
@@ -324,6 +328,24 @@ class _Reader:
         """``event severity`` of the last firmware (GHES/APEI) hardware error record."""
         self.smmu3: tuple[dict[str, Any], int, list[int]] | None = None
         """An SMMUv3 event being read: its first line's fields, its id, the words so far."""
+        self.odd_pids: list[str] = []
+        """Xid pids that are no process id (the events were kept without them)."""
+        self.clock = _Clock()
+        self.times: list[float] = []
+        self.lines = 0
+        """Lines with kernel packaging."""
+        self.platform_lines = 0
+
+    def pid(self, text: str) -> int | None:
+        """A process id as Linux has them (at most 2^22, PID_MAX_LIMIT); another value (40
+        digits, ``²``) leaves the pid unknown, with a warning, and the event is kept."""
+        if text.startswith("<") or text.isalpha():
+            return None  # <unknown>, a name: no pid printed
+        value = to_int(text)
+        if value is None or not 0 <= value <= PID_MAX:
+            self.odd_pids.append(text[:20])
+            return None
+        return value
 
     def keep(self, items: list[Any], item: Any) -> None:
         if len(items) < MAX_EVENTS:
@@ -341,20 +363,22 @@ class _Reader:
         pid = name = None
         pid_match = _PID_RE.match(rest)
         if pid_match:
-            pid_text = pid_match["pid"].strip()
-            pid = int(pid_text) if pid_text.isdigit() else None
+            pid = self.pid(pid_match["pid"].strip())
             name = (pid_match["name"] or "").strip() or None
             if name and name.startswith("<"):
                 name = None
             rest = rest[pid_match.end() :]
         link = _LINK_NO_RE.search(rest)
         base["bus_id"] = normalize_bus_id(match["bus"].strip()) or base.get("bus_id")
+        code = to_int(match["code"])
+        if code is None:
+            raise ValueError("an Xid code out of range")  # the line is skipped, with a warning
         event = XidEvent(
-            code=int(match["code"]),
+            code=code,
             pid=pid,
             process=name,
             text=rest.rstrip(".") or None,
-            link=int(link.group(1)) if link else None,
+            link=to_int(link.group(1)) if link else None,
             **base,
         )
         self.keep(self.log.xids, event)
@@ -535,9 +559,9 @@ class _Reader:
             capable_gbps=to_float(match["cap"]),
             limited_by=normalize_bus_id(match["port"].rstrip(".,")),
             speed_gts=to_float(match["gts"]),
-            width=int(match["width"]),
+            width=to_int(match["width"]),
             capable_gts=to_float(match["cgts"]),
-            capable_width=int(match["cwidth"]),
+            capable_width=to_int(match["cwidth"]),
             **base,
         )
         self.keep(self.log.link_notices, event)
@@ -550,7 +574,7 @@ class _Reader:
         if source is None or _NVLINK_FAULT_RE.compiled.search(msg, source.end()) is None:
             return False
         link = _LINK_NO_RE.search(msg)
-        event = NvlinkEvent(text=msg[:300], link=int(link.group(1)) if link else None, **base)
+        event = NvlinkEvent(text=msg[:300], link=to_int(link.group(1)) if link else None, **base)
         self.keep(self.log.nvlink, event)
         return True
 
@@ -666,7 +690,7 @@ def _events(log: KernelLog) -> int:
 
 def read(doc: Doc, ctx: Context) -> list[Fragment]:
     """The importer's face: the kernel log of ``doc`` as a fragment (none when it is not one)."""
-    log = extract(doc, ctx.file)
+    log = extract(doc, ctx.file, ctx.warnings)
     if log is None:
         return []
     frag = Fragment(FORMAT)
@@ -675,51 +699,64 @@ def read(doc: Doc, ctx: Context) -> list[Fragment]:
     return [frag]
 
 
-def extract(doc: Doc, source: str) -> KernelLog | None:
-    """Read every kernel line of ``doc``; None when the text is not a kernel log."""
+def _line(reader: _Reader, raw: str, index: int) -> bool:
+    """Offer one line of the text to the readers (the walker's handler: any line is read)."""
+    start = raw.lstrip()[:1]
+    interesting = _KEYWORDS_RE.compiled.search(raw) is not None
+    if not interesting and not _maybe_packaged(raw, start):
+        return True  # neither kernel packaging nor anything a reader looks for: skip fast
+    msg, when, stamp, packaged = reader.clock.strip(raw)
+    reader.lines += packaged
+    if when is not None:
+        reader.times.append(when)
+    device = _DEVICE_RE.compiled.match(msg) is not None
+    if not interesting and not device:
+        return True
+    shaped = packaged or device or msg.startswith(KERNEL_SUBSYSTEMS)
+    if not shaped and not _COMMAND_LINE_RE.search(msg):
+        return True  # a sentence that mentions a kernel message is not one (issue 27)
+    base = _base(msg, when, stamp, raw)
+    reader.packaged = packaged
+    _nvidia_device(msg, reader.log)
+    for read in _READERS if shaped else (_Reader.platform,):
+        if read(reader, msg, base):
+            reader.platform_lines += read is _Reader.platform
+            break
+    reader.recent.append(msg)
+    if len(reader.recent) > 8:
+        del reader.recent[0]
+    return True
+
+
+def extract(doc: Doc, source: str, notes: list[str] | None = None) -> KernelLog | None:
+    """Read every kernel line of ``doc``; None when the text is not a kernel log.
+
+    ``notes`` receives warnings about values that could not be kept (a pid no process has, a
+    line whose numbers are out of range: the rest of the log is read).
+    """
     log = KernelLog(source=source)
     reader = _Reader(log)
-    clock = _Clock()
-    times: list[float] = []
-    platform_lines = 0
-    lines = 0
-    device = _DEVICE_RE.compiled
-    keywords = _KEYWORDS_RE.compiled
-    for raw in doc.lines:
-        start = raw.lstrip()[:1]
-        if not start:
-            continue
-        interesting = keywords.search(raw) is not None
-        if not interesting and not _maybe_packaged(raw, start):
-            continue  # neither kernel packaging nor anything a reader looks for: skip fast
-        msg, when, stamp, packaged = clock.strip(raw)
-        lines += packaged
-        if when is not None:
-            times.append(when)
-        if not interesting and not device.match(msg):
-            continue
-        shaped = packaged or device.match(msg) is not None or msg.startswith(KERNEL_SUBSYSTEMS)
-        if not shaped and not _COMMAND_LINE_RE.search(msg):
-            continue  # a sentence that mentions a kernel message is not one (issue 27)
-        base = _base(msg, when, stamp, raw)
-        reader.packaged = packaged
-        _nvidia_device(msg, log)
-        for read in _READERS if shaped else (_Reader.platform,):
-            if read(reader, msg, base):
-                platform_lines += read is _Reader.platform
-                break
-        reader.recent.append(msg)
-        if len(reader.recent) > 8:
-            del reader.recent[0]
+    walker = Walker(blank_lines=None, others="skip", commands="read")
+    walker.walk(doc, 0, reader, (_line,))
     reader.finish_smmu3()
-    log.lines = lines
+    log.lines = reader.lines
+    clock = reader.clock
     if not _events(log) and clock.stamped < MIN_STAMPED_LINES:
         return None
-    if not _events(log) and not platform_lines and not log.nvidia_devices and log.lines < 20:
+    if not _events(log) and not reader.platform_lines and not log.nvidia_devices and log.lines < 20:
         return None
     log.hosts = clock.hosts
-    if times:
-        log.span_s = round(max(times) - min(times), 6)
+    if reader.times:
+        log.span_s = round(max(reader.times) - min(reader.times), 6)
+    if notes is not None:
+        note = walker.bad_values_note("kernel-log")
+        notes.extend([note] if note else [])
+        if reader.odd_pids:
+            shown = ", ".join(repr(p) for p in reader.odd_pids[:3])
+            notes.append(
+                f"kernel-log: {len(reader.odd_pids)} Xid line(s) with a pid that is no process "
+                f"id ({shown}); kept the events without it"
+            )
     return log
 
 

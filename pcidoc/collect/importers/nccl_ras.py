@@ -16,7 +16,7 @@ from typing import Any
 
 from pcidoc._lazyre import lazy
 from pcidoc.collect.importers.fragment import Context, Fragment
-from pcidoc.collect.importers.text import Doc
+from pcidoc.collect.importers.text import Doc, json_int
 from pcidoc.model.runtime import (
     FlightEntry,
     FlightRecorderDump,
@@ -353,7 +353,7 @@ def _json_rank(item: dict[str, Any], comm: str, state: str) -> RasRank:
 
 
 def _as_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return json_int(value)
 
 
 def _json_comm(report: NcclRasReport, comm: dict[str, Any]) -> None:
@@ -572,7 +572,7 @@ def looks_like_flight_recorder(data: Any) -> bool:
 
 def _fr_rank(data: dict[str, Any], index: int) -> int | None:
     for key in ("rank", "global_rank"):
-        if isinstance(data.get(key), int):
+        if json_int(data.get(key)) is not None:
             return int(data[key])
     return index
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pcidoc.collect.importers.fragment import Context, Fragment, GpuPart
 from pcidoc.collect.importers.text import Doc, label_span, lazy, normalize_bus_id
+from pcidoc.collect.importers.walk import LAST, Walker
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.evidence import NcclTopology, TopoCpu, TopoNvlink, TopoPci
 from pcidoc.model.facts import Topology
@@ -349,16 +350,14 @@ def _nvlink_between(a: _NvlinkCounts, b: _NvlinkCounts, b_node: TopoPci) -> str 
     return None
 
 
+def _to_the_end(_state: None, line: str, index: int) -> Any:
+    """Every line is the document's, up to ``</system>``."""
+    return LAST if _END_RE.search(line) else True
+
+
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse one topology document starting at ``start``."""
-    end = start
-    while end < len(doc.lines):
-        if _END_RE.search(doc.lines[end]):
-            end += 1
-            break
-        if end > start and doc.is_command(end):
-            break
-        end += 1
+    end = Walker(blank_lines=None).walk(doc, start, None, (_to_the_end,))
     text = "\n".join(doc.lines[start:end])
     frag = Fragment(FORMAT)
     topo, warnings = parse_xml_text(text, ctx.file)

@@ -25,7 +25,15 @@ from pcidoc.collect.importers.nccl_tests import (
     row_layout,
     using_line,
 )
-from pcidoc.collect.importers.text import Doc, comment_body, lazy, to_float, to_int
+from pcidoc.collect.importers.text import (
+    Doc,
+    comment_body,
+    json_float,
+    json_int,
+    lazy,
+    to_float,
+    to_int,
+)
 from pcidoc.model.evidence import PerfRank, PerfRun
 from pcidoc.model.measurements import CollectiveMeasurement, CollectiveRow
 
@@ -198,9 +206,7 @@ def looks_like_json(data: Any) -> bool:
 
 
 def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if value == value and abs(value) != float("inf") else None
+    return json_float(value)
 
 
 def _json_ranks(run: PerfRun, devices: Any) -> None:
@@ -208,17 +214,17 @@ def _json_ranks(run: PerfRun, devices: Any) -> None:
     for pos, device in enumerate(devices[:4096] if isinstance(devices, list) else []):
         if not isinstance(device, dict):
             continue
-        rank = device.get("rank", pos)
+        rank = json_int(device.get("rank", pos))
         host = device.get("hostname")
-        if not isinstance(rank, int) or not isinstance(host, str):
+        if rank is None or not isinstance(host, str):
             continue
         name = device.get("device_info")
         run.ranks.append(
             PerfRank(
                 rank=rank,
                 host=host,
-                pid=device.get("pid") if isinstance(device.get("pid"), int) else None,
-                device=device.get("device") if isinstance(device.get("device"), int) else None,
+                pid=json_int(device.get("pid")),
+                device=json_int(device.get("device")),
                 bus=str(device.get("device_hex") or "") or None,
                 name=name if isinstance(name, str) else None,
             )
@@ -247,8 +253,8 @@ def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMe
     """
     run = PerfRun(source=source, headers=1, rank_lists=1)
     config = data.get("config") if isinstance(data.get("config"), dict) else {}
-    ngpus = config.get("ngpus")
-    if isinstance(ngpus, int):
+    ngpus = json_int(config.get("ngpus"))
+    if ngpus is not None:
         run.gpus_per_process = ngpus
     _json_ranks(run, data.get("devices"))
     rows: list[CollectiveRow] = []
@@ -256,8 +262,8 @@ def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMe
     for result in data.get("results") or []:
         if not isinstance(result, dict):
             continue
-        size = result.get("size")
-        if not isinstance(size, int) or size < 0:
+        size = json_int(result.get("size"))
+        if size is None or size < 0:
             continue
         run.rows += 1
         for key, in_place in (("out_of_place", False), ("in_place", True)):

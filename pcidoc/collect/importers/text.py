@@ -57,6 +57,30 @@ def to_int(token: str | None) -> int | None:
     return int(token)
 
 
+JSON_INT_LIMIT = 2**63 - 1
+"""The largest integer a JSON value of a tool's output holds (a 64-bit counter)."""
+
+
+def json_int(value: object) -> int | None:
+    """An integer of a parsed JSON document, or None (not an integer, a bool, or beyond 64
+    bits: one 400-digit number must not stand for a count)."""
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > JSON_INT_LIMIT:
+        return None
+    return value
+
+
+def json_float(value: object) -> float | None:
+    """A finite number of a parsed JSON document, or None (an integer too large for a float
+    is none either)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def named(noun: str, labels: list[str], verb: str = "") -> str:
     """``row GPU3`` / ``rows GPU1-GPU3`` (and ``has``/``have`` for ``verb="have"``): a noun
     counted by the labels that follow it, which a plural rule cannot see."""

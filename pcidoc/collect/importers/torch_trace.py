@@ -22,7 +22,7 @@ from typing import Any
 
 from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import Context, Fragment
-from pcidoc.collect.importers.text import lazy
+from pcidoc.collect.importers.text import json_float, lazy
 from pcidoc.model.measurements import MemcpyKind, WorkloadEvidence
 
 FORMAT = "pytorch-trace"
@@ -52,10 +52,7 @@ def _median(values: list[float]) -> float:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if number == number and abs(number) != float("inf") else None
+    return json_float(value)
 
 
 def _union(intervals: list[Interval]) -> list[Interval]:
