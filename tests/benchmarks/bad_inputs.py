@@ -7,11 +7,11 @@ Usage::
         [--code DIR]
 
 Each case is built here (from lines of real outputs) and imported, written as a capture and
-diagnosed (what ``pcidoc import`` then ``pcidoc check`` do) in a fresh process under a CPU-time
-limit; the process's ``ru_maxrss`` is its peak memory. ``--scale`` changes every size (held-out variants:
-other sizes than the issue's), ``--code DIR`` runs another checkout's importers (what the
-figures were before a change). Prints one line per case; asserts nothing (tests hold the
-behaviour, this prints the figures: docs/performance.md).
+diagnosed (what ``pcidoc import`` then ``pcidoc check`` do) in a fresh process under a
+CPU-time limit; the process's ``ru_maxrss`` is its peak memory. ``--scale`` changes every size
+(held-out variants: other sizes than the issue's), ``--code DIR`` runs another checkout's
+importers (what the figures were before a change). Prints one line per case; asserts nothing
+(tests/importers/test_bounded_work.py holds the behaviour, this prints the figures).
 
 Cases (the issue's sizes at scale 1):
 

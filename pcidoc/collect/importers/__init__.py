@@ -21,7 +21,7 @@ from pcidoc.collect.import_formats import JSON, SHORT_NAMES, SUPPORTED_FORMATS, 
 from pcidoc.collect.importers import scan as _scan
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.merge import FileResult, merge
-from pcidoc.collect.importers.text import prepare
+from pcidoc.collect.importers.text import json_integer, prepare
 from pcidoc.errors import PcidocError
 from pcidoc.fileio import MAX_PASTE_BYTES, decode_text, read_input
 from pcidoc.model.capture import Capture
@@ -57,9 +57,22 @@ def _display_name(name: str) -> str:
     return Path(name).name or name
 
 
-def _parse_text(path: str, text: str) -> FileResult:
+def _damage(text: str) -> list[str]:
+    """Warnings about bytes that are no text, which cleaning removes: a block of NUL bytes is
+    what a crash leaves in ``kern.log`` (the file system extended the file, the data never came);
+    the lines around it are read."""
+    nul = text.count("\x00")
+    if not nul:
+        return []
+    return [
+        f"{nul:,} NUL byte(s) (a block of zeros, as a crash leaves in a log file) were passed "
+        "over; the text around them was read"
+    ]
+
+
+def _parse_text(path: str, text: str, notes: list[str] | None = None) -> FileResult:
     name = _display_name(path)
-    result = FileResult(path=path, name=name)
+    result = FileResult(path=path, name=name, warnings=list(notes or []))
     preamble, document = _json_document(text)
     if document is not None:
         fragment = _parse_json(document, name, result)
@@ -129,7 +142,9 @@ def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
 
     try:
         # NaN, Infinity and 1e999 are not numbers a measurement can hold: read as unknown.
-        data = clean_data(json.loads(text, parse_constant=_unknown, parse_float=_finite))
+        data = clean_data(
+            json.loads(text, parse_constant=_unknown, parse_float=_finite, parse_int=json_integer)
+        )
     except (ValueError, RecursionError):
         if '"traceEvents"' in text[:4096]:
             result.warnings.append("profiler trace: the JSON is incomplete or damaged; not read")
@@ -171,7 +186,7 @@ def import_texts(items: list[tuple[str, str]]) -> ImportResult:
     This is where pasted text enters pcidoc: names and texts are cleaned of terminal control
     sequences here, once (:mod:`pcidoc.sanitize`), so no parser, capture or presenter sees one.
     """
-    files = [_parse_text(clean_line(name), clean_text(text)) for name, text in items]
+    files = [_parse_text(clean_line(name), clean_text(text), _damage(text)) for name, text in items]
     unrecognised = [f.name for f in files if not f.fragments]
     if files and len(unrecognised) == len(files):
         names = ", ".join("<stdin>" if f.path == "-" else f.path for f in files)

@@ -26,6 +26,7 @@ from typing import Any
 
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float, to_int
+from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.kernel import LinkHistory, LinkSample, LinkTrace
 
 FORMAT = "link-history"
@@ -297,7 +298,7 @@ def _monitor(hist: _History, line: str) -> bool:
 
 def read(doc: Doc, ctx: Context) -> list[Fragment]:
     """The importer's face: the history of ``doc`` as a fragment (none when there is none)."""
-    history = extract(doc, ctx.file)
+    history = extract(doc, ctx.file, ctx.warnings)
     if history is None:
         return []
     frag = Fragment(FORMAT)
@@ -306,17 +307,27 @@ def read(doc: Doc, ctx: Context) -> list[Fragment]:
     return [frag]
 
 
-def extract(doc: Doc, source: str) -> LinkHistory | None:
-    """The link history of ``doc``; None when it holds no repeated readings."""
+def _reading_line(state: tuple[_History, list[Any]], line: str, index: int) -> bool:
+    """One line of the text (the walker's handler), offered to each kind of reading."""
+    hist, readers = state
+    if line.lstrip().startswith("#"):
+        return True  # a header or a comment (its words are no reading)
+    hist.stamp(line)
+    for read in readers:
+        if read(hist, line):
+            break
+    return True
+
+
+def extract(doc: Doc, source: str, notes: list[str] | None = None) -> LinkHistory | None:
+    """The link history of ``doc``; None when it holds no repeated readings. ``notes`` receives
+    a warning about lines whose values are out of range (skipped)."""
     hist = _History()
     readers = [_Sysfs().read, _Query().read, _Csv().read, _Lspci().read, _dpm, _monitor]
-    for line in doc.lines:
-        if line.lstrip().startswith("#"):
-            continue  # a header or a comment (its words are no reading)
-        hist.stamp(line)
-        for read in readers:
-            if read(hist, line):
-                break
+    walker = each_line(doc, (hist, readers), _reading_line)
+    note = walker.bad_values_note(FORMAT)
+    if note and notes is not None:
+        notes.append(note)
     readings = max((len(samples) for samples in hist.traces.values()), default=0)
     if readings < 2 and hist.tools != ["sysfs"]:
         return None

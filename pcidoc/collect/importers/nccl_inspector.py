@@ -13,7 +13,7 @@ from typing import Any
 
 from pcidoc._lazyre import lazy
 from pcidoc.collect.importers.fragment import Context, Fragment
-from pcidoc.collect.importers.text import Doc, json_float, to_float, to_int
+from pcidoc.collect.importers.text import Doc, json_float, json_integer, to_float, to_int
 from pcidoc.model.runtime import InspectorRecord, ProfilerTrace
 
 FORMAT_INSPECTOR = "nccl-inspector"
@@ -176,7 +176,7 @@ def parse_json(data: Any, values: _Values | None = None) -> list[InspectorRecord
 def json_objects(text: str, limit: int = 10000) -> list[Any]:
     """Every top-level JSON object in a text (pretty-printed, one per line, or between other
     lines), decoded one by one; what does not decode is skipped."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=json_integer)
     found: list[Any] = []
     failures = 0
     index = text.find("{")

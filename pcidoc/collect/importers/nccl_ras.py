@@ -17,6 +17,7 @@ from typing import Any
 from pcidoc._lazyre import lazy
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, json_int
+from pcidoc.collect.importers.walk import BAD_VALUES, each_line, first_line
 from pcidoc.model.runtime import (
     FlightEntry,
     FlightRecorderDump,
@@ -55,9 +56,15 @@ _TOTALS_RE = lazy(r"^\s*(\d+)\s+(\d+)\s+(\d+)(?:\s+(\d+)\s+(\d+))?\s*$")
 _BLOCK_STATES = {"INCOMPLETE": "missing", "DEAD": "dead", "ERROR": "error", "MISMATCH": "status"}
 
 
+def _ras_title(line: str) -> bool:
+    return "Comm" in line or "Job summary" in line
+
+
 def looks_like_ras(doc: Doc) -> bool:
-    """True when the text holds a RAS report (its section titles)."""
-    head = [line for line in doc.lines[:5000] if "Comm" in line or "Job summary" in line]
+    """True when the text holds a RAS report (its section titles, within 5,000 lines of the
+    first one: whatever comes before the report does not hide it)."""
+    first = first_line(doc, _ras_title) or 0
+    head = [line for line in doc.lines[first : first + 5000] if _ras_title(line)]
     has_comms = any(line.startswith("Communicators...") for line in head)
     has_table = any(line.lstrip().startswith("Group     Comms") for line in head)
     return has_comms or (has_table and any("Job summary" in line for line in head))
@@ -317,12 +324,22 @@ def _plausibility(report: NcclRasReport) -> None:
             )
 
 
-def parse_ras_text(doc: Doc, source: str) -> NcclRasReport:
-    """The RAS report in a text (see the module docstring)."""
+def _ras_line(reader: _Reader, raw: str, index: int) -> bool:
+    reader.line(raw)
+    return True
+
+
+def parse_ras_text(doc: Doc, source: str, notes: list[str] | None = None) -> NcclRasReport:
+    """The RAS report in a text (see the module docstring): 20,000 lines from where it starts
+    (the version lines just before its first section title). ``notes`` receives a warning
+    about lines whose values are out of range (skipped)."""
     reader = _Reader(source)
-    for raw in doc.lines[:20000]:
-        reader.line(raw)
+    start = max(0, (first_line(doc, _ras_title) or 0) - 20)
+    walker = each_line(doc, reader, _ras_line, start=start, stop=start + 20000)
     report = reader.report
+    note = walker.bad_values_note(FORMAT_RAS)
+    if note and notes is not None:
+        notes.append(note)
     _judge_counts(report)
     _plausibility(report)
     return report
@@ -539,7 +556,10 @@ def extract_watchdogs(doc: Doc) -> list[NcclWatchdog]:
         return []
     watch = _Watch()
     for raw in lines:
-        watch.line(raw)
+        try:
+            watch.line(raw)
+        except BAD_VALUES:
+            continue  # a number out of range: the line says nothing usable
     return list(watch.found.values())
 
 
@@ -646,7 +666,7 @@ def read_ras(doc: Doc, ctx: Context) -> list[Fragment]:
     """A RAS text report, or else the RAS JSON reports and flight-recorder dumps pasted among
     other lines (a prompt, a command, prose): each top-level object is tried on its own."""
     if looks_like_ras(doc):
-        report = parse_ras_text(doc, ctx.file)
+        report = parse_ras_text(doc, ctx.file, ctx.warnings)
         return [_ras_fragment(report)]
     from pcidoc.collect.importers.nccl_inspector import json_objects
 

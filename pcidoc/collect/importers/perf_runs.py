@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.nccl_log import clean
 from pcidoc.collect.importers.nccl_tests import (
@@ -34,6 +35,7 @@ from pcidoc.collect.importers.text import (
     to_float,
     to_int,
 )
+from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.evidence import PerfRank, PerfRun
 from pcidoc.model.measurements import CollectiveMeasurement, CollectiveRow
 
@@ -164,26 +166,38 @@ def extract(doc: Doc, source: str) -> tuple[PerfRun | None, list[str]]:
     line or per-size duplicated row is seen. Result rows are counted up to
     :data:`~pcidoc.collect.importers.nccl_tests.MAX_ROWS` (a paste of a million rows is read in
     bounded memory)."""
-    run = PerfRun(source=source)
-    found = False
-    tables: list[list[Row]] = []
-    kept = 0
-    for line in doc.lines:
-        if _launch_line(run, line, tables):
-            found = True
-            continue
-        if _version(run, line) or kept >= MAX_ROWS:
-            continue
-        row = _row(line)
-        if row is not None:
-            if not tables:
-                tables.append([])
-            tables[-1].append(row)
-            kept += 1
-    _count_rows(run, tables)
-    if not found and not (run.duplicated_rows and run.zero_busbw_rows):
+    launch = _Launch(PerfRun(source=source))
+    walker = each_line(doc, launch, _launch_or_row)
+    run = launch.run
+    _count_rows(run, launch.tables)
+    if not launch.found and not (run.duplicated_rows and run.zero_busbw_rows):
         return None, []
-    return run, []
+    note = walker.bad_values_note(FORMAT)
+    return run, [note] if note else []
+
+
+@record
+class _Launch:
+    run: PerfRun
+    found: bool = False
+    tables: list[list[Row]] = field(default_factory=list)
+    kept: int = 0
+
+
+def _launch_or_row(launch: _Launch, line: str, index: int) -> bool:
+    """One line of the text (the walker's handler): a launch line, a version, a result row."""
+    if _launch_line(launch.run, line, launch.tables):
+        launch.found = True
+        return True
+    if _version(launch.run, line) or launch.kept >= MAX_ROWS:
+        return True
+    row = _row(line)
+    if row is not None:
+        if not launch.tables:
+            launch.tables.append([])
+        launch.tables[-1].append(row)
+        launch.kept += 1
+    return True
 
 
 def summary(run: PerfRun) -> str:

@@ -81,6 +81,13 @@ def json_float(value: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def json_integer(text: str) -> int | float:
+    """``parse_int`` of the JSON decoders of pastes: an integer of more than 400 digits is read
+    as infinite (a value out of range, which :func:`json_int` and :func:`json_float` refuse)
+    instead of failing the whole document (Python refuses ``int()`` beyond 4,300 digits)."""
+    return int(text) if len(text) <= 400 else math.inf
+
+
 def named(noun: str, labels: list[str], verb: str = "") -> str:
     """``row GPU3`` / ``rows GPU1-GPU3`` (and ``has``/``have`` for ``verb="have"``): a noun
     counted by the labels that follow it, which a plural rule cannot see."""
@@ -265,7 +272,11 @@ def prepare(text: str, name: str) -> Doc:
         to a ``topo -m`` header is split in two) and ``commands`` the command on each line.
     """
     raw_lines = strip_line_numbers(text.replace("\r\n", "\n").split("\n"))
-    tagged = any(_TAG_START_RE.match(_QUOTE_RE.sub("", line)) for line in raw_lines[:200])
+    # mpirun --tag-output: judged on 200 lines from the first that may carry a tag ('[', or
+    # '> [' quoted), wherever the output starts after prose or a log.
+    first = next((i for i, line in enumerate(raw_lines) if line.lstrip(" >")[:1] == "["), 0)
+    window = raw_lines[first : first + 200]
+    tagged = any(_TAG_START_RE.match(_QUOTE_RE.sub("", line)) for line in window)
     lines: list[str] = []
     commands: list[str | None] = []
     index = 0

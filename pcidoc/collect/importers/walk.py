@@ -138,10 +138,22 @@ class Walker:
         )
 
 
-def first_claim(handlers: Sequence[Handler], state: Any, line: str, index: int) -> Any:
-    """The first answer other than False of ``handlers`` for one line (False when none)."""
-    for handler in handlers:
-        outcome = handler(state, line, index)
-        if outcome is not False:
-            return outcome
-    return False
+def each_line(
+    doc: Doc, state: Any, *handlers: Handler, start: int = 0, stop: int | None = None
+) -> Walker:
+    """Offer every non-blank line from ``start`` (to ``stop``) to the handlers, commands
+    included and whatever lies between (a whole-text reader's walk); the walker, whose
+    :meth:`Walker.bad_values_note` names the lines skipped."""
+    walker = Walker(blank_lines=None, others="skip", commands="read")
+    walker.walk(doc, start, state, handlers, stop)
+    return walker
+
+
+def first_line(doc: Doc, found: Callable[[str], object], limit: int | None = None) -> int | None:
+    """The index of the first line (of the first ``limit``) for which ``found`` is true.
+
+    Whole-text readers read a bounded number of lines from where their output starts, not
+    from the top of the paste: prose, a header or a log before it never hides it.
+    """
+    lines = doc.lines if limit is None else doc.lines[:limit]
+    return next((i for i, line in enumerate(lines) if found(line)), None)
