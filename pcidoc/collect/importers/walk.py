@@ -51,7 +51,7 @@ class Walker:
             offered to the handlers like any line.
     """
 
-    __slots__ = ("bad_lines", "blank_lines", "commands", "others", "resume")
+    __slots__ = ("bad_count", "bad_lines", "blank_lines", "commands", "others", "resume")
 
     def __init__(
         self,
@@ -66,7 +66,9 @@ class Walker:
         self.others = others
         self.commands = commands
         self.bad_lines: list[int] = []
-        """Lines skipped because a value in them could not be read (0-based indices)."""
+        """The first lines skipped because a value in them could not be read (0-based)."""
+        self.bad_count = 0
+        """How many lines were skipped so."""
 
     def walk(
         self,
@@ -122,18 +124,20 @@ class Walker:
                 if outcome is not False:
                     return outcome
         except BAD_VALUES:
-            self.bad_lines.append(index)
+            self.bad_count += 1
+            if len(self.bad_lines) < 5:
+                self.bad_lines.append(index)
             return True
         return False
 
     def bad_values_note(self, what: str) -> str | None:
         """A warning naming the lines skipped for values out of range, or None."""
-        if not self.bad_lines:
+        if not self.bad_count:
             return None
-        shown = ", ".join(str(i + 1) for i in self.bad_lines[:5])
-        more = f" and {len(self.bad_lines) - 5} more" if len(self.bad_lines) > 5 else ""
+        shown = ", ".join(str(i + 1) for i in self.bad_lines)
+        more = f" and {self.bad_count - len(self.bad_lines)} more" if self.bad_count > 5 else ""
         return (
-            f"{what}: {len(self.bad_lines)} line(s) with a value out of range skipped "
+            f"{what}: {self.bad_count} line(s) with a value out of range skipped "
             f"(line {shown}{more}); the rest was read"
         )
 
