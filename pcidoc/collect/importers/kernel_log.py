@@ -187,7 +187,7 @@ _XID_RE = lazy(
     r"(?P<rest>.*)$"
 )
 _PID_RE = lazy(
-    r"^pid=\s*'?(?P<pid><?\w[\w ]{0,63}>?)'?\s*,\s*(?:name=(?P<name>[^,]{0,200}?)\s*,\s*)?"
+    r"^pid=\s*'?(?P<pid><?[^\s,'<>]+>?)'?\s*,\s*(?:name=(?P<name>[^,]{0,200}?)\s*,\s*)?"
 )
 _LINK_NO_RE = lazy(r"\blink\s*(?:#|number\s*)?(\d+)\b", re.IGNORECASE)
 _FALLEN_RE = lazy(r"fallen off the bus", re.IGNORECASE)
