@@ -1,4 +1,4 @@
-"""Child process of ``test_regex_linear.py``: every pattern of the importers and the failure
+r"""Child process of ``test_regex_linear.py``: every pattern of the importers and the failure
 catalogue, fed inputs built from the pattern's own text, must take time linear in their length.
 
 Run as ``python -m tests.importers.regex_child [--plain] [--only TEXT] [--part I/N]
@@ -16,6 +16,8 @@ it accepts: blank, letter, digit, punctuation), then a character that ends the r
 family is tried as ``prefix + run`` (one long run where the real prefix leads to it) and as
 ``(prefix + unit)`` repeated (a new start of the pattern at every unit); the pattern's shortest
 match repeated, and plain runs of blanks, letters, digits and mixed tokens, are tried too.
+The run is also tried after one match of the repetition (``via a`` then blanks: a token
+followed by blanks reaches ``(.+?)\s*$`` where blanks alone are taken by an earlier ``\s+``).
 A backtracking pattern goes quadratic on one of these when its own prefixes lead into an
 ambiguous repetition: the prefixes are what ordinary runs without them miss (issue 30).
 
@@ -63,8 +65,9 @@ engine faster)."""
 CAP_S = 1.0
 """Most a long run may take, and the batch of short runs: 25 µs a character, more than any
 linear pattern needs (a bounded token of 253 takes about 1 µs)."""
-MAX_FAMILIES = 48
-"""Families tried per pattern (the longest catalogue patterns have hundreds of repetitions)."""
+_UNBOUNDED = 1_000
+r"""Repetitions allowed this many times or more are tried with long runs; a bounded one
+(``\S{1,200}``) costs at most its bound at each start, which the plain runs cover."""
 
 _CANDIDATES = " \tax0Z_-:./,;[](){}<>=#@%\"'|+*!?&$~\\\n\x01é"
 """Characters a run may be made of, in order of preference."""
@@ -223,7 +226,8 @@ class _Builder:
             elif op is sre_c.SUBPATTERN:
                 yield from self.leads(av[3], prefix)
             elif op in _REPEATS:
-                yield prefix, av[2]
+                if av[1] >= _UNBOUNDED:
+                    yield prefix, av[2]
                 yield from self.leads(av[2], prefix)
             elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT) or op is sre_c.GROUPREF_EXISTS:
                 yield from self.leads(av[1], prefix)
@@ -260,19 +264,18 @@ def families(pattern: re.Pattern[str]) -> list[tuple[str, str, str]]:
     whole = builder.shortest(builder.tree)
     found: list[tuple[str, str, str]] = []
     for prefix, body in builder.leads(builder.tree, ""):
-        for unit in builder.units(body):
+        units = builder.units(body)
+        for unit in units:
             found += [(prefix, unit, stop) for stop in _STOP]
             found.append(("", prefix + unit, "\x01"))
+            # After one match of another kind: the run goes on past the repetition's start
+            # (``via a`` then blanks reaches ``(.+?)\s*$``: blanks alone were taken by the
+            # ``\s+`` before it).
+            found += [(prefix + other, unit, "\x01") for other in units if other != unit]
     if whole:
         found += [("", whole, ""), ("", whole + " ", "\x01"), ("", whole + "\n", "")]
     found += plain_runs(pattern)
-    unique = list(dict.fromkeys(found))
-    if len(unique) > MAX_FAMILIES:  # keep the plain runs, and repetitions evenly
-        plain = unique[-len(_PLAIN_RUNS) * 2 :]
-        rest = unique[: -len(_PLAIN_RUNS) * 2]
-        step = len(rest) / (MAX_FAMILIES - len(plain))
-        unique = [rest[int(i * step)] for i in range(MAX_FAMILIES - len(plain))] + plain
-    return unique
+    return list(dict.fromkeys(found))
 
 
 # -------------------------------------------------------------------------------- measure

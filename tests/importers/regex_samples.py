@@ -22,6 +22,9 @@ PREFIXED_NCCL_PLUGIN = re.compile(
     r"^(?:P2P plugin|NET/Plugin\s*:\s*Loaded (?:net|collnet) plugin)\s*:?\s*(\S.*?)\s*$"
 )
 PREFIXED_AER_LAYER = re.compile(r"aer_layer=(?P<layer>[^,]+),\s*aer_agent=(?P<agent>.+)$")
+# Quadratic only after a token that follows the prefix (blanks alone are taken by the \s*
+# before the lazy group): a collect_env line "GPU 0: NAME" padded with blanks (issue 30).
+PREFIXED_GPU_LINE = re.compile(r"^\s*GPU\s*(\d+)\s*:\s*(.+?)\s*$")
 
 LINEAR_NTHREAD = re.compile(r"^nThread")  # on comment_body(line), which strips '#' and blanks
 LINEAR_LSPCI_HEADER = re.compile(
@@ -33,3 +36,4 @@ LINEAR_NCCL_PLUGIN = re.compile(
     r"^(?:P2P plugin|NET/Plugin\s*:\s*Loaded (?:net|collnet) plugin)\s*(?::\s*)?(\S(?:.*\S)?)\s*$"
 )
 LINEAR_AER_LAYER = re.compile(r"aer_layer=(?P<layer>[^,]{1,60}),\s*aer_agent=(?P<agent>.+)$")
+LINEAR_GPU_LINE = re.compile(r"^\s*GPU\s*(\d+)\s*:\s*(\S(?:.*\S)?)\s*$")

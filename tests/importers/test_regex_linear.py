@@ -95,13 +95,14 @@ def test_every_catalogue_pattern_is_linear() -> None:
 
 def test_the_method_catches_quadratic_patterns_and_passes_linear_ones() -> None:
     found, tried = _child(SAMPLES)
-    assert tried == 10
+    assert tried == 12
     assert _names(found) == {
         "QUADRATIC_NTHREAD",
         "PREFIXED_LSPCI_HEADER",
         "PREFIXED_KERNEL_RELEASE",
         "PREFIXED_NCCL_PLUGIN",
         "PREFIXED_AER_LAYER",
+        "PREFIXED_GPU_LINE",
     }
 
 

@@ -22,7 +22,7 @@ from pcidoc.model.evidence import EnvReport
 
 FORMAT = "collect-env"
 
-_KEY_RE = lazy(r"^\s*([A-Za-z][A-Za-z0-9 ./()_-]{1,60}?)\s*:\s*(.*?)\s*$")
+_KEY_RE = lazy(r"^\s*([A-Za-z][A-Za-z0-9 ./()_-]{1,60}?)\s*:\s*(\S(?:.*\S)?|)\s*$")
 _MARKERS = (
     "collecting environment information",
     "pytorch version",
@@ -33,7 +33,7 @@ _MARKERS = (
 )
 _NCCL_PIP_RE = lazy(r"nvidia-nccl-cu\d+\s*[=]=\s*([\d.]+)|\bnccl\s*[=]=\s*([\d.]+)", re.IGNORECASE)
 _NCCL_VERSION_RE = lazy(r"^\s*NCCL version\s*:\s*\(?([\d., ]+)\)?", re.IGNORECASE)
-_GPU_LINE_RE = lazy(r"^\s*GPU\s*(\d+)\s*:\s*(.+?)\s*$")
+_GPU_LINE_RE = lazy(r"^\s*GPU\s*(\d+)\s*:\s*(\S(?:.*\S)?)\s*$")
 _NIC_NOTICE_RE = lazy(
     r"(?<!\d)(\d{1,6})\s+NICs?\b.{0,80}?\b(?:only\s+(?:display|show)(?:ing|ed|s)?|"
     r"(?:display|show)(?:ing|ed|s)?\s+only)\s+(?:the\s+first\s+)?(\d+)",

@@ -47,7 +47,7 @@ _NETWORK_RE = lazy(r"^Using network\s+(\S.*)$")
 _NET_NAME_RE = lazy(r"^[\w.\- ]+$")
 _IB_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):(\d+)/(IB|RoCE|\w+)")
 _SOCK_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):([0-9A-Fa-f.:%]+)<")
-_ENV_RE = lazy(r"^(NCCL_\w+|CUDA_\w+)\s+set by environment to\s+(.*?)\.?\s*$")
+_ENV_RE = lazy(r"^(NCCL_\w+|CUDA_\w+)\s+set by environment to\s+(.*)$")
 _GDR_OFF_RE = lazy(r"GPU Direct RDMA Disabled for (?:HCA|GPU)", re.IGNORECASE)
 _P2P_OFF_RE = lazy(
     r"P2P is disabled between connected GPUs|Could not enable P2P between|"
@@ -69,7 +69,7 @@ _COMM_RE = lazy(
 )
 _CONN_RE = lazy(
     r"^(?:Channel|Ring)\s+(\d+)(?:/\d+)?\s*:\s*(\d+)(?:\[([0-9a-fA-F]+)\])?\s*->\s*(\d+)"
-    r"(?:\[([0-9a-fA-F]+)\])?(?:\s*\[(send|receive)\])?\s+via\s+(.+?)\s*$"
+    r"(?:\[([0-9a-fA-F]+)\])?(?:\s*\[(send|receive)\])?\s+via\s+(\S(?:.*\S)?)\s*$"
 )
 
 
@@ -314,7 +314,11 @@ def _on_comm(line: _Line) -> bool:
 def _on_env(line: _Line) -> bool:
     match = _ENV_RE.match(line.message)
     if match:
-        name, value = match.group(1), clean(match.group(2)).strip()
+        # The value without its closing '.' (as printed: "NCCL_IB_HCA set by environment to
+        # mlx5_0."); stripped in Python: a lazy group before '\.?\s*$' backtracked over
+        # trailing blanks once per character.
+        value = match.group(2).rstrip()
+        name, value = match.group(1), clean(value[:-1] if value.endswith(".") else value).strip()
         line.log.env.setdefault(name, value)
         line.log.env_quotes.setdefault(name, line.quote)
     return match is not None
