@@ -57,3 +57,21 @@ def test_a_long_preamble_keeps_the_diagnosis(relpath: str) -> None:
     diagnosis, formats = _diagnosis(body)
     preamble = PREAMBLE if WHOLE_TEXT & set(formats) else PREAMBLE[-2000:]
     assert _diagnosis(preamble + body)[0] == diagnosis
+
+
+def test_a_json_document_between_prose_and_a_log_is_read_with_both() -> None:
+    from tests.importers.kineto import TraceBuilder
+
+    trace = TraceBuilder(world_size=2)
+    trace.step(1, 0.0, 1000.0)
+    trace.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 100.0, 400.0)
+    text = (
+        "# source: our job, rank 0's trace and its log\n"
+        "Here is the profiler trace of one step:\n"
+        + trace.text()
+        + "\nand the NCCL log after it:\n"
+        "node1:1:2 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n"
+    )
+    result = import_texts([("paste.txt", text)])
+    assert result.capture.origin.sources[0].formats == ["pytorch-trace", "nccl-log"]
+    assert result.capture.measurements.workloads[0].steps == 1

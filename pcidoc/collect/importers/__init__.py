@@ -75,12 +75,12 @@ def _parse_text(path: str, text: str, notes: list[str] | None = None) -> FileRes
     result = FileResult(path=path, name=name, warnings=list(notes or []))
     preamble, document = _json_document(text)
     if document is not None:
-        fragment = _parse_json(document, name, result)
+        fragment, rest = _parse_json(document, name, result)
         if fragment is not None:
             result.fragments.append(fragment)
-            if not preamble.strip():
+            if not (preamble + rest).strip():
                 return result
-            text = preamble  # the lines before the document are read too
+            text = preamble + rest  # the lines around the document are read too
     if text.count("\n") > MAX_PASTE_LINES:
         # Every line is offered to every format; a text this long is not a paste, and reading
         # all of it would take minutes. What a real output needs comes first.
@@ -111,19 +111,16 @@ def _parse_text(path: str, text: str, notes: list[str] | None = None) -> FileRes
 
 
 def _json_document(text: str) -> tuple[str, str | None]:
-    """``(the lines before, the JSON document)`` of a text whose rest, from its first ``{`` or
-    ``[`` line, may be one JSON document: at the start, or after lines of prose, comments
-    (``# source: ...``) or a log (leading lines never hide a document). No document: ``(text,
+    """``(the lines before, the rest)`` of a text whose rest, from its first ``{`` or ``[``
+    line, may start with a JSON document: at the start, or after lines of prose, comments
+    (``# source: ...``) or a log (leading lines never hide a document). No such line: ``(text,
     None)``."""
-    stripped = text.lstrip()
-    if stripped[:1] in ("{", "["):
-        return "", stripped
     at = 0
     while at < len(text):
         end = text.find("\n", at)
         end = len(text) if end < 0 else end
         if text[at:end].lstrip()[:1] in ("{", "["):
-            return text[:at], text[at:]
+            return text[:at], text[at:].lstrip()
         at = end + 1
     return text, None
 
@@ -137,18 +134,25 @@ def _finite(text: str) -> float | None:
     return None if math.isinf(value) else value
 
 
-def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
+def _parse_json(text: str, name: str, result: FileResult) -> tuple[Fragment | None, str]:
+    """The fragment of the JSON document at the start of ``text`` (None when it is none pcidoc
+    reads, or no document), and the text after the document."""
     import json
 
+    # NaN, Infinity and 1e999 are not numbers a measurement can hold: read as unknown.
+    decoder = json.JSONDecoder(parse_constant=_unknown, parse_float=_finite, parse_int=json_integer)
     try:
-        # NaN, Infinity and 1e999 are not numbers a measurement can hold: read as unknown.
-        data = clean_data(
-            json.loads(text, parse_constant=_unknown, parse_float=_finite, parse_int=json_integer)
-        )
+        value, end = decoder.raw_decode(text)
+        data = clean_data(value)
     except (ValueError, RecursionError):
         if '"traceEvents"' in text[:4096]:
             result.warnings.append("profiler trace: the JSON is incomplete or damaged; not read")
-        return None
+        return None, ""
+    return _json_fragment(data, name, result), text[end:]
+
+
+def _json_fragment(data: object, name: str, result: FileResult) -> Fragment | None:
+    """The first JSON reader of the table that takes ``data``."""
     ctx = Context(file=name)
     for fmt, reader in readers(JSON):
         detect, parse = reader.functions()

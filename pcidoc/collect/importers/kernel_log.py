@@ -186,9 +186,7 @@ _XID_RE = lazy(
     r"NVRM:\s*(?:GPU\s+\S+\s*:\s*)?Xid\s*\((?:PCI:)?(?P<bus>[^)]{0,64})\):\s*(?P<code>\d+)\s*,?\s*"
     r"(?P<rest>.*)$"
 )
-_PID_RE = lazy(
-    r"^pid=\s*'?(?P<pid><?[^\s,'<>]+>?)'?\s*,\s*(?:name=(?P<name>[^,]{0,200}?)\s*,\s*)?"
-)
+_PID_RE = lazy(r"^pid=\s*'?(?P<pid><?[^\s,'<>]+>?)'?\s*,\s*(?:name=(?P<name>[^,]{0,200}?)\s*,\s*)?")
 _LINK_NO_RE = lazy(r"\blink\s*(?:#|number\s*)?(\d+)\b", re.IGNORECASE)
 _FALLEN_RE = lazy(r"fallen off the bus", re.IGNORECASE)
 _PROBE_FAIL_RE = lazy(r"NVRM: The NVIDIA probe routine failed")
