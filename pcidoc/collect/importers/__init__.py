@@ -14,6 +14,7 @@ Public API: :func:`import_texts`, :func:`import_paths`, :class:`ImportResult`,
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from pcidoc._record import field, record
@@ -21,7 +22,7 @@ from pcidoc.collect.import_formats import JSON, SHORT_NAMES, SUPPORTED_FORMATS, 
 from pcidoc.collect.importers import scan as _scan
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.merge import FileResult, merge
-from pcidoc.collect.importers.text import json_integer, prepare
+from pcidoc.collect.importers.text import json_integer, lazy, prepare
 from pcidoc.errors import PcidocError
 from pcidoc.fileio import MAX_PASTE_BYTES, decode_text, read_input
 from pcidoc.model.capture import Capture
@@ -110,19 +111,19 @@ def _parse_text(path: str, text: str, notes: list[str] | None = None) -> FileRes
     return result
 
 
+_DOCUMENT_START_RE = lazy(r"^[^\S\n]*[\[{]", re.MULTILINE)
+"""A line that starts with ``{`` or ``[`` (after blanks): one check, not a loop over lines."""
+
+
 def _json_document(text: str) -> tuple[str, str | None]:
     """``(the lines before, the rest)`` of a text whose rest, from its first ``{`` or ``[``
     line, may start with a JSON document: at the start, or after lines of prose, comments
     (``# source: ...``) or a log (leading lines never hide a document). No such line: ``(text,
     None)``."""
-    at = 0
-    while at < len(text):
-        end = text.find("\n", at)
-        end = len(text) if end < 0 else end
-        if text[at:end].lstrip()[:1] in ("{", "["):
-            return text[:at], text[at:].lstrip()
-        at = end + 1
-    return text, None
+    found = _DOCUMENT_START_RE.search(text)
+    if found is None:
+        return text, None
+    return text[: found.start()], text[found.end() - 1 :]
 
 
 def _unknown(_name: str) -> None:

@@ -60,6 +60,16 @@ _SECTION_BEFORE = 100
 
 
 def _is_marker(line: str) -> bool:
+    """A line that starts a collect_env report (a word of every marker is looked for first:
+    most lines of a long paste are passed over by that)."""
+    if not (
+        "ersion" in line
+        or "ollecting" in line
+        or "vailable" in line
+        or "onfiguration" in line
+        or "uild" in line
+    ):
+        return False
     lowered = line.strip().lower()
     return any(lowered.startswith(m) for m in _MARKERS) or "vllm version" in lowered
 

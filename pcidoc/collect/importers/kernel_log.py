@@ -33,7 +33,7 @@ from typing import Any
 from pcidoc.catalogue.lines import KERNEL_SUBSYSTEMS
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float, to_int
-from pcidoc.collect.importers.walk import Walker
+from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.kernel import (
     AerEvent,
     AerRecovery,
@@ -734,8 +734,7 @@ def extract(doc: Doc, source: str, notes: list[str] | None = None) -> KernelLog 
     """
     log = KernelLog(source=source)
     reader = _Reader(log)
-    walker = Walker(blank_lines=None, others="skip", commands="read")
-    walker.walk(doc, 0, reader, (_line,))
+    walker = each_line(doc, reader, _line)
     reader.finish_smmu3()
     log.lines = reader.lines
     clock = reader.clock

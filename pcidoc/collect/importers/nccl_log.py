@@ -25,7 +25,7 @@ from pcidoc._record import field, record
 from pcidoc.catalogue.lines import prose_before
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, lazy
-from pcidoc.collect.importers.walk import Walker
+from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.evidence import NcclConnection, NcclLog, NcclNic, NcclRank, Quoted
 
 FORMAT = "nccl-log"
@@ -212,8 +212,7 @@ def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
         The log (None when the text has no NCCL line) and warnings.
     """
     reading = _Reading(NcclLog(source=source))
-    walker = Walker(blank_lines=None, others="skip", commands="read")
-    walker.walk(doc, 0, reading, (_nccl_line,))
+    walker = each_line(doc, reading, _nccl_line)
     log = reading.log
     warnings = [note for note in [walker.bad_values_note(FORMAT)] if note]
     if log.lines == 0:

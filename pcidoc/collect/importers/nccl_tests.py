@@ -188,6 +188,14 @@ class _Run:
     n_gpus: int | None = None
     bad_rows: int = 0
     dropped_rows: int = 0
+    _line: str | None = None
+    _body: str = ""
+
+    def body(self, line: str) -> str:
+        """``comment_body(line)``, computed once per line for all the handlers."""
+        if line is not self._line:
+            self._line, self._body = line, comment_body(line)
+        return self._body
 
 
 # A line handler reads one line into the run: True (consumed), False (not its line) or None
@@ -195,7 +203,7 @@ class _Run:
 
 
 def _on_nthread(run: _Run, line: str, index: int) -> bool | None:
-    body = comment_body(line)
+    body = run.body(line)
     match = _NTHREAD_RE.match(body)
     if not match:
         return False
@@ -206,7 +214,7 @@ def _on_nthread(run: _Run, line: str, index: int) -> bool | None:
 
 
 def _on_starting(run: _Run, line: str, index: int) -> bool | None:
-    body = comment_body(line)
+    body = run.body(line)
     match = _STARTING_RE.match(body)
     if not match:
         return False
@@ -262,7 +270,7 @@ def _on_row(run: _Run, line: str, index: int) -> bool | None:
 
 
 def _on_totals(run: _Run, line: str, index: int) -> bool | None:
-    body = comment_body(line)
+    body = run.body(line)
     match = _AVG_RE.match(body)
     if match:
         run.avg = to_float(match.group(1))
@@ -275,7 +283,7 @@ def _on_totals(run: _Run, line: str, index: int) -> bool | None:
 
 
 def _on_other(run: _Run, line: str, index: int) -> bool | None:
-    body = comment_body(line)
+    body = run.body(line)
     commented = line.lstrip().startswith("#")
     info = "NCCL" in line and _INFO_RE.match(line)
     version = _VERSION_RE.search(line) if (commented or info) else None

@@ -84,22 +84,27 @@ class Walker:
         """
         lines, commands = doc.lines, doc.commands
         end = len(lines) if stop is None else min(stop, len(lines))
+        blanks_read = self.blank_lines == "read"
+        commands_end = self.commands == "end"
+        others_end = self.others == "end"
+        offer = self._offer
         index = start
         while index < end:
             line = lines[index]
-            if not line.strip() and self.blank_lines != "read":
+            if not blanks_read and not line.strip():
                 after = self._after_blanks(doc, index, end, state)
                 if after is None:
                     return index
                 index = after
                 continue
-            if self.commands == "end" and commands[index] is not None:
+            if commands_end and commands[index] is not None:
                 return index
-            outcome = self._offer(state, handlers, line, index)
-            if outcome is LAST:
-                return index + 1
-            if not outcome and (outcome is None or self.others == "end"):
-                return index
+            outcome = offer(state, handlers, line, index)
+            if outcome is not True:
+                if outcome is LAST:
+                    return index + 1
+                if outcome is None or (others_end and not outcome):
+                    return index
             index += 1
         return index
 
@@ -147,9 +152,27 @@ def each_line(
 ) -> Walker:
     """Offer every non-blank line from ``start`` (to ``stop``) to the handlers, commands
     included and whatever lies between (a whole-text reader's walk); the walker, whose
-    :meth:`Walker.bad_values_note` names the lines skipped."""
+    :meth:`Walker.bad_values_note` names the lines skipped.
+
+    The same rules as :meth:`Walker.walk` with ``others="skip"``, in a loop of its own: a
+    whole-text reader sees every line of a paste, and one call less per line is a tenth of
+    its time.
+    """
     walker = Walker(blank_lines=None, others="skip", commands="read")
-    walker.walk(doc, start, state, handlers, stop)
+    lines = doc.lines
+    end = len(lines) if stop is None else min(stop, len(lines))
+    for index in range(start, end):
+        line = lines[index]
+        if not line.strip():
+            continue
+        try:
+            for handler in handlers:
+                if handler(state, line, index) is not False:
+                    break
+        except BAD_VALUES:
+            walker.bad_count += 1
+            if len(walker.bad_lines) < 5:
+                walker.bad_lines.append(index)
     return walker
 
 
