@@ -329,6 +329,7 @@ class _Reader:
         self.odd_pids: list[str] = []
         """Xid pids that are no process id (the events were kept without them)."""
         self.clock = _Clock()
+        self.keywords, self.device = _KEYWORDS_RE.compiled, _DEVICE_RE.compiled
         self.times: list[float] = []
         self.lines = 0
         """Lines with kernel packaging."""
@@ -700,14 +701,14 @@ def read(doc: Doc, ctx: Context) -> list[Fragment]:
 def _line(reader: _Reader, raw: str, index: int) -> bool:
     """Offer one line of the text to the readers (the walker's handler: any line is read)."""
     start = raw.lstrip()[:1]
-    interesting = _KEYWORDS_RE.compiled.search(raw) is not None
+    interesting = reader.keywords.search(raw) is not None
     if not interesting and not _maybe_packaged(raw, start):
         return True  # neither kernel packaging nor anything a reader looks for: skip fast
     msg, when, stamp, packaged = reader.clock.strip(raw)
     reader.lines += packaged
     if when is not None:
         reader.times.append(when)
-    device = _DEVICE_RE.compiled.match(msg) is not None
+    device = reader.device.match(msg) is not None
     if not interesting and not device:
         return True
     shaped = packaged or device or msg.startswith(KERNEL_SUBSYSTEMS)
