@@ -59,11 +59,15 @@ def _alarm(_signum: int, _frame: object) -> None:
     raise CaseTimeout
 
 
-def corpus() -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
-    """(texts to import, captures to load)."""
+def corpus(evidence: bool = False) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
+    """(texts to import, captures to load); ``evidence`` adds ``../shared/realdata-evidence``
+    (NCCL and kernel logs, RAS, Inspector, topology files...)."""
     texts: list[tuple[str, bytes]] = []
     captures: list[tuple[str, bytes]] = []
-    for folder in (SHARED / "realdata", SHARED / "bad-inputs"):
+    folders = [SHARED / "realdata", SHARED / "bad-inputs"]
+    if evidence:
+        folders.append(SHARED / "realdata-evidence")
+    for folder in folders:
         if folder.is_dir():
             for path in sorted(folder.rglob("*")):
                 if not path.is_file() or path.suffix == ".md":
@@ -296,12 +300,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--exclude", action="append", default=[], help="leave corpus files whose name has this"
     )
+    parser.add_argument(
+        "--evidence", action="store_true", help="add ../shared/realdata-evidence to the corpus"
+    )
     parser.add_argument("--out", help="write the JSON summary here too")
     args = parser.parse_args(argv)
     cap = 2 * args.max_rss_mb << 20
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     signal.signal(signal.SIGALRM, _alarm)
-    texts, captures = corpus()
+    texts, captures = corpus(args.evidence)
     texts = [t for t in texts if not any(x in t[0] for x in args.exclude)]
     captures = [c for c in captures if not any(x in c[0] for x in args.exclude)]
     indices = args.only or range(args.first, args.first + args.cases)

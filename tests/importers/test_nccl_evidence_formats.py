@@ -441,3 +441,35 @@ def test_nic_inventory_pass_says_what_it_judged_and_many_vfs_are_info() -> None:
     assert short.summary.startswith("4 NICs for 8 GPUs")
     crowded = _check(machine(8, nics=[f"NIC{i}" for i in range(20)]), "nccl.nic-inventory")
     assert crowded.severity == "info" and "20 NICs for 8 GPUs" in crowded.summary
+
+
+_GDR_OFF_2HCA = (
+    "{host}:25668:27396 [{dev}] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]\n"
+    "{host}:25668:27396 [{dev}] NCCL INFO Using network IB\n"
+    "{host}:25668:27396 [{dev}] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'\n"
+    "{host}:25668:27396 [{dev}] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 1 'mlx5_1'\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # every rank of a node prints the lines about the node's HCAs
+        "".join(_GDR_OFF_2HCA.format(host="node1", dev=d) for d in range(8)),
+        # the same log pasted twice, with a note that quotes one of the lines
+        "# note: the log says 'NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 mlx5_0'\n"
+        + _GDR_OFF_2HCA.format(host="node1", dev=0) * 2,
+    ],
+    ids=["eight ranks of a node", "pasted twice under a quoting note"],
+)
+def test_hca_count_is_the_hcas_in_the_log_not_its_lines(text: str) -> None:
+    # issue 27: "an HCA count reads 3 where the log has 2"
+    log = _cap(text).evidence.nccl_logs[0]
+    assert len(log.gdr_disabled) == 2
+    found = _check(_cap(text), "nccl.network")
+    assert "disabled for 2 HCAs" in found.summary
+
+
+def test_hcas_of_two_nodes_are_counted_per_node() -> None:
+    text = _GDR_OFF_2HCA.format(host="node1", dev=0) + _GDR_OFF_2HCA.format(host="node2", dev=0)
+    assert len(_cap(text).evidence.nccl_logs[0].gdr_disabled) == 4

@@ -14,16 +14,15 @@ Public API: :func:`import_texts`, :func:`import_paths`, :class:`ImportResult`,
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from pcidoc._record import field, record
-from pcidoc.collect.import_formats import SUPPORTED_FORMATS
+from pcidoc.collect.import_formats import JSON, SHORT_NAMES, SUPPORTED_FORMATS, TEXT, readers
 from pcidoc.collect.importers import scan as _scan
-from pcidoc.collect.importers import whole_text as _whole_text
-from pcidoc.collect.importers.fragment import Fragment
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.merge import FileResult, merge
-from pcidoc.collect.importers.text import prepare
-from pcidoc.collect.importers.torch_trace import parse_trace
+from pcidoc.collect.importers.text import json_integer, lazy, prepare
 from pcidoc.errors import PcidocError
 from pcidoc.fileio import MAX_PASTE_BYTES, decode_text, read_input
 from pcidoc.model.capture import Capture
@@ -59,15 +58,30 @@ def _display_name(name: str) -> str:
     return Path(name).name or name
 
 
-def _parse_text(path: str, text: str) -> FileResult:
+def _damage(text: str) -> list[str]:
+    """Warnings about bytes that are no text, which cleaning removes: a block of NUL bytes is
+    what a crash leaves in ``kern.log`` (the file system extended the file, the data never came);
+    the lines around it are read."""
+    nul = text.count("\x00")
+    if not nul:
+        return []
+    return [
+        f"{nul:,} NUL byte(s) (a block of zeros, as a crash leaves in a log file) were passed "
+        "over; the text around them was read"
+    ]
+
+
+def _parse_text(path: str, text: str, notes: list[str] | None = None) -> FileResult:
     name = _display_name(path)
-    result = FileResult(path=path, name=name)
-    stripped = text.lstrip()
-    if stripped[:1] in ("{", "["):
-        fragment = _parse_json(stripped, name, result)
+    result = FileResult(path=path, name=name, warnings=list(notes or []))
+    preamble, document = _json_document(text)
+    if document is not None:
+        fragment, rest = _parse_json(document, name, result)
         if fragment is not None:
             result.fragments.append(fragment)
-            return result
+            if not (preamble + rest).strip():
+                return result
+            text = preamble + rest  # the lines around the document are read too
     if text.count("\n") > MAX_PASTE_LINES:
         # Every line is offered to every format; a text this long is not a paste, and reading
         # all of it would take minutes. What a real output needs comes first.
@@ -79,15 +93,37 @@ def _parse_text(path: str, text: str) -> FileResult:
     scanned = _scan.scan(doc, name)
     result.fragments.extend(scanned.fragments)
     result.warnings.extend(scanned.warnings)
-    try:
-        extra, warnings = _whole_text.extract(doc, name)
-    except Exception as exc:  # a parser bug must not lose the rest of the import
-        if _scan.RAISE_PARSER_ERRORS:
-            raise
-        extra, warnings = [], [f"NCCL/collect_env reader failed ({exc.__class__.__name__})"]
-    result.fragments.extend(extra)
-    result.warnings.extend(warnings)
+    for fmt, reader in readers(TEXT):
+        ctx = Context(file=name)
+        _, read = reader.functions()
+        try:
+            found = read(doc, ctx)  # type: ignore[operator]
+        except Exception as exc:  # a reader's bug must not lose the rest of the import
+            if _scan.RAISE_PARSER_ERRORS:
+                raise
+            found = []
+            ctx.warnings.append(
+                f"{SHORT_NAMES[fmt]}: could not be read ({exc.__class__.__name__}); the other "
+                "formats were read"
+            )
+        result.warnings.extend(ctx.warnings)
+        result.fragments.extend(found)
     return result
+
+
+_DOCUMENT_START_RE = lazy(r"^[^\S\n]*[\[{]", re.MULTILINE)
+"""A line that starts with ``{`` or ``[`` (after blanks): one check, not a loop over lines."""
+
+
+def _json_document(text: str) -> tuple[str, str | None]:
+    """``(the lines before, the rest)`` of a text whose rest, from its first ``{`` or ``[``
+    line, may start with a JSON document: at the start, or after lines of prose, comments
+    (``# source: ...``) or a log (leading lines never hide a document). No such line: ``(text,
+    None)``."""
+    found = _DOCUMENT_START_RE.search(text)
+    if found is None:
+        return text, None
+    return text[: found.start()], text[found.end() - 1 :]
 
 
 def _unknown(_name: str) -> None:
@@ -99,37 +135,43 @@ def _finite(text: str) -> float | None:
     return None if math.isinf(value) else value
 
 
-def _parse_json(text: str, name: str, result: FileResult) -> Fragment | None:
+def _parse_json(text: str, name: str, result: FileResult) -> tuple[Fragment | None, str]:
+    """The fragment of the JSON document at the start of ``text`` (None when it is none pcidoc
+    reads, or no document), and the text after the document."""
     import json
 
+    # NaN, Infinity and 1e999 are not numbers a measurement can hold: read as unknown.
+    decoder = json.JSONDecoder(parse_constant=_unknown, parse_float=_finite, parse_int=json_integer)
     try:
-        # NaN, Infinity and 1e999 are not numbers a measurement can hold: read as unknown.
-        data = clean_data(json.loads(text, parse_constant=_unknown, parse_float=_finite))
+        value, end = decoder.raw_decode(text)
+        data = clean_data(value)
     except (ValueError, RecursionError):
         if '"traceEvents"' in text[:4096]:
             result.warnings.append("profiler trace: the JSON is incomplete or damaged; not read")
-        return None
-    from pcidoc.collect.importers import perf_runs
-    from pcidoc.collect.importers.runtime import json_fragment
+        return None, ""
+    return _json_fragment(data, name, result), text[end:]
 
-    runtime = json_fragment(data, name)
-    if runtime is not None:
-        return runtime
-    if perf_runs.looks_like_json(data):
-        run, measurement = perf_runs.parse_json(data, name)
-        fragment = Fragment("nccl-tests-json")
-        fragment.evidence.test_runs.append(run)
-        if measurement is not None:
-            fragment.collectives.append(measurement)
-        fragment.read.append(perf_runs.summary(run) + f", {run.rows} result row(s)")
-        return fragment
-    try:
-        return parse_trace(data, name)
-    except Exception as exc:  # a parser bug must not turn into a traceback
-        if _scan.RAISE_PARSER_ERRORS:
-            raise
-        result.warnings.append(f"profiler trace: could not be read ({exc.__class__.__name__})")
-        return None
+
+def _json_fragment(data: object, name: str, result: FileResult) -> Fragment | None:
+    """The first JSON reader of the table that takes ``data``."""
+    ctx = Context(file=name)
+    for fmt, reader in readers(JSON):
+        detect, parse = reader.functions()
+        try:
+            if not detect(data):  # type: ignore[operator]
+                continue
+            fragment = parse(data, ctx)  # type: ignore[operator]
+        except Exception as exc:  # a parser bug must not turn into a traceback
+            if _scan.RAISE_PARSER_ERRORS:
+                raise
+            result.warnings.append(
+                f"{SHORT_NAMES[fmt]}: could not be read ({exc.__class__.__name__})"
+            )
+            return None
+        if fragment is not None:
+            result.warnings.extend(ctx.warnings)
+            return fragment  # type: ignore[no-any-return]
+    return None
 
 
 def import_texts(items: list[tuple[str, str]]) -> ImportResult:
@@ -149,7 +191,7 @@ def import_texts(items: list[tuple[str, str]]) -> ImportResult:
     This is where pasted text enters pcidoc: names and texts are cleaned of terminal control
     sequences here, once (:mod:`pcidoc.sanitize`), so no parser, capture or presenter sees one.
     """
-    files = [_parse_text(clean_line(name), clean_text(text)) for name, text in items]
+    files = [_parse_text(clean_line(name), clean_text(text), _damage(text)) for name, text in items]
     unrecognised = [f.name for f in files if not f.fragments]
     if files and len(unrecognised) == len(files):
         names = ", ".join("<stdin>" if f.path == "-" else f.path for f in files)

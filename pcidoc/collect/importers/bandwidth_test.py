@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import re
 
+from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, lazy, option_value, to_float, to_int
+from pcidoc.collect.importers.walk import Walker
 from pcidoc.model.measurements import SweepPoint, TransferMeasurement
 
 FORMAT = "bandwidthTest"
@@ -42,7 +44,7 @@ _ROW_RE = lazy(r"^\s*(\d+)\s+([\d.]+)\s*$")
 _RESULT_RE = lazy(r"^\s*Result\s*=\s*(\w+)")
 _CSV_RE = lazy(
     r"bandwidthTest-(?P<kind>H2D|D2H|D2D)(?:-(?P<mem>Paged|Pinned))?(?:-WriteCombined)?,\s*"
-    r"Bandwidth\s*=\s*(?P<bw>[\d.]+)\s*(?P<unit>GB|MB)/s,.*?Size\s*=\s*(?P<size>\d+)\s*bytes,"
+    r"Bandwidth\s*=\s*(?P<bw>[\d.]+)\s*(?P<unit>GB|MB)/s,.{0,200}?Size\s*=\s*(?P<size>\d+)\s*bytes,"
     r"\s*NumDevsUsed\s*=\s*(?P<devs>\d+)",
     re.IGNORECASE,
 )
@@ -97,104 +99,111 @@ class _Table:
         self.rows: list[tuple[int, float]] = []
 
 
+@record
+class _Run:
+    """One bandwidthTest run being read."""
+
+    frag: Fragment
+    devices: dict[int, str] = field(default_factory=dict)
+    tables: list[_Table] = field(default_factory=list)
+    current: _Table | None = None
+    csv: list[_Table] = field(default_factory=list)
+    seen_title: bool = False
+
+
+def _on_title(run: _Run, line: str, index: int) -> bool | None:
+    if not _TITLE_RE.search(line):
+        return False
+    if run.seen_title or run.tables or run.csv:
+        return None  # the title of the next run
+    run.seen_title = True
+    return True
+
+
+def _on_block(run: _Run, line: str, index: int) -> bool:
+    match = _BLOCK_RE.match(line)
+    if match:
+        direction = _DIRECTIONS[" ".join(match.group(1).lower().split())]
+        run.current = _Table(direction, int(match.group(2)))
+        run.tables.append(run.current)
+    return match is not None
+
+
+def _on_table_line(run: _Run, line: str, index: int) -> bool:
+    """The memory kind, write-combining, the table's unit and its rows, in a block."""
+    table = run.current
+    if table is None:
+        return False
+    match = _MEMORY_RE.match(line)
+    if match:
+        table.memory = match.group(1).lower()
+        return True
+    if _WC_RE.search(line):
+        table.write_combined = True
+        return True
+    match = _TABLE_RE.search(line)
+    if match:
+        table.unit = match.group(1).upper()
+        return True
+    match = _ROW_RE.match(line)
+    if match:
+        size, value = to_int(match.group(1)), to_float(match.group(2))
+        if size is not None and value is not None:
+            table.rows.append((size, value))
+    return match is not None
+
+
+def _on_csv(run: _Run, line: str, index: int) -> bool:
+    match = _CSV_RE.search(line)
+    if not match:
+        return False
+    value, size = to_float(match.group("bw")), to_int(match.group("size"))
+    devices = to_int(match.group("devs"))
+    if value is None or size is None or devices is None:
+        raise ValueError("a value out of range")  # the walker skips the line, with a warning
+    table = _Table({"H2D": "h2d", "D2H": "d2h", "D2D": "d2d"}[match.group("kind").upper()], devices)
+    table.memory = "pageable" if (match.group("mem") or "").lower() == "paged" else "pinned"
+    table.unit = match.group("unit").upper()
+    table.rows.append((size, value))
+    run.csv.append(table)
+    return True
+
+
+def _on_other(run: _Run, line: str, index: int) -> bool:
+    """Device lines (before the first block), banners, notes and the result line."""
+    match = _DEVICE_RE.match(line)
+    if match and not run.tables:
+        run.devices[int(match.group(1))] = match.group(2).strip()
+        return True
+    if _RUNNING_RE.match(line) or _MODE_RE.match(line) or _NOISE_RE.match(line):
+        return True
+    match = _RESULT_RE.match(line)
+    if match and match.group(1).upper() not in ("PASS", "PASSED"):
+        run.frag.warn(f"bandwidthTest: result {match.group(1)} (kept what was printed)")
+    return match is not None
+
+
+_HANDLERS = (_on_title, _on_block, _on_table_line, _on_csv, _on_other)
+
+
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse one bandwidthTest run."""
-    frag = Fragment(FORMAT)
+    run = _Run(Fragment(FORMAT))
+    walker = Walker(blank_lines=None)
+    index = walker.walk(doc, start, run, _HANDLERS)
+    frag = run.frag
+    note = walker.bad_values_note("bandwidthTest")
+    if note:
+        frag.warn(note)
     context, bind_node = _placement_context(ctx.command)
-    device_option = option_value(ctx.command, "--device", "-device")
-    devices: dict[int, str] = {}
-    tables: list[_Table] = []
-    current: _Table | None = None
-    csv_results: list[tuple[str, str | None, float, str, int, int]] = []
-    index = start
-    seen_title = False
-    while index < len(doc.lines):
-        line = doc.lines[index]
-        if not line.strip():
-            index += 1
-            continue
-        if doc.is_command(index):
-            break
-        if _TITLE_RE.search(line):
-            if seen_title or tables or csv_results:
-                break
-            seen_title = True
-            index += 1
-            continue
-        match = _BLOCK_RE.match(line)
-        if match:
-            direction = _DIRECTIONS[" ".join(match.group(1).lower().split())]
-            current = _Table(direction, int(match.group(2)))
-            tables.append(current)
-            index += 1
-            continue
-        match = _MEMORY_RE.match(line)
-        if match and current is not None:
-            current.memory = match.group(1).lower()
-            index += 1
-            continue
-        if _WC_RE.search(line) and current is not None:
-            current.write_combined = True
-            index += 1
-            continue
-        match = _TABLE_RE.search(line)
-        if match and current is not None:
-            current.unit = match.group(1).upper()
-            index += 1
-            continue
-        match = _ROW_RE.match(line)
-        if match and current is not None:
-            size = to_int(match.group(1))
-            value = to_float(match.group(2))
-            if size is not None and value is not None:
-                current.rows.append((size, value))
-            index += 1
-            continue
-        match = _CSV_RE.search(line)
-        if match:
-            csv_results.append(
-                (
-                    match.group("kind").upper(),
-                    match.group("mem"),
-                    float(match.group("bw")),
-                    match.group("unit").upper(),
-                    int(match.group("size")),
-                    int(match.group("devs")),
-                )
-            )
-            index += 1
-            continue
-        match = _DEVICE_RE.match(line)
-        if match and not tables:
-            devices[int(match.group(1))] = match.group(2).strip()
-            index += 1
-            continue
-        if _RUNNING_RE.match(line) or _MODE_RE.match(line) or _NOISE_RE.match(line):
-            index += 1
-            continue
-        match = _RESULT_RE.match(line)
-        if match:
-            if match.group(1).upper() not in ("PASS", "PASSED"):
-                frag.warn(f"bandwidthTest: result {match.group(1)} (kept what was printed)")
-            index += 1
-            continue
-        break
-
-    gpu = _device_index(frag, devices, device_option)
+    gpu = _device_index(frag, run.devices, option_value(ctx.command, "--device", "-device"))
     if gpu is not None:
         part = frag.gpu(gpu)
-        if gpu in devices:
-            part.fields["name"] = devices[gpu]
+        if gpu in run.devices:
+            part.fields["name"] = run.devices[gpu]
     memory_option = option_value(ctx.command, "--memory", "-memory")
     counts: dict[str, int] = {}
-    for table in tables:
-        _table_measurement(frag, table, gpu, memory_option, context, bind_node, ctx, counts)
-    for kind, mem, value, unit, size, devs in csv_results:
-        direction = {"H2D": "h2d", "D2H": "d2h", "D2D": "d2d"}[kind]
-        table = _Table(direction, devs)
-        table.memory = "pageable" if (mem or "").lower() == "paged" else "pinned"
-        table.unit = unit
-        table.rows.append((size, value))
+    for table in run.tables + run.csv:
         _table_measurement(frag, table, gpu, memory_option, context, bind_node, ctx, counts)
     converted = counts.pop("old MB/s values converted", 0)
     summary = ", ".join(f"{n} {what}" for what, n in counts.items())

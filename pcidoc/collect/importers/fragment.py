@@ -129,6 +129,9 @@ class Context:
     """Comment lines seen since the previous section (``# With --sm_copy``)."""
     last_topology: Fragment | None = None
     """The most recent topology fragment of the same file (for a following NIC legend)."""
+    warnings: list[str] = field(default_factory=list)
+    """Warnings about the text as a whole rather than about one fragment (a whole-text reader
+    that found lines but nothing it could use)."""
 
     @property
     def source(self) -> str:

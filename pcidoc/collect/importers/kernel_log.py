@@ -31,7 +31,9 @@ from collections.abc import Callable
 from typing import Any
 
 from pcidoc.catalogue.lines import KERNEL_SUBSYSTEMS, prose_before, read_line
-from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float
+from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float, to_int
+from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.kernel import (
     AerEvent,
     AerRecovery,
@@ -47,6 +49,9 @@ FORMAT = "kernel-log"
 
 MAX_EVENTS = 2000
 """Events kept per kind (the rest are counted in ``KernelLog.dropped``)."""
+
+PID_MAX = 2**22
+"""Linux's PID_MAX_LIMIT: no process id is larger."""
 
 MIN_STAMPED_LINES = 5
 """A text with no event is a kernel log only with at least this many kernel-stamped lines."""
@@ -142,10 +147,10 @@ class _Clock:
     def _stamp(self, line: str) -> tuple[str, float | None, str | None, bool]:
         match = self.mono.match(line)
         if match:
-            return line[match.end() :], float(match["mono"]), None, True
+            return line[match.end() :], to_float(match["mono"]), None, True
         match = self.rel_re.match(line)
         if match:
-            self.rel += float(match["rel"])
+            self.rel += to_float(match["rel"]) or 0.0
             return line[match.end() :], self.rel, None, True
         match = self.wall_re.match(line)
         if match:
@@ -179,17 +184,18 @@ _DEVICE_RE = lazy(
     r"^(?P<drv>[\w.-]+)\s+(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s*"
 )
 _XID_RE = lazy(
-    r"NVRM:\s*(?:GPU\s+\S+\s*:\s*)?Xid\s*\((?:PCI:)?(?P<bus>[^)\s]*)(?:\s[^)]*)?\):\s*(?P<code>\d+)\s*,?\s*"
+    r"NVRM:\s*(?:GPU\s+\S+\s*:\s*)?Xid\s*\((?:PCI:)?(?P<bus>[^)\s]{0,64})(?:\s[^)]{0,64})?\):"
+    r"\s*(?P<code>\d+)\s*,?\s*"
     r"(?P<rest>.*)$"
 )
-_PID_RE = lazy(r"^pid=\s*'?(?P<pid><?[\w ]+>?)'?\s*,\s*(?:name=(?P<name>[^,]*?)\s*,\s*)?")
+_PID_RE = lazy(r"^pid=\s*'?(?P<pid><?[^\s,'<>]+>?)'?\s*,\s*(?:name=(?P<name>[^,]{0,200}?)\s*,\s*)?")
 _LINK_NO_RE = lazy(r"\blink\s*(?:#|number\s*)?(\d+)\b", re.IGNORECASE)
 _FALLEN_RE = lazy(r"fallen off the bus", re.IGNORECASE)
 _PROBE_FAIL_RE = lazy(r"NVRM: The NVIDIA probe routine failed")
 _GPU_AT_RE = lazy(r"GPU\s+(?:at\s+)?(?:PCI:)?(?P<bus>[0-9a-fA-F]{2,8}:[0-9a-fA-F:.]{4,})")
 _AER_BUS_ERR_RE = lazy(
-    r"PCIe Bus Error:\s*severity=(?P<sev>[^,]+),\s*type=(?P<type>[^,(]+)\s*,?\s*"
-    r"(?:id=[0-9a-fA-F]+)?\s*(?:\((?P<agent>[^)]*)\))?"
+    r"PCIe Bus Error:\s*severity=(?P<sev>[^,]{1,40}),\s*type=(?P<type>[^,(]{1,60})\s*,?\s*"
+    r"(?:id=[0-9a-fA-F]+)?\s*(?:\((?P<agent>[^)]{0,80})\))?"
 )
 _AER_RECEIVED_RE = lazy(
     r"AER:\s*(?:Multiple\s+)?(?P<sev>Corrected|Correctable|Uncorrected\s*\((?:Non-)?Fatal\)|"
@@ -201,23 +207,26 @@ _AER_STATUS_RE = lazy(
     r"device\s*\[(?P<vd>[0-9a-fA-F]{4}:[0-9a-fA-F]{4})\]\s*error status/mask=(?P<st>[0-9a-fA-F]+)"
 )
 _AER_OLD_STATUS_RE = lazy(r"aer_status:\s*0x(?P<st>[0-9a-fA-F]+)")
-_AER_LAYER_RE = lazy(r"aer_layer=(?P<layer>[^,]+),\s*aer_agent=(?P<agent>.+)$")
+_AER_LAYER_RE = lazy(r"aer_layer=(?P<layer>[^,]{1,60}),\s*aer_agent=(?P<agent>.+)$")
 _GHES_SEV_RE = lazy(r"\[Hardware Error\]:\s*event severity:\s*(?P<sev>\w+)", re.IGNORECASE)
-_DPC_RE = lazy(r"DPC:\s*containment event|DPC:\s*.*(?:uncorrectable|fatal) error detected")
+_DPC_RE = lazy(r"DPC:\s*containment event|DPC:.{0,300}?(?:uncorrectable|fatal) error detected")
 _GPU_ENUM_RE = lazy(r"\[(?:10de|1002):[0-9a-f]{4}\]\s+type\s+00\s+class\s+0x03", re.IGNORECASE)
-_AER_BIT_RE = lazy(r"^(?:AER:\s*)?\[\s*(?P<n>\d+)\]\s+(?P<name>[A-Za-z][\w ]*?)\s*(?:\(First\))?$")
+_AER_BIT_RE = lazy(
+    r"^(?:AER:\s*)?\[\s*(?P<n>\d+)\]\s+(?P<name>[A-Za-z][\w ]{0,80}?)\s*(?:\(First\))?$"
+)
 _AER_RECOVERY = (
     (lazy(r"can't recover|device recovery failed|recovery failed", re.IGNORECASE), "failed"),
     (lazy(r"link has been reset|Downstream Port link has been reset", re.IGNORECASE), "reset"),
     (lazy(r"Device recovery successful|device recovery successful", re.IGNORECASE), "recovered"),
 )
 _DMAR_RE = lazy(
-    r"DMAR:\s*\[(?P<kind>DMA (?:Read|Write)|INTR-REMAP)[^\]]*\]\s*Request device\s*"
-    r"\[(?P<bus>[^\]]+)\]\s*(?:PASID\s+\w+\s+)?fault (?:addr|index)\s*(?P<addr>(?:0x)?[0-9a-fA-F]+)"
-    r"\s*(?:\[fault reason\s*(?P<reason>[^\]]+)\]\s*(?P<rtext>.*))?"
+    r"DMAR:\s*\[(?P<kind>DMA (?:Read|Write)|INTR-REMAP)[^\]]{0,100}\]\s*Request device\s*"
+    r"\[(?P<bus>[^\]]{1,64})\]\s*(?:PASID\s+\w+\s+)?fault (?:addr|index)\s*"
+    r"(?P<addr>(?:0x)?[0-9a-fA-F]+)"
+    r"\s*(?:\[fault reason\s*(?P<reason>[^\]]{1,100})\]\s*(?P<rtext>.*))?"
 )
 _AMDVI_RE = lazy(r"AMD-Vi:\s*Event logged\s*\[(?P<kind>[A-Z_]+)\s*(?P<args>[^\]]*)\]?")
-_SMMU_RE = lazy(r"Unhandled context fault:.*?iova=(?P<addr>0x[0-9a-fA-F]+)")
+_SMMU_RE = lazy(r"Unhandled context fault:.{0,300}?iova=(?P<addr>0x[0-9a-fA-F]+)")
 # ARM SMMUv3 (Grace and other Arm hosts): ``event 0x10 received:`` and the event's four 64-bit
 # words on the next four lines; kernels from 6.15 add a decoded line after them
 # (``event: F_TRANSLATION client: 0000:01:00.0 sid: 0x100 ssid: 0 iova: 0x... ipa: 0``).
@@ -250,18 +259,22 @@ _NOTICE_RE = lazy(
     r"\(capable of\s*(?P<cap>[\d.]+)\s*Gb/s with\s*(?P<cgts>[\d.]+)\s*GT/s\s*(?:PCIe\s*)?"
     r"x(?P<cwidth>\d+)\s*link\)"
 )
-_NVLINK_RE = lazy(
-    r"(?:nvidia-nvlink|nvidia-nvswitch\d*|NVLink|NVSwitch|nv-fabricmanager|fabric manager)"
-    r".*?(?:error|fatal|fail|timeout|train(?:ing)? (?:fail|error)|link down)",
+# An NVLink/fabric source, and after it on the line what went wrong: searched one after the
+# other (one pattern with ``.*?`` between them scanned the rest of the line from every source).
+_NVLINK_SOURCE_RE = lazy(
+    r"nvidia-nvlink|nvidia-nvswitch|NVLink|NVSwitch|nv-fabricmanager|fabric manager",
     re.IGNORECASE,
 )
+_NVLINK_FAULT_RE = lazy(
+    r"error|fatal|fail|timeout|train(?:ing)? (?:fail|error)|link down", re.IGNORECASE
+)
 _FW_FIRST_RE = lazy(
-    r"_OSC: platform does not support \[[^\]]*\bAER\b|OS does not control AER|"
+    r"_OSC: platform does not support \[[^\]]{0,200}\bAER\b|OS does not control AER|"
     r"AER: Firmware first mode|HEST: Enabling Firmware First|\bpci=noaer\b|"
     r"firmware first mode is enabled",
     re.IGNORECASE,
 )
-_AER_NATIVE_RE = lazy(r"_OSC: OS now controls \[[^\]]*\bAER\b")
+_AER_NATIVE_RE = lazy(r"_OSC: OS now controls \[[^\]]{0,200}\bAER\b")
 _IOMMU_OFF_RE = lazy(
     r"\b(?:amd_)?iommu=(?:off|pt)\b|intel_iommu=off\b|iommu\.passthrough=1|"
     r"Default domain type: Passthrough",
@@ -322,6 +335,25 @@ class _Reader:
         """``event severity`` of the last firmware (GHES/APEI) hardware error record."""
         self.smmu3: tuple[dict[str, Any], int, list[int]] | None = None
         """An SMMUv3 event being read: its first line's fields, its id, the words so far."""
+        self.odd_pids: list[str] = []
+        """Xid pids that are no process id (the events were kept without them)."""
+        self.clock = _Clock()
+        self.keywords, self.device = _KEYWORDS_RE.compiled, _DEVICE_RE.compiled
+        self.times: list[float] = []
+        self.lines = 0
+        """Lines with kernel packaging."""
+        self.platform_lines = 0
+
+    def pid(self, text: str) -> int | None:
+        """A process id as Linux has them (at most 2^22, PID_MAX_LIMIT); another value (40
+        digits, ``²``) leaves the pid unknown, with a warning, and the event is kept."""
+        if text.startswith("<") or text.isalpha():
+            return None  # <unknown>, a name: no pid printed
+        value = to_int(text)
+        if value is None or not 0 <= value <= PID_MAX:
+            self.odd_pids.append(text[:20])
+            return None
+        return value
 
     def keep(self, items: list[Any], item: Any) -> None:
         if len(items) < MAX_EVENTS:
@@ -339,20 +371,22 @@ class _Reader:
         pid = name = None
         pid_match = _PID_RE.match(rest)
         if pid_match:
-            pid_text = pid_match["pid"].strip()
-            pid = int(pid_text) if pid_text.isdigit() else None
+            pid = self.pid(pid_match["pid"].strip())
             name = (pid_match["name"] or "").strip() or None
             if name and name.startswith("<"):
                 name = None
             rest = rest[pid_match.end() :]
         link = _LINK_NO_RE.search(rest)
         base["bus_id"] = normalize_bus_id(match["bus"].strip()) or base.get("bus_id")
+        code = to_int(match["code"])
+        if code is None:
+            raise ValueError("an Xid code out of range")  # the line is skipped, with a warning
         event = XidEvent(
-            code=int(match["code"]),
+            code=code,
             pid=pid,
             process=name,
             text=rest.rstrip(".") or None,
-            link=int(link.group(1)) if link else None,
+            link=to_int(link.group(1)) if link else None,
             **base,
         )
         self.keep(self.log.xids, event)
@@ -533,19 +567,22 @@ class _Reader:
             capable_gbps=to_float(match["cap"]),
             limited_by=normalize_bus_id(match["port"].rstrip(".,")),
             speed_gts=to_float(match["gts"]),
-            width=int(match["width"]),
+            width=to_int(match["width"]),
             capable_gts=to_float(match["cgts"]),
-            capable_width=int(match["cwidth"]),
+            capable_width=to_int(match["cwidth"]),
             **base,
         )
         self.keep(self.log.link_notices, event)
         return True
 
     def nvlink(self, msg: str, base: dict[str, Any]) -> bool:
-        if not (self.packaged or msg.startswith(_DRIVER_TAGS)) or not _NVLINK_RE.search(msg):
+        if not (self.packaged or msg.startswith(_DRIVER_TAGS)):
+            return False
+        source = _NVLINK_SOURCE_RE.search(msg)
+        if source is None or _NVLINK_FAULT_RE.compiled.search(msg, source.end()) is None:
             return False
         link = _LINK_NO_RE.search(msg)
-        event = NvlinkEvent(text=msg[:300], link=int(link.group(1)) if link else None, **base)
+        event = NvlinkEvent(text=msg[:300], link=to_int(link.group(1)) if link else None, **base)
         self.keep(self.log.nvlink, event)
         return True
 
@@ -659,57 +696,80 @@ def _events(log: KernelLog) -> int:
     )
 
 
-def extract(doc: Doc, source: str) -> KernelLog | None:
-    """Read every kernel line of ``doc``; None when the text is not a kernel log."""
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: the kernel log of ``doc`` as a fragment (none when it is not one)."""
+    log = extract(doc, ctx.file, ctx.warnings)
+    if log is None:
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.kernel_logs.append(log)
+    frag.read.append(summary(log))
+    return [frag]
+
+
+def _line(reader: _Reader, raw: str, index: int) -> bool:
+    """Offer one line of the text to the readers (the walker's handler: any line is read)."""
+    start = raw.lstrip()[:1]
+    interesting = reader.keywords.search(raw) is not None
+    if not interesting and not _maybe_packaged(raw, start):
+        return True  # neither kernel packaging nor anything a reader looks for: skip fast
+    msg, when, stamp, packaged = reader.clock.strip(raw)
+    reader.lines += packaged
+    if when is not None:
+        reader.times.append(when)
+    device = reader.device.match(msg) is not None
+    if not interesting and not device:
+        return True
+    shaped = packaged or device or msg.startswith(KERNEL_SUBSYSTEMS)
+    if not shaped:
+        # Packaging the clock does not know (a log shipper's "host: kern: warning: [time]:",
+        # a viewer's bare time column) before a kernel message: the line reader finds it.
+        view = read_line(raw)
+        if view.kernel_at is not None and not prose_before(raw, view.kernel_at):
+            msg, shaped = raw[view.kernel_at :].strip(), True
+    if not shaped and not _COMMAND_LINE_RE.search(msg):
+        return True  # a sentence that mentions a kernel message is not one (issue 27)
+    base = _base(msg, when, stamp, raw)
+    reader.packaged = packaged
+    _nvidia_device(msg, reader.log)
+    for read in _READERS if shaped else (_Reader.platform,):
+        if read(reader, msg, base):
+            reader.platform_lines += read is _Reader.platform
+            break
+    reader.recent.append(msg)
+    if len(reader.recent) > 8:
+        del reader.recent[0]
+    return True
+
+
+def extract(doc: Doc, source: str, notes: list[str] | None = None) -> KernelLog | None:
+    """Read every kernel line of ``doc``; None when the text is not a kernel log.
+
+    ``notes`` receives warnings about values that could not be kept (a pid no process has, a
+    line whose numbers are out of range: the rest of the log is read).
+    """
     log = KernelLog(source=source)
     reader = _Reader(log)
-    clock = _Clock()
-    times: list[float] = []
-    platform_lines = 0
-    lines = 0
-    device = _DEVICE_RE.compiled
-    keywords = _KEYWORDS_RE.compiled
-    for raw in doc.lines:
-        start = raw.lstrip()[:1]
-        if not start:
-            continue
-        interesting = keywords.search(raw) is not None
-        if not interesting and not _maybe_packaged(raw, start):
-            continue  # neither kernel packaging nor anything a reader looks for: skip fast
-        msg, when, stamp, packaged = clock.strip(raw)
-        lines += packaged
-        if when is not None:
-            times.append(when)
-        if not interesting and not device.match(msg):
-            continue
-        shaped = packaged or device.match(msg) is not None or msg.startswith(KERNEL_SUBSYSTEMS)
-        if not shaped:
-            # Packaging the clock does not know (a log shipper's "host: kern: warning: [time]:",
-            # a viewer's bare time column) before a kernel message: the line reader finds it.
-            view = read_line(raw)
-            if view.kernel_at is not None and not prose_before(raw, view.kernel_at):
-                msg, shaped = raw[view.kernel_at :].strip(), True
-        if not shaped and not _COMMAND_LINE_RE.search(msg):
-            continue  # a sentence that mentions a kernel message is not one (issue 27)
-        base = _base(msg, when, stamp, raw)
-        reader.packaged = packaged
-        _nvidia_device(msg, log)
-        for read in _READERS if shaped else (_Reader.platform,):
-            if read(reader, msg, base):
-                platform_lines += read is _Reader.platform
-                break
-        reader.recent.append(msg)
-        if len(reader.recent) > 8:
-            del reader.recent[0]
+    walker = each_line(doc, reader, _line)
     reader.finish_smmu3()
-    log.lines = lines
+    log.lines = reader.lines
+    clock = reader.clock
     if not _events(log) and clock.stamped < MIN_STAMPED_LINES:
         return None
-    if not _events(log) and not platform_lines and not log.nvidia_devices and log.lines < 20:
+    if not _events(log) and not reader.platform_lines and not log.nvidia_devices and log.lines < 20:
         return None
     log.hosts = clock.hosts
-    if times:
-        log.span_s = round(max(times) - min(times), 6)
+    if reader.times:
+        log.span_s = round(max(reader.times) - min(reader.times), 6)
+    if notes is not None:
+        note = walker.bad_values_note("kernel-log")
+        notes.extend([note] if note else [])
+        if reader.odd_pids:
+            shown = ", ".join(repr(p) for p in reader.odd_pids[:3])
+            notes.append(
+                f"kernel-log: {len(reader.odd_pids)} Xid line(s) with a pid that is no process "
+                f"id ({shown}); kept the events without it"
+            )
     return log
 
 

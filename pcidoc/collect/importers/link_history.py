@@ -25,7 +25,9 @@ from itertools import pairwise
 from typing import Any
 
 from pcidoc.catalogue.lines import prose_before
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float, to_int
+from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.kernel import LinkHistory, LinkSample, LinkTrace
 
 FORMAT = "link-history"
@@ -43,15 +45,15 @@ _Q_KEY_RE = lazy(r"^\s*(Max|Current|Device Current|Device Max|Host Max)\s*:\s*(\
 _Q_SECTION_RE = lazy(r"^\s*(PCIe Generation|Link Width|Utilization)\s*$")
 _Q_UTIL_RE = lazy(r"^\s*Gpu\s*:\s*(\d+(?:\.\d+)?)\s*%")
 _LSPCI_HEAD_RE = lazy(rf"^({_BUS})\s+\S.*:")
-_LNK_RE = lazy(r"^\s*Lnk(Cap|Sta):.*?Speed\s*([\d.]+)\s*GT/s.*?Width\s*x(\d+)")
+_LNK_RE = lazy(r"^\s*Lnk(Cap|Sta):.{0,200}?Speed\s*([\d.]+)\s*GT/s.{0,200}?Width\s*x(\d+)")
 _SYSFS_RE = lazy(
-    rf"/sys/(?:bus/pci/devices|devices/\S*?)/({_BUS})/(current|max)_link_(speed|width)"
+    rf"/sys/(?:bus/pci/devices|devices/\S{{0,400}}?)/({_BUS})/(current|max)_link_(speed|width)"
     r"(?:\s*<==|:\s*(\S.*))"
 )
 # Monitoring lines: "GPU3 ... Gen4 ... x16", nvtop's "Device 1 [GTX 1080 Ti] PCIe GEN 1@16x".
 _MONITOR_RE = lazy(
-    rf"(?:\b(?:GPU|Device)\s*(?P<gpu>\d+)\b|(?P<bus>{_BUS})).*?\bGen\s*(?P<gen>[1-6])\b"
-    r"(?:\s*@\s*(?P<at>\d{1,2})x\b|.*?\bx\s*(?P<width>\d{1,2})\b)",
+    rf"(?:\b(?:GPU|Device)\s*(?P<gpu>\d+)\b|(?P<bus>{_BUS})).{{0,200}}?\bGen\s*(?P<gen>[1-6])\b"
+    r"(?:\s*@\s*(?P<at>\d{1,2})x\b|.{0,200}?\bx\s*(?P<width>\d{1,2})\b)",
     re.IGNORECASE,
 )
 _TIME_STARTS = frozenset("[0123456789")
@@ -59,7 +61,7 @@ _Q_STARTS = (
     "GPU ", "PCIe Generation", "Link Width", "Utilization", "Max", "Current", "Device", "Host",
     "Gpu",
 )  # fmt: skip
-_DPM_RE = lazy(r"^\s*\d+:\s*([\d.]+)\s*GT/s,\s*x(\d+)\s+\d+\s*Mhz\s*(\*)?\s*$", re.IGNORECASE)
+_DPM_RE = lazy(r"^\s*\d+:\s*([\d.]+)\s*GT/s,\s*x(\d+)\s+\d+\s*Mhz\s*(?:(\*)\s*)?$", re.IGNORECASE)
 _TIME_RE = lazy(r"^\[?(?:\d{4}[-/]\d\d[-/]\d\d[T ])?(\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 
 
@@ -297,17 +299,38 @@ def _monitor(hist: _History, line: str) -> bool:
     return True
 
 
-def extract(doc: Doc, source: str) -> LinkHistory | None:
-    """The link history of ``doc``; None when it holds no repeated readings."""
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: the history of ``doc`` as a fragment (none when there is none)."""
+    history = extract(doc, ctx.file, ctx.warnings)
+    if history is None:
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.link_histories.append(history)
+    frag.read.append(summary(history))
+    return [frag]
+
+
+def _reading_line(state: tuple[_History, list[Any]], line: str, index: int) -> bool:
+    """One line of the text (the walker's handler), offered to each kind of reading."""
+    hist, readers = state
+    if line.lstrip().startswith("#"):
+        return True  # a header or a comment (its words are no reading)
+    hist.stamp(line)
+    for read in readers:
+        if read(hist, line):
+            break
+    return True
+
+
+def extract(doc: Doc, source: str, notes: list[str] | None = None) -> LinkHistory | None:
+    """The link history of ``doc``; None when it holds no repeated readings. ``notes`` receives
+    a warning about lines whose values are out of range (skipped)."""
     hist = _History()
     readers = [_Sysfs().read, _Query().read, _Csv().read, _Lspci().read, _dpm, _monitor]
-    for line in doc.lines:
-        if line.lstrip().startswith("#"):
-            continue  # a header or a comment (its words are no reading)
-        hist.stamp(line)
-        for read in readers:
-            if read(hist, line):
-                break
+    walker = each_line(doc, (hist, readers), _reading_line)
+    note = walker.bad_values_note(FORMAT)
+    if note and notes is not None:
+        notes.append(note)
     # One reading is enough from sysfs (it carries the maximum) and from a monitor's screen
     # (nvtop: the current link is what it shows, and what the check judges as such).
     single = set(hist.tools) <= {"sysfs", "monitor"}

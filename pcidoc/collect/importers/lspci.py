@@ -13,19 +13,20 @@ the capture are joined to it by the doctor (``nccl.lspci-link``, ``nccl.acs-redi
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
+from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.nccl_log import clean
 from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id
+from pcidoc.collect.importers.walk import Walker
 from pcidoc.model.evidence import LspciDevice, LspciTree
 
 FORMAT = "lspci"
 
 _HEADER_RE = lazy(
     r"^(?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-1][0-9a-fA-F]\.[0-7])\s+"
-    r"(?P<cls>[^:]{3,60}?)\s*(?:\[[0-9a-fA-F]{4}\])?:\s*(?P<name>.*)$"
+    r"(?P<cls>[^:\s][^:]{2,59}?)\s*(?:\[[0-9a-fA-F]{4}\])?:\s*(?P<name>.*)$"
 )
 # Fields may start at column 0 (a fragment pasted without its indentation).
 _FIELD_RE = lazy(
@@ -160,52 +161,66 @@ def _field(device: LspciDevice, key: str, value: str, line: str) -> None:
         handler(device, value, line)
 
 
+@record
+class _Devices:
+    """The device blocks of one lspci output being read."""
+
+    devices: list[LspciDevice] = field(default_factory=list)
+    device: LspciDevice | None = None
+    truncated: int = 0
+
+
+def _on_header(devices: _Devices, line: str, index: int) -> bool:
+    header = _HEADER_RE.match(line)
+    if header is None:
+        return False
+    devices.device = LspciDevice(
+        bus_id=normalize_bus_id(header.group("bus")),
+        name=clean(header.group("name")).strip() or None,
+        kind=_kind(header.group("cls"), header.group("name")),
+    )
+    devices.devices.append(devices.device)
+    return True
+
+
+def _on_block_line(devices: _Devices, line: str, index: int) -> bool:
+    """A field line (``LnkSta:``, ``ACSCtl:``...), or another line of a device block."""
+    match = _FIELD_RE.match(line)
+    indented = line[:1] in ("\t", " ")
+    if not indented and match is None and (devices.device is None or not _KEYLINE_RE.match(line)):
+        return False
+    if match is None:
+        return True
+    key, value = match.group(1), match.group(2)
+    device = devices.device
+    if key == "ACSCtl" and device is not None and device.acs_ctl is not None:
+        device = None  # a grep list: one ACSCtl line per port
+    if device is None or (device.bus_id is None and _already(device, key)):
+        device = LspciDevice()
+        devices.devices.append(device)
+    devices.device = device
+    before = device.acs_ctl
+    _field(device, key, value, line)
+    if key == "ACSCtl" and device.acs_ctl is None and before is None:
+        devices.truncated += 1
+    return True
+
+
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse lspci output from ``start`` until a line that is none of lspci's."""
     frag = Fragment(FORMAT)
-    index = start
-    if _TREE_RE.match(doc.lines[index]):
+    if _TREE_RE.match(doc.lines[start]):
         return _tree(doc, start, frag)
-    device: LspciDevice | None = None
-    devices: list[LspciDevice] = []
-    truncated = 0
-    while index < len(doc.lines):
-        line = doc.lines[index]
-        if not line.strip():
-            index += 1
-            continue
-        if doc.is_command(index) and index > start:
-            break
-        header = _HEADER_RE.match(line)
-        if header:
-            device = LspciDevice(
-                bus_id=normalize_bus_id(header.group("bus")),
-                name=clean(header.group("name")).strip() or None,
-                kind=_kind(header.group("cls"), header.group("name")),
-            )
-            devices.append(device)
-            index += 1
-            continue
-        match = _FIELD_RE.match(line)
-        indented = line[:1] in ("\t", " ")
-        if not indented and match is None and (device is None or not _KEYLINE_RE.match(line)):
-            break
-        if match:
-            key, value = match.group(1), match.group(2)
-            if key == "ACSCtl" and device is not None and device.acs_ctl is not None:
-                device = None  # a grep list: one ACSCtl line per port
-            if device is None or (device.bus_id is None and _already(device, key)):
-                device = LspciDevice()
-                devices.append(device)
-            before = device.acs_ctl
-            _field(device, key, value, line)
-            if key == "ACSCtl" and device.acs_ctl is None and before is None:
-                truncated += 1
-        index += 1
-    devices = [d for d in devices if d.bus_id or _has_facts(d)]
+    found = _Devices()
+    walker = Walker(blank_lines=None)
+    index = walker.walk(doc, start, found, (_on_header, _on_block_line))
+    devices = [d for d in found.devices if d.bus_id or _has_facts(d)]
     frag.evidence.lspci.extend(devices)
-    if truncated:
-        frag.warn(f"lspci: {truncated} ACSCtl line(s) cut short; not read")
+    if found.truncated:
+        frag.warn(f"lspci: {found.truncated} ACSCtl line(s) cut short; not read")
+    note = walker.bad_values_note("lspci")
+    if note:
+        frag.warn(note)
     acs = [d for d in devices if d.acs_ctl]
     text = f"lspci: {len(devices)} device(s)"
     if acs:
@@ -248,44 +263,53 @@ _TREE_TOKEN_RE = lazy(
 )
 
 
+@record
+class _Tree:
+    """An ``lspci -tv`` tree being read: devices sharing a column are siblings."""
+
+    tree: LspciTree
+    domain: str = "0000"
+    columns: dict[int, tuple[str, str | None]] = field(default_factory=dict)
+
+
+_TREE_LINE_RE = lazy(r"^\s*[-+\\|`\[]")
+
+
+def _on_tree_line(state: _Tree, line: str, index: int) -> bool:
+    if not _TREE_LINE_RE.match(line):
+        return False
+    tree = state.tree
+    bus: str | None = None
+    parent: str | None = None
+    last: str | None = None
+    end = 0
+    for token in _TREE_TOKEN_RE.finditer(line):
+        if token.group("bus"):
+            if token.group("dom"):
+                state.domain = token.group("dom").lower()
+            bus, parent = token.group("bus").lower(), last
+            continue
+        if bus is None:
+            known = state.columns.get(token.start())
+            if known is None:
+                continue
+            bus, parent = known
+        state.columns[token.start()] = (bus, parent)
+        bus_id = f"{state.domain}:{bus}:{token.group('dev').lower()}.{token.group('fn')}"
+        tree.devices.setdefault(bus_id, "")
+        if parent:
+            tree.parents[bus_id] = parent
+        last, end = bus_id, token.end()
+        bus = None
+    if last is not None:
+        tree.devices[last] = clean(line[end:]).strip(" -")
+    return True
+
+
 def _tree(doc: Doc, start: int, frag: Fragment) -> tuple[Fragment, int]:
     """``lspci -tv``: siblings share a column; ``[bb]`` after a bridge is its secondary bus."""
-    tree = LspciTree()
-    index = start
-    domain = "0000"
-    columns: dict[int, tuple[str, str | None]] = {}
-    while index < len(doc.lines):
-        line = doc.lines[index]
-        if not line.strip() or not re.match(r"^\s*[-+\\|`\[]", line):
-            break
-        if doc.is_command(index) and index > start:
-            break
-        bus: str | None = None
-        parent: str | None = None
-        last: str | None = None
-        end = 0
-        for token in _TREE_TOKEN_RE.finditer(line):
-            if token.group("bus"):
-                if token.group("dom"):
-                    domain = token.group("dom").lower()
-                bus, parent = token.group("bus").lower(), last
-                continue
-            col = token.start()
-            if bus is None:
-                known = columns.get(col)
-                if known is None:
-                    continue
-                bus, parent = known
-            columns[col] = (bus, parent)
-            bus_id = f"{domain}:{bus}:{token.group('dev').lower()}.{token.group('fn')}"
-            tree.devices.setdefault(bus_id, "")
-            if parent:
-                tree.parents[bus_id] = parent
-            last, end = bus_id, token.end()
-            bus = None
-        if last is not None:
-            tree.devices[last] = clean(line[end:]).strip(" -")
-        index += 1
-    frag.evidence.lspci_trees.append(tree)
-    frag.read.append(f"lspci -tv: {len(tree.devices)} device(s)")
+    state = _Tree(LspciTree())
+    index = Walker().walk(doc, start, state, (_on_tree_line,))
+    frag.evidence.lspci_trees.append(state.tree)
+    frag.read.append(f"lspci -tv: {len(state.tree.devices)} device(s)")
     return frag, max(index, start + 1)

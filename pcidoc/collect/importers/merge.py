@@ -20,31 +20,11 @@ import math
 from typing import Any
 
 from pcidoc._record import field, record
+from pcidoc.collect.import_formats import SHORT_NAMES
 from pcidoc.collect.importers.fragment import Fragment, GpuPart
 from pcidoc.collect.importers.text import label_span
 from pcidoc.model.capture import Capture
 from pcidoc.model.units import plurals
-
-_FORMAT_NAMES = {
-    "nvidia-smi-topo": "topo -m",
-    "nvidia-smi-p2p": "topo -p2p",
-    "nvidia-smi-query": "nvidia-smi -q",
-    "nvidia-smi-nvlink": "nvlink",
-    "nvidia-smi-list": "nvidia-smi -L",
-    "nvidia-smi": "nvidia-smi",
-    "p2pBandwidthLatencyTest": "p2pBandwidthLatencyTest",
-    "bandwidthTest": "bandwidthTest",
-    "nvbandwidth": "nvbandwidth",
-    "nccl-tests": "nccl-tests",
-    "pytorch-trace": "profiler trace",
-    "nccl-log": "NCCL log",
-    "nccl-topo-xml": "NCCL topology",
-    "lspci": "lspci",
-    "collect-env": "collect_env",
-    "nccl-tests-launch": "nccl-tests launch",
-    "nccl-tests-json": "nccl-tests JSON",
-    "amd-topology": "AMD topology",
-}
 
 
 @record
@@ -239,12 +219,12 @@ class _Merger:
         fragments = [(f, frag) for f in files for frag in f.fragments]
         for certain in (True, False):
             for file, frag in fragments:
-                origin = f"{file.name} ({_FORMAT_NAMES.get(frag.fmt, frag.fmt)})"
+                origin = f"{file.name} ({SHORT_NAMES.get(frag.fmt, frag.fmt)})"
                 for part in frag.gpus:
                     if part.index_certain == certain:
                         self.add_gpu(part, origin)
         for file, frag in fragments:
-            origin = f"{file.name} ({_FORMAT_NAMES.get(frag.fmt, frag.fmt)})"
+            origin = f"{file.name} ({SHORT_NAMES.get(frag.fmt, frag.fmt)})"
             self._facts(frag, origin)
             self._measurements(frag)
         self._gpu_list()
@@ -369,11 +349,14 @@ class _Merger:
                 p2p["gpus"] = list(gpus)
             order = p2p["gpus"]
             size = len(order)
+            where: dict[int, int] = {}
+            for place, gpu in enumerate(order):
+                where.setdefault(gpu, place)  # a repeated GPU: its first place, as list.index
             aligned: list[list[bool | None]] = [[None] * size for _ in range(size)]
             for i, a in enumerate(gpus):
                 for j, b in enumerate(gpus):
-                    if a in order and b in order:
-                        aligned[order.index(a)][order.index(b)] = matrix[i][j]
+                    if a in where and b in where:
+                        aligned[where[a]][where[b]] = matrix[i][j]
             p2p["can_access_peer"] = aligned
 
     def _placement(self, fragments: list[tuple[FileResult, Fragment]]) -> None:
@@ -431,7 +414,7 @@ class _Merger:
         counts = {frag.gpu_count for _, frag in enumerating}
         if len(counts) > 1:
             described = ", ".join(
-                f"{name} ({_FORMAT_NAMES.get(frag.fmt, frag.fmt)}): {frag.gpu_count}"
+                f"{name} ({SHORT_NAMES.get(frag.fmt, frag.fmt)}): {frag.gpu_count}"
                 for name, frag in enumerating
             )
             self.warn(

@@ -8,10 +8,12 @@ trace events), which carries timings but no bandwidth.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from pcidoc._lazyre import lazy
-from pcidoc.collect.importers.text import Doc
+from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.text import Doc, json_float, json_integer, to_float, to_int
 from pcidoc.model.runtime import InspectorRecord, ProfilerTrace
 
 FORMAT_INSPECTOR = "nccl-inspector"
@@ -25,7 +27,7 @@ _PROM_RE = lazy(
     r"\{([^}]*)\}\s+([-+0-9.eE]+|NaN)"
 )
 _LABEL_RE = lazy(r'(?<!\w)(\w+)="((?:[^"\\]|\\.)*)"')
-_SIZE_RE = lazy(r"^\s*(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?)?\s*([KMGT]?i?B)\s*$")
+_SIZE_RE = lazy(r"^\s*(\d+(?:\.\d+)?)\s*(?:-\s*\d+(?:\.\d+)?\s*)?([KMGT]?i?B)\s*$")
 _UNITS = {
     "B": 1,
     "KB": 1e3,
@@ -39,6 +41,44 @@ _UNITS = {
 }
 _TRACE_RE = lazy(r'^\s*\{\s*["\u201c]name["\u201d]\s*:\s*"([^"]+)",\s*"cat"\s*:\s*"([A-Z_]+)"')
 _TRACE_ARGS_RE = lazy(r'"(Count|Datatype|Algorithm|Protocol|nChannels)"\s*:\s*"?([\w.]+)"?')
+
+
+# ----------------------------------------------------------------------- the importer's face
+
+
+def _records_fragment(records: list[InspectorRecord], values: _Values) -> Fragment:
+    frag = Fragment(FORMAT_INSPECTOR)
+    frag.evidence.inspector.extend(records)
+    frag.read.append(summary(records))
+    note = values.note()
+    if note:
+        frag.warn(note)
+    return frag
+
+
+def read_records(doc: Doc, ctx: Context) -> list[Fragment]:
+    """Inspector records among the lines of ``doc`` (Prometheus samples, or JSON records)."""
+    values = _Values()
+    records = parse_prometheus(doc, values) or parse_json_lines(doc, values)
+    return [_records_fragment(records, values)] if records else []
+
+
+def json_fragment(data: Any, ctx: Context) -> Fragment | None:
+    """The records of an Inspector JSON document (None when it holds none)."""
+    values = _Values()
+    records = parse_json(data, values)
+    return _records_fragment(records, values) if records else None
+
+
+def read_trace(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The example profiler plugin's trace in ``doc``, as a fragment."""
+    trace = parse_trace(doc, ctx.file)
+    if trace is None:
+        return []
+    frag = Fragment(FORMAT_TRACE)
+    frag.evidence.profiler_traces.append(trace)
+    frag.read.append(summary_trace(trace))
+    return [frag]
 
 
 # ------------------------------------------------------------------------------- JSON
@@ -57,19 +97,48 @@ def looks_like_inspector(data: Any) -> bool:
     return _record(data)
 
 
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
+class _Values:
+    """Reads a record's numbers; counts those out of range (left unknown, the record kept)."""
+
+    def __init__(self) -> None:
+        self.out_of_range = 0
+
+    def number(self, value: Any) -> float | None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        number = json_float(value)  # None: an integer of hundreds of digits, inf, NaN
+        if number is None or abs(number) > _MAX_VALUE:
+            self.out_of_range += 1
+            return None
+        return number
+
+    def printed(self, text: str) -> float | None:
+        """A number as a Prometheus sample prints it (``NaN``: unknown)."""
+        if text == "NaN":
+            return None
+        number = to_float(text)
+        return self.number(math.inf if number is None else number)
+
+    def integer(self, value: Any) -> int | None:
+        number = self.number(value)
+        return int(number) if number is not None else None
+
+    def note(self) -> str | None:
+        if not self.out_of_range:
+            return None
+        return (
+            f"nccl-inspector: {self.out_of_range} value(s) out of range left unknown; the "
+            "records were kept"
+        )
 
 
-def _int(value: Any) -> int | None:
-    number = _num(value)
-    return int(number) if number is not None else None
+_MAX_VALUE = 1e18
+"""Larger than any size in bytes, time in microseconds or count an Inspector record holds."""
 
 
-def parse_record(data: dict[str, Any]) -> InspectorRecord | None:
+def parse_record(data: dict[str, Any], values: _Values | None = None) -> InspectorRecord | None:
     """One ``coll_perf`` (or ``p2p_perf``) record."""
+    values = values or _Values()
     header = data.get("header") if isinstance(data.get("header"), dict) else {}
     meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     perf = data.get("coll_perf") if isinstance(data.get("coll_perf"), dict) else None
@@ -85,28 +154,29 @@ def parse_record(data: dict[str, Any]) -> InspectorRecord | None:
         version=str(meta.get("inspector_output_format_version") or "") or None,
         collective=name,
         p2p=p2p,
-        msg_size_bytes=_int(perf.get(f"{prefix}_msg_size_bytes")),
-        busbw_gbps=_num(perf.get(f"{prefix}_busbw_gbs")),
-        algbw_gbps=_num(perf.get(f"{prefix}_algobw_gbs")),
-        exec_time_us=_num(perf.get(f"{prefix}_exec_time_us")),
-        nranks=_int(header.get("n_ranks")),
-        nnodes=_int(header.get("nnodes")),
-        rank=_int(header.get("rank")),
+        msg_size_bytes=values.integer(perf.get(f"{prefix}_msg_size_bytes")),
+        busbw_gbps=values.number(perf.get(f"{prefix}_busbw_gbs")),
+        algbw_gbps=values.number(perf.get(f"{prefix}_algobw_gbs")),
+        exec_time_us=values.number(perf.get(f"{prefix}_exec_time_us")),
+        nranks=values.integer(header.get("n_ranks")),
+        nnodes=values.integer(header.get("nnodes")),
+        rank=values.integer(header.get("rank")),
         host=str(meta["hostname"]) if meta.get("hostname") else None,
         comm=str(header.get("comm_name") or header.get("id") or "") or None,
     )
 
 
-def parse_json(data: Any) -> list[InspectorRecord]:
+def parse_json(data: Any, values: _Values | None = None) -> list[InspectorRecord]:
     """Every record of an Inspector JSON value."""
+    values = values or _Values()
     items = data if isinstance(data, list) else [data]
-    return [r for item in items if _record(item) and (r := parse_record(item)) is not None]
+    return [r for item in items if _record(item) and (r := parse_record(item, values)) is not None]
 
 
 def json_objects(text: str, limit: int = 10000) -> list[Any]:
     """Every top-level JSON object in a text (pretty-printed, one per line, or between other
     lines), decoded one by one; what does not decode is skipped."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=json_integer)
     found: list[Any] = []
     failures = 0
     index = text.find("{")
@@ -122,31 +192,36 @@ def json_objects(text: str, limit: int = 10000) -> list[Any]:
     return found
 
 
-def parse_json_lines(doc: Doc) -> list[InspectorRecord]:
+def parse_json_lines(doc: Doc, values: _Values | None = None) -> list[InspectorRecord]:
     """Records written one per line (the plugin's ``.log`` files) or pretty-printed and
     concatenated, possibly between other lines."""
     text = "\n".join(doc.lines[:200000])
     if '"coll_perf"' not in text and '"p2p_perf"' not in text:
         return []
-    return [r for value in json_objects(text) for r in parse_json(value)]
+    return [r for value in json_objects(text) for r in parse_json(value, values)]
 
 
 # ------------------------------------------------------------------------ Prometheus
 
 
 def size_bytes(label: str | None) -> int | None:
-    """Lower end of a size bucket label (``4-5GB`` -> 4e9, ``512-513MB`` -> 512e6)."""
+    """Lower end of a size bucket label (``4-5GB`` -> 4e9, ``512-513MB`` -> 512e6); None for
+    another label or a size out of range."""
     if not label:
         return None
     match = _SIZE_RE.match(label)
     if not match:
         return None
     unit = _UNITS.get(match.group(2).upper())
-    return int(float(match.group(1)) * unit) if unit else None
+    number = to_float(match.group(1))
+    if not unit or number is None or number * unit > _MAX_VALUE:
+        return None
+    return int(number * unit)
 
 
-def parse_prometheus(doc: Doc) -> list[InspectorRecord]:
+def parse_prometheus(doc: Doc, values: _Values | None = None) -> list[InspectorRecord]:
     """Samples of the Inspector's Prometheus textfile, one record per label set."""
+    values = values or _Values()
     records: dict[tuple[tuple[str, str], ...], InspectorRecord] = {}
     for raw in doc.lines[:200000]:
         if "nccl_" not in raw:
@@ -161,7 +236,7 @@ def parse_prometheus(doc: Doc) -> list[InspectorRecord]:
         record = records.get(key)
         if record is None:
             record = records[key] = _prom_record(labels, p2p)
-        value = float(value_text) if value_text != "NaN" else None
+        value = values.printed(value_text)
         if metric.endswith("bandwidth_gbs"):
             record.busbw_gbps = value
         else:
@@ -188,7 +263,7 @@ def _prom_record(labels: dict[str, str], p2p: bool) -> InspectorRecord:
 
 
 def _int_text(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() else None
+    return to_int(text) if text else None
 
 
 def summary(records: list[InspectorRecord]) -> str:

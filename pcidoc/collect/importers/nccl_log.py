@@ -21,9 +21,11 @@ import re
 from collections.abc import Callable
 from itertools import pairwise
 
-from pcidoc._record import record
+from pcidoc._record import field, record
 from pcidoc.catalogue.lines import prose_before
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc, lazy
+from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.busid import bus_from_nccl as bus_from_nccl
 from pcidoc.model.evidence import NcclConnection, NcclLog, NcclNic, NcclRank, Quoted
 
@@ -36,17 +38,17 @@ _HOST_PID_TID_RE = lazy(r"(?<![^\s:\[\]])([^\s:\[\]]+):\d{1,12}:\d{1,12}$")
 _DEV_RE = lazy(r"\[\d{1,6}\]")
 _VERSION_RE = lazy(r"^NCCL version\s+(\d+\.\d+\.\d+)")
 _DRIVER_RE = lazy(r"^cudaDriverVersion\s+(\d+)")
-_BOOTSTRAP_RE = lazy(r"^Bootstrap\s*:\s*Using\s*(?:\[\d+\])?\s*([\w.:-]+?):")
+_BOOTSTRAP_RE = lazy(r"^Bootstrap\s*:\s*Using\s*(?:\[\d+\]\s*)?([\w.:-]+?):")
 _PLUGIN_RE = lazy(
     r"^(?:P2P plugin|NET/Plugin\s*:\s*Loaded (?:net|collnet) plugin|Using (?:net|network) "
-    r"plugin)\s*:?\s*(\S.*?)\s*$",
+    r"plugin)\s*(?::\s*)?(\S(?:.*\S)?)\s*$",
     re.IGNORECASE,
 )
 _NETWORK_RE = lazy(r"^Using network\s+(\S.*)$")
 _NET_NAME_RE = lazy(r"^[\w.\- ]+$")
 _IB_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):(\d+)/(IB|RoCE|\w+)")
 _SOCK_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):([0-9A-Fa-f.:%]+)<")
-_ENV_RE = lazy(r"^(NCCL_\w+|CUDA_\w+)\s+set by environment to\s+(.*?)\.?\s*$")
+_ENV_RE = lazy(r"^(NCCL_\w+|CUDA_\w+)\s+set by environment to\s+(.*)$")
 _GDR_OFF_RE = lazy(r"GPU Direct RDMA Disabled for (?:HCA|GPU)", re.IGNORECASE)
 _P2P_OFF_RE = lazy(
     r"P2P is disabled between connected GPUs|Could not enable P2P between|"
@@ -68,7 +70,7 @@ _COMM_RE = lazy(
 )
 _CONN_RE = lazy(
     r"^(?:Channel|Ring)\s+(\d+)(?:/\d+)?\s*:\s*(\d+)(?:\[([0-9a-fA-F]+)\])?\s*->\s*(\d+)"
-    r"(?:\[([0-9a-fA-F]+)\])?(?:\s*\[(send|receive)\])?\s+via\s+(.+?)\s*$"
+    r"(?:\[([0-9a-fA-F]+)\])?(?:\s*\[(send|receive)\])?\s+via\s+(\S(?:.*\S)?)\s*$"
 )
 
 
@@ -130,44 +132,74 @@ def detect_any(doc: Doc) -> bool:
     return any(_TAG_RE.search(line) or _BANNER_RE.search(line) for line in doc.lines)
 
 
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: the NCCL log of ``doc`` as a fragment (none without NCCL lines)."""
+    log, warnings = extract(doc, ctx.file)
+    ctx.warnings.extend(warnings)
+    if log is None:
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.nccl_logs.append(log)
+    frag.read.append(summary(log))
+    if log.version:
+        frag.tool_versions["nccl"] = log.version
+    return [frag]
+
+
+@record
+class _Reading:
+    """One pass over a text's NCCL lines."""
+
+    log: NcclLog
+    unknown: int = 0
+    hosts: list[str] = field(default_factory=list)
+    seen_ranks: dict[tuple[str | None, int], NcclRank] = field(default_factory=dict)
+    seen_conn: set[tuple] = field(default_factory=set)
+    seen_lines: set[tuple[str | None, str]] = field(default_factory=set)
+    """(host, message) of the refusal lines kept: another rank's copy is the same fact."""
+
+
+def _nccl_line(reading: _Reading, raw: str, index: int) -> bool:
+    """One line of the text (the walker's handler): an NCCL line is read, others looked past."""
+    log = reading.log
+    match = _TAG_RE.search(raw)
+    if match is None or raw.lstrip().startswith("#") or prose_before(raw, match.start()):
+        # Not an NCCL line: a header, or a sentence that mentions "NCCL WARN" (issue 27).
+        banner = _BANNER_RE.search(raw) if match is None else None
+        if banner and ("cuda" in raw.lower() or raw.strip().startswith("NCCL version")):
+            log.version = log.version or banner.group(1)
+            log.lines += 1
+        return True
+    log.lines += 1
+    level, message = match.group(1), match.group(2).strip()
+    prefix = nccl_prefix(raw[: match.start()])
+    host = prefix[0] if prefix else None
+    if host and host not in reading.hosts:
+        reading.hosts.append(host)
+    quote = _quote(raw[prefix[1] :] if prefix else raw)
+    if level in ("WARN", "ERROR") and len(log.warnings) < 50:
+        log.warnings.append(Quoted(quote=quote))
+    known = _read_message(reading, message, host, quote)
+    if not known and level == "INFO":
+        reading.unknown += 1
+    return True
+
+
 def extract(doc: Doc, source: str) -> tuple[NcclLog | None, list[str]]:
     """Read every NCCL line of ``doc``.
 
     Returns:
         The log (None when the text has no NCCL line) and warnings.
     """
-    log = NcclLog(source=source)
-    warnings: list[str] = []
-    unknown = 0
-    hosts: list[str] = []
-    seen_ranks: dict[tuple[str | None, int], NcclRank] = {}
-    seen_conn: set[tuple] = set()
-    for raw in doc.lines:
-        match = _TAG_RE.search(raw)
-        if match is None or raw.lstrip().startswith("#") or prose_before(raw, match.start()):
-            # Not an NCCL line: a header, or a sentence that mentions "NCCL WARN" (issue 27).
-            banner = _BANNER_RE.search(raw) if match is None else None
-            if banner and ("cuda" in raw.lower() or raw.strip().startswith("NCCL version")):
-                log.version = log.version or banner.group(1)
-                log.lines += 1
-            continue
-        log.lines += 1
-        level, message = match.group(1), match.group(2).strip()
-        prefix = nccl_prefix(raw[: match.start()])
-        host = prefix[0] if prefix else None
-        if host and host not in hosts:
-            hosts.append(host)
-        quote = _quote(raw[prefix[1] :] if prefix else raw)
-        if level in ("WARN", "ERROR") and len(log.warnings) < 50:
-            log.warnings.append(Quoted(quote=quote))
-        known = _read_message(log, message, host, quote, seen_ranks, seen_conn)
-        if not known and level == "INFO":
-            unknown += 1
+    reading = _Reading(NcclLog(source=source))
+    walker = each_line(doc, reading, _nccl_line)
+    log = reading.log
+    warnings = [note for note in [walker.bad_values_note(FORMAT)] if note]
     if log.lines == 0:
         return None, warnings
     _socket_network(log)
-    log.hosts = hosts
-    log.ranks = sorted(seen_ranks.values(), key=lambda r: (r.host or "", r.rank))
+    log.hosts = reading.hosts
+    log.ranks = sorted(reading.seen_ranks.values(), key=lambda r: (r.host or "", r.rank))
     if log.nranks is None:
         counts = {r.nranks for r in log.ranks if r.nranks}
         if len(counts) == 1:
@@ -198,12 +230,14 @@ def _socket_network(log: NcclLog) -> None:
 class _Line:
     """One NCCL message being read, with what the log has seen so far."""
 
-    log: NcclLog
     message: str
     host: str | None
     quote: str
-    seen_ranks: dict[tuple[str | None, int], NcclRank]
-    seen_conn: set[tuple]
+    reading: _Reading
+
+    @property
+    def log(self) -> NcclLog:
+        return self.reading.log
 
 
 _MAX_QUOTES = 50
@@ -233,7 +267,7 @@ def _on_driver(line: _Line) -> bool:
 def _on_connection(line: _Line) -> bool:
     match = _CONN_RE.match(line.message)
     if match:
-        _connection(line.log, match, line.host, line.quote, line.seen_conn)
+        _connection(line.log, match, line.host, line.quote, line.reading.seen_conn)
     return match is not None
 
 
@@ -246,11 +280,12 @@ def _on_comm(line: _Line) -> bool:
     log.nranks = log.nranks or nranks
     if match.group(5):
         log.nnodes = log.nnodes or int(match.group(5))
-    entry = line.seen_ranks.get((line.host, rank))
-    if entry is None and len(line.seen_ranks) >= 65536:
+    seen_ranks = line.reading.seen_ranks
+    entry = seen_ranks.get((line.host, rank))
+    if entry is None and len(seen_ranks) >= 65536:
         return True
     if entry is None:
-        entry = line.seen_ranks[(line.host, rank)] = NcclRank(
+        entry = seen_ranks[(line.host, rank)] = NcclRank(
             rank=rank, nranks=nranks, host=line.host, quote=line.quote
         )
     if match.group(3) is not None:
@@ -263,14 +298,20 @@ def _on_comm(line: _Line) -> bool:
 def _on_env(line: _Line) -> bool:
     match = _ENV_RE.match(line.message)
     if match:
-        name, value = match.group(1), clean(match.group(2)).strip()
+        # The value without its closing '.' (as printed: "NCCL_IB_HCA set by environment to
+        # mlx5_0."); stripped in Python: a lazy group before '\.?\s*$' backtracked over
+        # trailing blanks once per character.
+        value = match.group(2).rstrip()
+        name, value = match.group(1), clean(value[:-1] if value.endswith(".") else value).strip()
         line.log.env.setdefault(name, value)
         line.log.env_quotes.setdefault(name, line.quote)
     return match is not None
 
 
 def _on_refusal(line: _Line) -> bool:
-    """GPUDirect RDMA and P2P refusals, unusable IB devices, /dev/shm errors."""
+    """GPUDirect RDMA and P2P refusals, unusable IB devices, /dev/shm errors. A message is kept
+    once per host: every rank of a host prints it for the same HCA, GPU pair or segment (a log
+    of 16 ranks says "GPU Direct RDMA Disabled for HCA 0" 16 times about one HCA)."""
     log, message = line.log, line.message
     for pattern, quotes in (
         (_GDR_OFF_RE, log.gdr_disabled),
@@ -279,7 +320,11 @@ def _on_refusal(line: _Line) -> bool:
         (_SHM_RE, log.shm_errors),
     ):
         if pattern.search(message):
-            return _keep(quotes, line.quote)
+            key = (line.host, " ".join(message.split()))
+            if key not in line.reading.seen_lines:
+                line.reading.seen_lines.add(key)
+                _keep(quotes, line.quote)
+            return True
     return False
 
 
@@ -316,16 +361,9 @@ _READERS: tuple[Callable[[_Line], bool], ...] = (
 """What an NCCL message may be, in the order it is tried."""
 
 
-def _read_message(
-    log: NcclLog,
-    message: str,
-    host: str | None,
-    quote: str,
-    seen_ranks: dict[tuple[str | None, int], NcclRank],
-    seen_conn: set[tuple],
-) -> bool:
-    """Fold one NCCL message into ``log``; False when nothing in it is known."""
-    line = _Line(log, message, host, quote, seen_ranks, seen_conn)
+def _read_message(reading: _Reading, message: str, host: str | None, quote: str) -> bool:
+    """Fold one NCCL message into the log; False when nothing in it is known."""
+    line = _Line(message, host, quote, reading)
     return any(reader(line) for reader in _READERS)
 
 

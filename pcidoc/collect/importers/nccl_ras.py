@@ -15,7 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from pcidoc._lazyre import lazy
-from pcidoc.collect.importers.text import Doc
+from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.text import Doc, json_int
+from pcidoc.collect.importers.walk import BAD_VALUES, each_line, first_line
 from pcidoc.model.runtime import (
     FlightEntry,
     FlightRecorderDump,
@@ -40,7 +42,7 @@ _COUNT_RE = lazy(r"^\s*(\d+) ranks? (?:have|has) (?:launched up to operation (\d
 _DIFFERENT_RE = lazy(r"different (\w+ )?operation counts")
 _RANK_RE = lazy(
     r"^\s*Rank (\d+)(?: has launched up to operation (\d+)| has not launched any operations"
-    r"| has status (\w+)| reported (.+?))?\s+--\s+(?:GPU (\d+)(?: \(NVML (\d+)\))?"
+    r"| has status (\w+)| reported (.{1,300}?))?\s+--\s+(?:GPU (\d+)(?: \(NVML (\d+)\))?"
     r" managed by process (\d+) on node (\S+)|\[process information not found\])"
 )
 _PROCESS_RE = lazy(r"^\s*Process (\d+) on node (\S+) managing GPUs? ([\d, ()NVML]+)")
@@ -54,9 +56,15 @@ _TOTALS_RE = lazy(r"^\s*(\d+)\s+(\d+)\s+(\d+)(?:\s+(\d+)\s+(\d+))?\s*$")
 _BLOCK_STATES = {"INCOMPLETE": "missing", "DEAD": "dead", "ERROR": "error", "MISMATCH": "status"}
 
 
+def _ras_title(line: str) -> bool:
+    return "Comm" in line or "Job summary" in line
+
+
 def looks_like_ras(doc: Doc) -> bool:
-    """True when the text holds a RAS report (its section titles)."""
-    head = [line for line in doc.lines[:5000] if "Comm" in line or "Job summary" in line]
+    """True when the text holds a RAS report (its section titles, within 5,000 lines of the
+    first one: whatever comes before the report does not hide it)."""
+    first = first_line(doc, _ras_title) or 0
+    head = [line for line in doc.lines[first : first + 5000] if _ras_title(line)]
     has_comms = any(line.startswith("Communicators...") for line in head)
     has_table = any(line.lstrip().startswith("Group     Comms") for line in head)
     return has_comms or (has_table and any("Job summary" in line for line in head))
@@ -316,12 +324,22 @@ def _plausibility(report: NcclRasReport) -> None:
             )
 
 
-def parse_ras_text(doc: Doc, source: str) -> NcclRasReport:
-    """The RAS report in a text (see the module docstring)."""
+def _ras_line(reader: _Reader, raw: str, index: int) -> bool:
+    reader.line(raw)
+    return True
+
+
+def parse_ras_text(doc: Doc, source: str, notes: list[str] | None = None) -> NcclRasReport:
+    """The RAS report in a text (see the module docstring): 20,000 lines from where it starts
+    (the version lines just before its first section title). ``notes`` receives a warning
+    about lines whose values are out of range (skipped)."""
     reader = _Reader(source)
-    for raw in doc.lines[:20000]:
-        reader.line(raw)
+    start = max(0, (first_line(doc, _ras_title) or 0) - 20)
+    walker = each_line(doc, reader, _ras_line, start=start, stop=start + 20000)
     report = reader.report
+    note = walker.bad_values_note(FORMAT_RAS)
+    if note and notes is not None:
+        notes.append(note)
     _judge_counts(report)
     _plausibility(report)
     return report
@@ -352,7 +370,7 @@ def _json_rank(item: dict[str, Any], comm: str, state: str) -> RasRank:
 
 
 def _as_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return json_int(value)
 
 
 def _json_comm(report: NcclRasReport, comm: dict[str, Any]) -> None:
@@ -538,7 +556,10 @@ def extract_watchdogs(doc: Doc) -> list[NcclWatchdog]:
         return []
     watch = _Watch()
     for raw in lines:
-        watch.line(raw)
+        try:
+            watch.line(raw)
+        except BAD_VALUES:
+            continue  # a number out of range: the line says nothing usable
     return list(watch.found.values())
 
 
@@ -571,7 +592,7 @@ def looks_like_flight_recorder(data: Any) -> bool:
 
 def _fr_rank(data: dict[str, Any], index: int) -> int | None:
     for key in ("rank", "global_rank"):
-        if isinstance(data.get(key), int):
+        if json_int(data.get(key)) is not None:
             return int(data[key])
     return index
 
@@ -636,3 +657,60 @@ def summary_flight(dump: FlightRecorderDump) -> str:
         f"PyTorch flight recorder: {dump.entries} entries, "
         f"{len({(r.rank, r.pg) for r in dump.ranks})} record(s) of a rank and process group"
     )
+
+
+# ----------------------------------------------------------------------- the importer's face
+
+
+def read_ras(doc: Doc, ctx: Context) -> list[Fragment]:
+    """A RAS text report, or else the RAS JSON reports and flight-recorder dumps pasted among
+    other lines (a prompt, a command, prose): each top-level object is tried on its own."""
+    if looks_like_ras(doc):
+        report = parse_ras_text(doc, ctx.file, ctx.warnings)
+        return [_ras_fragment(report)]
+    from pcidoc.collect.importers.nccl_inspector import json_objects
+
+    head = "\n".join(doc.lines[:200000])
+    if '"communicators"' not in head and '"collective_seq_id"' not in head:
+        return []
+    found = []
+    for value in json_objects(head, limit=64):
+        if looks_like_ras_json(value):
+            found.append(ras_json_fragment(value, ctx))
+        elif looks_like_flight_recorder(value):
+            found.append(flight_fragment(value, ctx))
+    return found
+
+
+def _ras_fragment(report: NcclRasReport) -> Fragment:
+    frag = Fragment(FORMAT_RAS)
+    frag.evidence.nccl_ras.append(report)
+    frag.read.append(summary_ras(report))
+    if report.version:
+        frag.tool_versions["nccl"] = report.version
+    return frag
+
+
+def ras_json_fragment(data: Any, ctx: Context) -> Fragment:
+    """The fragment of a RAS JSON report (``ncclras -f json``)."""
+    return _ras_fragment(parse_ras_json(data, ctx.file))
+
+
+def flight_fragment(data: Any, ctx: Context) -> Fragment:
+    """The fragment of a flight-recorder dump."""
+    dump = parse_flight_recorder(data, ctx.file)
+    frag = Fragment(FORMAT_FLIGHT)
+    frag.evidence.flight_records.append(dump)
+    frag.read.append(summary_flight(dump))
+    return frag
+
+
+def read_watchdogs(doc: Doc, ctx: Context) -> list[Fragment]:
+    """Every ProcessGroupNCCL watchdog line of ``doc``, in one fragment."""
+    watchdogs = extract_watchdogs(doc)
+    if not watchdogs:
+        return []
+    frag = Fragment(FORMAT_WATCHDOG)
+    frag.evidence.nccl_watchdogs.extend(watchdogs)
+    frag.read.append(summary_watchdogs(watchdogs))
+    return [frag]

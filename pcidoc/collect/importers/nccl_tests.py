@@ -16,7 +16,6 @@ warning) unless the rows rule that out.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import Context, Fragment
@@ -29,6 +28,7 @@ from pcidoc.collect.importers.text import (
     to_float,
     to_int,
 )
+from pcidoc.collect.importers.walk import Walker
 from pcidoc.model.measurements import CollectiveMeasurement, CollectiveRow
 
 FORMAT = "nccl-tests"
@@ -42,7 +42,7 @@ _USING_RE = lazy(r"Using devices\s*$", re.IGNORECASE)
 # ``Group g`` is absent before nccl-tests 2.0 (2019-2020 outputs: ``Rank 0 Pid 123 on ...``).
 _RANK_RE = lazy(
     r"Rank\s+(?P<rank>\d{1,9})\s+(?:Group\s+(?P<group>\d{1,9})\s+)?Pid\s+(?P<pid>\d{1,12})\s+"
-    r"on\s+(?P<host>\S+)\s+device\s+(?P<device>\d{1,9})\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*)$",
+    r"on\s+(?P<host>\S+)\s+device\s+(?P<device>\d{1,9})\s+\[(?P<bus>[^\]]{0,40})\]\s*(?P<name>.*)$",
     re.IGNORECASE,
 )
 _HEADER_RE = lazy(r"(?:size\s+count\s+type|\(B\)\s+\(elements\)|out-of-place)")
@@ -188,14 +188,22 @@ class _Run:
     n_gpus: int | None = None
     bad_rows: int = 0
     dropped_rows: int = 0
+    _line: str | None = None
+    _body: str = ""
+
+    def body(self, line: str) -> str:
+        """``comment_body(line)``, computed once per line for all the handlers."""
+        if line is not self._line:
+            self._line, self._body = line, comment_body(line)
+        return self._body
 
 
 # A line handler reads one line into the run: True (consumed), False (not its line) or None
-# (the line ends the run).
-_Handler = Callable[[_Run, str, str], "bool | None"]
+# (the line ends the run); see pcidoc.collect.importers.walk.
 
 
-def _on_nthread(run: _Run, line: str, body: str) -> bool | None:
+def _on_nthread(run: _Run, line: str, index: int) -> bool | None:
+    body = run.body(line)
     match = _NTHREAD_RE.match(body)
     if not match:
         return False
@@ -205,7 +213,8 @@ def _on_nthread(run: _Run, line: str, body: str) -> bool | None:
     return True
 
 
-def _on_starting(run: _Run, line: str, body: str) -> bool | None:
+def _on_starting(run: _Run, line: str, index: int) -> bool | None:
+    body = run.body(line)
     match = _STARTING_RE.match(body)
     if not match:
         return False
@@ -216,7 +225,7 @@ def _on_starting(run: _Run, line: str, body: str) -> bool | None:
     return True
 
 
-def _on_rank(run: _Run, line: str, body: str) -> bool | None:
+def _on_rank(run: _Run, line: str, index: int) -> bool | None:
     match = rank_line(line)
     if not match:
         return False
@@ -238,7 +247,7 @@ def _looks_like_row(line: str) -> bool:
     return 7 <= len(tokens) <= _MAX_ROW_TOKENS and tokens[0].isdigit() and tokens[1].isdigit()
 
 
-def _on_row(run: _Run, line: str, body: str) -> bool | None:
+def _on_row(run: _Run, line: str, index: int) -> bool | None:
     if len(run.rows) >= MAX_ROWS:
         if not _looks_like_row(line):
             return False
@@ -260,7 +269,8 @@ def _on_row(run: _Run, line: str, body: str) -> bool | None:
     return True
 
 
-def _on_totals(run: _Run, line: str, body: str) -> bool | None:
+def _on_totals(run: _Run, line: str, index: int) -> bool | None:
+    body = run.body(line)
     match = _AVG_RE.match(body)
     if match:
         run.avg = to_float(match.group(1))
@@ -272,7 +282,8 @@ def _on_totals(run: _Run, line: str, body: str) -> bool | None:
     return False
 
 
-def _on_other(run: _Run, line: str, body: str) -> bool | None:
+def _on_other(run: _Run, line: str, index: int) -> bool | None:
+    body = run.body(line)
     commented = line.lstrip().startswith("#")
     info = "NCCL" in line and _INFO_RE.match(line)
     version = _VERSION_RE.search(line) if (commented or info) else None
@@ -285,41 +296,7 @@ def _on_other(run: _Run, line: str, body: str) -> bool | None:
     return bool(commented or info or _USING_RE.match(body) or _HEADER_RE.match(body))
 
 
-_HANDLERS: tuple[_Handler, ...] = (
-    _on_nthread,
-    _on_starting,
-    _on_rank,
-    _on_row,
-    _on_totals,
-    _on_other,
-)
-
-
-def _read_lines(doc: Doc, start: int, run: _Run) -> int:
-    """Feed the run's lines to the handlers; the index of the first line after the run."""
-    index = start
-    blank = 0
-    while index < len(doc.lines):
-        line = doc.lines[index]
-        if not line.strip():
-            blank += 1
-            if blank > 2:
-                break
-            index += 1
-            continue
-        if doc.is_command(index):
-            break
-        blank = 0
-        body = comment_body(line)
-        outcome: bool | None = False
-        for handler in _HANDLERS:
-            outcome = handler(run, line, body)
-            if outcome is not False:
-                break
-        if not outcome:
-            break
-        index += 1
-    return index
+_HANDLERS = (_on_nthread, _on_starting, _on_rank, _on_row, _on_totals, _on_other)
 
 
 def _op_of(run: _Run) -> str:
@@ -394,11 +371,15 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     match = _OP_RE.search(ctx.command) if ctx.command else None
     if match:
         run.op = match.group(1)
-    index = _read_lines(doc, start, run)
+    walker = Walker(blank_lines=2)
+    index = walker.walk(doc, start, run, _HANDLERS)
     op = _op_of(run)
     frag = run.frag
     if run.bad_rows:
         frag.warn(f"nccl-tests: {run.bad_rows} table row(s) could not be read")
+    note = walker.bad_values_note("nccl-tests")
+    if note:
+        frag.warn(note)
     if run.dropped_rows:
         frag.warn(
             f"nccl-tests: more than {MAX_ROWS:,} result rows in one run; "

@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.fragment import Context, Fragment, GpuPart
 from pcidoc.collect.importers.text import Doc, label_span, lazy, normalize_bus_id
+from pcidoc.collect.importers.walk import LAST, Walker
 from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.evidence import NcclTopology, TopoCpu, TopoNvlink, TopoPci
 from pcidoc.model.facts import Topology
@@ -80,6 +81,10 @@ def _hex(value: str | None) -> str | None:
 MAX_NVLINKS_PER_GPU = 64
 """The most NVLinks one GPU's entries may expand to (an NVLink 5 GPU has 18; a hostile
 ``<nvlink count="10000000">`` must not allocate ten million links)."""
+
+MAX_NVLINKS_TOTAL = 18 * 576
+"""The most NVLinks read from one file: 18 per GPU of the largest NVLink domain (576 GPUs);
+a file of 64 links for each of a thousand GPUs must not become 64,000 link records."""
 
 
 def _int(value: str | None) -> int | None:
@@ -299,24 +304,6 @@ def nics_of(topo: NcclTopology) -> list[TopoPci]:
     )
 
 
-def link_class(topo: NcclTopology, a: TopoPci, b: TopoPci) -> str | None:
-    """nvidia-smi link class between two devices of the file."""
-    if a.kind == "gpu" and b.kind == "gpu":
-        nv = _nvlink_class(a, b)
-        if nv:
-            return nv
-    by_bus = {p.busid: p for p in topo.pci}
-    up_a = _ancestors(a, by_bus)
-    up_b = _ancestors(b, by_bus)
-    common = next((x for x in up_a if x in up_b), None)
-    if common is None:
-        if a.cpu_index is None or b.cpu_index is None:
-            return None
-        return "PHB" if a.cpu_index == b.cpu_index else "SYS"
-    bridges = up_a.index(common) + up_b.index(common) + 1
-    return "PIX" if bridges <= 1 else "PXB"
-
-
 def _ancestors(node: TopoPci, by_bus: dict[str, TopoPci]) -> list[str]:
     out: list[str] = []
     parent = node.parent
@@ -326,29 +313,51 @@ def _ancestors(node: TopoPci, by_bus: dict[str, TopoPci]) -> list[str]:
     return out
 
 
-def _nvlink_class(a: TopoPci, b: TopoPci) -> str | None:
-    direct = sum(nv.count or 1 for nv in a.nvlinks if nv.target == b.busid)
+def _pci_class(a: TopoPci, b: TopoPci, up_a: list[str], up_b: list[str]) -> str | None:
+    """nvidia-smi's class of the PCIe path between two devices, from their ancestors."""
+    below_b = set(up_b)
+    common = next((x for x in up_a if x in below_b), None)
+    if common is None:
+        if a.cpu_index is None or b.cpu_index is None:
+            return None
+        return "PHB" if a.cpu_index == b.cpu_index else "SYS"
+    bridges = up_a.index(common) + up_b.index(common) + 1
+    return "PIX" if bridges <= 1 else "PXB"
+
+
+_NvlinkCounts = tuple[dict[str | None, int], set[str | None], int, bool]
+"""Links per target, NVSwitch targets, links to NVSwitches, and whether the device is a GPU."""
+
+
+def _nvlink_counts(node: TopoPci) -> _NvlinkCounts:
+    direct: dict[str | None, int] = {}
+    for nv in node.nvlinks:
+        direct[nv.target] = direct.get(nv.target, 0) + (nv.count or 1)
+    switches = {nv.target for nv in node.nvlinks if nv.tclass == _SWITCH_TCLASS}
+    to_switches = sum(nv.count or 1 for nv in node.nvlinks if nv.tclass == _SWITCH_TCLASS)
+    return direct, switches, to_switches, node.kind == "gpu"
+
+
+def _nvlink_between(a: _NvlinkCounts, b: _NvlinkCounts, b_node: TopoPci) -> str | None:
+    """``NV#`` between two GPUs: their direct links, else the NVSwitches they share."""
+    if not (a[3] and b[3]):
+        return None
+    direct = a[0].get(b_node.busid, 0)
     if direct:
         return f"NV{direct}"
-    switch_a = {nv.target for nv in a.nvlinks if nv.tclass == _SWITCH_TCLASS}
-    switch_b = {nv.target for nv in b.nvlinks if nv.tclass == _SWITCH_TCLASS}
-    if switch_a & switch_b:
-        count_a = sum(nv.count or 1 for nv in a.nvlinks if nv.tclass == _SWITCH_TCLASS)
-        count_b = sum(nv.count or 1 for nv in b.nvlinks if nv.tclass == _SWITCH_TCLASS)
-        return f"NV{min(count_a, count_b)}"
+    if a[1] & b[1]:
+        return f"NV{min(a[2], b[2])}"
     return None
+
+
+def _to_the_end(_state: None, line: str, index: int) -> Any:
+    """Every line is the document's, up to ``</system>``."""
+    return LAST if _END_RE.search(line) else True
 
 
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse one topology document starting at ``start``."""
-    end = start
-    while end < len(doc.lines):
-        if _END_RE.search(doc.lines[end]):
-            end += 1
-            break
-        if end > start and doc.is_command(end):
-            break
-        end += 1
+    end = Walker(blank_lines=None).walk(doc, start, None, (_to_the_end,))
     text = "\n".join(doc.lines[start:end])
     frag = Fragment(FORMAT)
     topo, warnings = parse_xml_text(text, ctx.file)
@@ -366,6 +375,7 @@ def fill_fragment(frag: Fragment, topo: NcclTopology) -> None:
     gpus = gpus_of(topo)
     nics = nics_of(topo)
     affinity = {cpu.numaid: mask_to_cpulist(cpu.affinity) for cpu in topo.cpus}
+    budget = [MAX_NVLINKS_TOTAL]
     for index, node in enumerate(gpus):
         part = frag.gpu(index)
         bus = normalize_bus_id(node.busid)
@@ -375,26 +385,7 @@ def fill_fragment(frag: Fragment, topo: NcclTopology) -> None:
             part.fields["numa_node"] = node.numaid
             if affinity.get(node.numaid):
                 part.fields["cpu_affinity"] = affinity[node.numaid]
-        link = 0
-        for nv in node.nvlinks:
-            if link >= MAX_NVLINKS_PER_GPU:
-                break
-            wanted = max(1, nv.count or 1)
-            if link + wanted > MAX_NVLINKS_PER_GPU:
-                frag.warn(
-                    f"nccl-topo-xml: GPU {node.busid} lists {link + wanted} or more NVLinks; "
-                    f"more than the {MAX_NVLINKS_PER_GPU} any GPU has, the rest are ignored"
-                )
-                wanted = max(0, MAX_NVLINKS_PER_GPU - link)
-            for _ in range(wanted):
-                remote = normalize_bus_id(nv.target) if nv.target else None
-                values: dict[str, Any] = {"state": "up"}
-                if remote:
-                    values["remote_bus_id"] = remote
-                if nv.tclass == _SWITCH_TCLASS:
-                    values["remote_type"] = "switch"
-                part.nvlinks[link] = values
-                link += 1
+        _nvlinks(frag, part, node, budget)
     if gpus:
         frag.gpu_count = len(gpus)
     for i, node in enumerate(nics):
@@ -409,15 +400,7 @@ def fill_fragment(frag: Fragment, topo: NcclTopology) -> None:
             "devices, no topology matrix built"
         )
     elif gpus:
-        devices = gpus + nics
-        labels = [f"GPU{i}" for i in range(len(gpus))] + [f"NIC{i}" for i in range(len(nics))]
-        links: list[list[str | None]] = []
-        for a in devices:
-            row: list[str | None] = []
-            for b in devices:
-                row.append("X" if a is b else link_class(topo, a, b))
-            links.append(row)
-        frag.topology = Topology(labels=labels, links=links, source="import")
+        _matrix(frag, topo, gpus, nics)
         for cpu in topo.cpus:
             if cpu.numaid is not None and cpu.numaid >= 0:
                 frag.numa_cpus[cpu.numaid] = affinity.get(cpu.numaid)
@@ -432,3 +415,55 @@ def fill_fragment(frag: Fragment, topo: NcclTopology) -> None:
             + label_span([f"GPU{i}" for i, g in enumerate(gpus) if g.numaid is None])
             + " have no NUMA id"
         )
+
+
+def _nvlinks(frag: Fragment, part: GpuPart, node: TopoPci, budget: list[int]) -> None:
+    """The GPU's NVLinks, one per counted link: at most :data:`MAX_NVLINKS_PER_GPU`, and
+    :data:`MAX_NVLINKS_TOTAL` in the whole file (``budget[0]`` is what is left of it)."""
+    link = 0
+    for nv in node.nvlinks:
+        if link >= MAX_NVLINKS_PER_GPU:
+            break
+        wanted = max(1, nv.count or 1)
+        if link + wanted > MAX_NVLINKS_PER_GPU:
+            frag.warn(
+                f"nccl-topo-xml: GPU {node.busid} lists {link + wanted} or more NVLinks; "
+                f"more than the {MAX_NVLINKS_PER_GPU} any GPU has, the rest are ignored"
+            )
+            wanted = max(0, MAX_NVLINKS_PER_GPU - link)
+        if wanted > budget[0]:
+            frag.warn(
+                f"nccl-topo-xml: more than {MAX_NVLINKS_TOTAL} NVLinks in the file; the GPUs "
+                "after the first ones keep their NVLinks unknown"
+            )
+            part.unknown("nvlinks", f"past the {MAX_NVLINKS_TOTAL} NVLinks read from the file")
+            wanted = budget[0]
+        budget[0] -= wanted
+        remote = normalize_bus_id(nv.target) if nv.target else None
+        values: dict[str, Any] = {"state": "up"}
+        if remote:
+            values["remote_bus_id"] = remote
+        if nv.tclass == _SWITCH_TCLASS:
+            values["remote_type"] = "switch"
+        for _ in range(wanted):
+            part.nvlinks[link] = dict(values)
+            link += 1
+
+
+def _matrix(frag: Fragment, topo: NcclTopology, gpus: list[TopoPci], nics: list[TopoPci]) -> None:
+    """The topology matrix of the file's GPUs and NICs in nvidia-smi's vocabulary."""
+    devices = gpus + nics
+    labels = [f"GPU{i}" for i in range(len(gpus))] + [f"NIC{i}" for i in range(len(nics))]
+    by_bus = {p.busid: p for p in topo.pci}
+    up = [_ancestors(device, by_bus) for device in devices]
+    nvlink = [_nvlink_counts(device) for device in devices]
+    links: list[list[str | None]] = []
+    for i, a in enumerate(devices):
+        row: list[str | None] = []
+        for j, b in enumerate(devices):
+            if i == j:
+                row.append("X")
+                continue
+            row.append(_nvlink_between(nvlink[i], nvlink[j], b) or _pci_class(a, b, up[i], up[j]))
+        links.append(row)
+    frag.topology = Topology(labels=labels, links=links, source="import")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import (
     MAX_MEASURED_DEVICES,
     Context,
@@ -27,6 +28,7 @@ from pcidoc.collect.importers.text import (
     to_float,
     to_int,
 )
+from pcidoc.collect.importers.walk import Walker
 from pcidoc.model.measurements import P2PMatrixMeasurement, TransferMeasurement
 
 FORMAT = "nvbandwidth"
@@ -37,13 +39,13 @@ _BUILT_RE = lazy(r"^\s*Built from Git version", re.IGNORECASE)
 _CUDA_RE = lazy(r"^\s*CUDA\s+(Runtime|Driver)\s+Version:\s*(\d+)\s*$", re.IGNORECASE)
 _DRIVER_RE = lazy(r"^\s*Driver\s+Version:\s*([\d.]+)\s*$", re.IGNORECASE)
 _DEVICE_RE = lazy(
-    r"^\s*Device\s+(\d+):\s*(.*)\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
+    r"^\s*Device\s+(\d+):(.*)\(([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
     r"(?:\.[0-7])?)\)\s*$"
 )
 _RUNNING_RE = lazy(r"^\s*Running\s+([a-z0-9_]+)\.?\s*$")
 _TITLE_RE = lazy(
     r"^(?P<what>.*?)\b(?P<row>CPU|GPU)\(row\)\s*(?P<arrow><->|->|<-)\s*"
-    r"(?P<col>CPU|GPU)\(column\).*?\((?P<unit>GB/s|ns|us)\)\s*$",
+    r"(?P<col>CPU|GPU)\(column\).{0,300}?\((?P<unit>GB/s|ns|us)\)\s*$",
     re.IGNORECASE,
 )
 _HEADER_RE = lazy(r"^\s*\d+(?:\s+\d+)*\s*$")  # alignment may be lost in a paste
@@ -88,106 +90,119 @@ def _cuda_version(value: str) -> str | None:
     return f"{number // 1000}.{(number % 1000) // 10}"
 
 
+@record
+class _Run:
+    """One nvbandwidth run being read."""
+
+    frag: Fragment
+    devices: dict[int, tuple[str, str | None]] = field(default_factory=dict)
+    tests: list[_Test] = field(default_factory=list)
+    current: _Test | None = None
+
+
+def _on_versions(run: _Run, line: str, index: int) -> bool | None:
+    """The tool, CUDA runtime/driver and driver versions (a second tool version starts the
+    next run)."""
+    frag = run.frag
+    match = _VERSION_RE.match(line)
+    if match:
+        if run.tests:
+            return None
+        frag.tool_versions["nvbandwidth"] = match.group(1)
+        return True
+    match = _CUDA_RE.match(line)
+    if match:
+        version = _cuda_version(match.group(2))
+        if version and match.group(1).lower() == "driver":
+            frag.driver["cuda_driver_version"] = version
+        elif version:
+            frag.tool_versions["cuda-runtime"] = version
+        return True
+    match = _DRIVER_RE.match(line)
+    if match:
+        frag.driver["driver_version"] = match.group(1)
+    return match is not None
+
+
+def _on_device(run: _Run, line: str, index: int) -> bool:
+    match = _DEVICE_RE.match(line)
+    if match:
+        run.devices[int(match.group(1))] = (
+            match.group(2).strip(),
+            normalize_bus_id(match.group(3)),
+        )
+    return match is not None
+
+
+def _on_test(run: _Run, line: str, index: int) -> bool:
+    """``Running <test>.`` and the matrix title after it."""
+    match = _RUNNING_RE.match(line)
+    if match:
+        run.current = _Test(match.group(1))
+        run.tests.append(run.current)
+        return True
+    title = _TITLE_RE.match(line)
+    if title is None:
+        return False
+    if run.current is None:
+        run.current = _Test("unknown")
+        run.tests.append(run.current)
+    run.current.title = title
+    return True
+
+
+def _on_matrix(run: _Run, line: str, index: int) -> bool:
+    """The matrix's header and rows."""
+    test = run.current
+    if test is None:
+        return False
+    if test.title is not None and not test.columns and _HEADER_RE.match(line):
+        test.columns = [int(x) for x in line.split()[:MAX_MEASURED_DEVICES]]
+        return True
+    match = _ROW_RE.match(line)
+    if match is None or not test.columns:
+        return False
+    values = [to_float(x) for x in match.group(2).split()[:MAX_MEASURED_DEVICES]]
+    if not too_many(run.frag, len(test.rows), MAX_MEASURED_DEVICES, "nvbandwidth matrix"):
+        test.rows.setdefault(int(match.group(1)), values)
+    return True
+
+
+def _on_other(run: _Run, line: str, index: int) -> bool:
+    """``SUM <test> <value>``, waived tests, the build line and the tool's notes."""
+    match = _SUM_RE.match(line)
+    if match:
+        _sum_line(run.tests, match.group(1), to_float(match.group(2)))
+        return True
+    if _WAIVED_RE.search(line):
+        if run.current is not None:
+            run.current.waived = True
+        return True
+    return bool(_BUILT_RE.match(line) or _NOISE_RE.match(line))
+
+
+_HANDLERS = (_on_versions, _on_device, _on_test, _on_matrix, _on_other)
+
+
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse one nvbandwidth run."""
-    frag = Fragment(FORMAT)
-    devices: dict[int, tuple[str, str | None]] = {}
-    tests: list[_Test] = []
-    current: _Test | None = None
-    index = start
-    blank = 0
-    while index < len(doc.lines):
-        line = doc.lines[index]
-        if not line.strip():
-            blank += 1
-            if blank > 3:
-                break
-            index += 1
-            continue
-        blank = 0
-        if doc.is_command(index):
-            break
-        match = _VERSION_RE.match(line)
-        if match:
-            if tests:
-                break
-            frag.tool_versions["nvbandwidth"] = match.group(1)
-            index += 1
-            continue
-        match = _CUDA_RE.match(line)
-        if match:
-            version = _cuda_version(match.group(2))
-            if version:
-                if match.group(1).lower() == "driver":
-                    frag.driver["cuda_driver_version"] = version
-                else:
-                    frag.tool_versions["cuda-runtime"] = version
-            index += 1
-            continue
-        match = _DRIVER_RE.match(line)
-        if match:
-            frag.driver["driver_version"] = match.group(1)
-            index += 1
-            continue
-        match = _DEVICE_RE.match(line)
-        if match:
-            name = match.group(2).strip()
-            devices[int(match.group(1))] = (name, normalize_bus_id(match.group(3)))
-            index += 1
-            continue
-        match = _RUNNING_RE.match(line)
-        if match:
-            current = _Test(match.group(1))
-            tests.append(current)
-            index += 1
-            continue
-        match = _TITLE_RE.match(line)
-        if match:
-            if current is None:
-                current = _Test("unknown")
-                tests.append(current)
-            current.title = match
-            index += 1
-            continue
-        header = current is not None and current.title is not None and not current.columns
-        if header and current is not None and _HEADER_RE.match(line):
-            current.columns = [int(x) for x in line.split()[:MAX_MEASURED_DEVICES]]
-            index += 1
-            continue
-        match = _ROW_RE.match(line)
-        if match and current is not None and current.columns:
-            values = [to_float(x) for x in match.group(2).split()[:MAX_MEASURED_DEVICES]]
-            if not too_many(frag, len(current.rows), MAX_MEASURED_DEVICES, "nvbandwidth matrix"):
-                current.rows.setdefault(int(match.group(1)), values)
-            index += 1
-            continue
-        match = _SUM_RE.match(line)
-        if match:
-            _sum_line(tests, match.group(1), to_float(match.group(2)))
-            index += 1
-            continue
-        if _WAIVED_RE.search(line):
-            if current is not None:
-                current.waived = True
-            index += 1
-            continue
-        if _BUILT_RE.match(line) or _NOISE_RE.match(line):
-            index += 1
-            continue
-        break
-
-    for gpu_index, (name, bus_id) in devices.items():
+    run = _Run(Fragment(FORMAT))
+    walker = Walker(blank_lines=3)
+    index = walker.walk(doc, start, run, _HANDLERS)
+    frag = run.frag
+    note = walker.bad_values_note("nvbandwidth")
+    if note:
+        frag.warn(note)
+    for gpu_index, (name, bus_id) in run.devices.items():
         part = frag.gpu(gpu_index)
         part.fields["name"] = name
         if bus_id:
             part.fields["bus_id"] = bus_id
-    if devices:
-        frag.gpu_count = max(devices) + 1
+    if run.devices:
+        frag.gpu_count = max(run.devices) + 1
     buffer = to_int(option_value(ctx.command, "-b", "--bufferSize"))
     size_bytes = buffer * 2**20 if buffer else None
-    read: list[str] = []
-    for test in tests:
-        read.append(_test(frag, test, size_bytes, ctx))
+    read = [_test(frag, test, size_bytes, ctx) for test in run.tests]
     version = frag.tool_versions.get("nvbandwidth")
     head = f"nvbandwidth {version}" if version else "nvbandwidth"
     frag.read.append(f"{head}: " + ("; ".join(read) if read else "no test results"))
@@ -225,10 +240,11 @@ def _matrix(test: _Test) -> tuple[list[int], list[list[float | None]]]:
     gpus = sorted(set(test.columns) | set(test.rows))
     size = len(gpus)
     values: list[list[float | None]] = [[None] * size for _ in range(size)]
+    position = {gpu: i for i, gpu in enumerate(gpus)}
     for row, cells in test.rows.items():
         for k, col in enumerate(test.columns):
             if k < len(cells):
-                values[gpus.index(row)][gpus.index(col)] = cells[k]
+                values[position[row]][position[col]] = cells[k]
     if test.title is not None and test.title.group("arrow") == "<-":
         values = [list(column) for column in zip(*values, strict=True)]
     return gpus, values

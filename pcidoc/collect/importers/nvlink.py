@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import re
 
+from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import Context, Fragment, GpuPart
 from pcidoc.collect.importers.text import Doc, label_span, lazy, normalize_bus_id, to_float, to_int
+from pcidoc.collect.importers.walk import Walker
 
 FORMAT = "nvidia-smi-nvlink"
 DESCRIPTION = "nvidia-smi nvlink -s / -R / -e (NVLink state, rate, remote ends, errors)"
@@ -63,83 +65,109 @@ def _error_key(name: str) -> str:
     return {"crc": "crc_flit", "crc flit": "crc_flit"}.get(words, words.replace(" ", "_"))
 
 
+@record
+class _Blocks:
+    """The ``GPU N:`` blocks being read."""
+
+    doc: Doc
+    frag: Fragment
+    current: GpuPart | None = None
+    order: list[int] = field(default_factory=list)
+    link_lines: int = 0
+    kinds: set[str] = field(default_factory=set)
+    elided_after: list[int | None] = field(default_factory=list)
+    mig_seen: bool = False
+    other_lines: int = 0
+
+
+def _on_heading(blocks: _Blocks, line: str, index: int) -> bool:
+    heading = _heading(line)
+    if heading is None:
+        return False
+    gpu_index, name, uuid = heading
+    current = blocks.current = blocks.frag.gpu(gpu_index)
+    if gpu_index not in blocks.order:
+        blocks.order.append(gpu_index)
+    if name:
+        current.fields.setdefault("name", name)
+    if uuid and uuid.startswith("GPU-"):
+        current.fields.setdefault("uuid", uuid)
+    return True
+
+
+def _on_elision(blocks: _Blocks, line: str, index: int) -> bool:
+    if not _ELISION_RE.match(line):
+        return False
+    blocks.elided_after.append(blocks.current.index if blocks.current else None)
+    return True
+
+
+def _on_link(blocks: _Blocks, line: str, index: int) -> bool:
+    match = _LINK_RE.match(line)
+    if not match or blocks.current is None:
+        return False
+    blocks.link_lines += 1
+    _link(blocks.current, int(match.group(1)), match.group(2).strip(), blocks.kinds)
+    return True
+
+
+def _on_indented(blocks: _Blocks, line: str, index: int) -> bool:
+    """Other per-GPU lines (``-info``, ``-c``; MIG devices of ``-L``) are read past."""
+    if blocks.current is None or not line[:1].isspace():
+        return False
+    if _MIG_RE.match(line):
+        blocks.current.mig["enabled"] = True
+        blocks.mig_seen = True
+    else:
+        blocks.other_lines += 1
+    return True
+
+
+_HANDLERS = (_on_heading, _on_elision, _on_link, _on_indented)
+
+
+def _resumes(blocks: _Blocks, index: int, blanks: int) -> bool:
+    following = blocks.doc.lines[index]
+    return not blocks.doc.is_command(index) and bool(
+        _GPU_RE.match(following) or _LINK_RE.match(following)
+    )
+
+
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse consecutive ``GPU N:`` blocks of one nvlink / -L output."""
-    frag = Fragment(FORMAT, from_nvidia_smi=True)
-    index = start
-    current: GpuPart | None = None
-    order: list[int] = []
-    link_lines = 0
-    kinds: set[str] = set()
-    elided_after: list[int | None] = []
-    mig_seen = False
-    other_lines = 0
-    while index < len(doc.lines):
-        line = doc.lines[index]
-        if not line.strip():
-            nxt = index + 1
-            while nxt < len(doc.lines) and not doc.lines[nxt].strip():
-                nxt += 1
-            if nxt < len(doc.lines) and not doc.is_command(nxt):
-                following = doc.lines[nxt]
-                if _GPU_RE.match(following) or _LINK_RE.match(following):
-                    index = nxt
-                    continue
-            break
-        if doc.is_command(index):
-            break
-        heading = _heading(line)
-        if heading:
-            gpu_index, name, uuid = heading
-            current = frag.gpu(gpu_index)
-            if gpu_index not in order:
-                order.append(gpu_index)
-            if name:
-                current.fields.setdefault("name", name)
-            if uuid and uuid.startswith("GPU-"):
-                current.fields.setdefault("uuid", uuid)
-            index += 1
-            continue
-        if _ELISION_RE.match(line):
-            elided_after.append(current.index if current else None)
-            index += 1
-            continue
-        link_match = _LINK_RE.match(line)
-        if link_match and current is not None:
-            link_lines += 1
-            _link(current, int(link_match.group(1)), link_match.group(2).strip(), kinds)
-            index += 1
-            continue
-        if current is not None and line[:1].isspace():
-            if _MIG_RE.match(line):
-                current.mig["enabled"] = True
-                mig_seen = True
-            else:
-                other_lines += 1
-            index += 1
-            continue
-        break
+    blocks = _Blocks(doc, Fragment(FORMAT, from_nvidia_smi=True))
+    index = Walker(blank_lines=None, resume=_resumes).walk(doc, start, blocks, _HANDLERS)
+    frag, order = blocks.frag, blocks.order
+    if blocks.link_lines == 0 and (blocks.other_lines or (ctx.command and "nvlink" in ctx.command)):
+        frag.read.append(f"nvlink (no per-link lines): {label_span([f'GPU{g}' for g in order])}")
+    elif blocks.link_lines == 0:
+        _gpu_list(blocks)
+    else:
+        _links_read(blocks)
+    return frag, index
 
-    gpu_labels = label_span([f"GPU{g}" for g in order])
-    if link_lines == 0 and (other_lines or (ctx.command and "nvlink" in ctx.command)):
-        frag.read.append(f"nvlink (no per-link lines): {gpu_labels}")
-        return frag, index
-    if link_lines == 0:
-        frag.fmt = LIST_FORMAT
-        frag.from_nvidia_smi = True
-        if order and sorted(order) == list(range(len(order))) and not elided_after:
-            frag.gpu_count = len(order)
-        names = sorted({p.fields.get("name") for p in frag.gpus if p.fields.get("name")})
-        frag.read.append(
-            f"GPU list: {label_span([f'GPU{g}' for g in order])}"
-            + (f" ({', '.join(names)})" if names else "")
-            + ("; MIG devices listed" if mig_seen else "")
-        )
-        return frag, index
 
+def _gpu_list(blocks: _Blocks) -> None:
+    """Headings without link lines: ``nvidia-smi -L``."""
+    frag, order = blocks.frag, blocks.order
+    frag.fmt = LIST_FORMAT
+    frag.from_nvidia_smi = True
+    if order and sorted(order) == list(range(len(order))) and not blocks.elided_after:
+        frag.gpu_count = len(order)
+    names = sorted({p.fields.get("name") for p in frag.gpus if p.fields.get("name")})
+    frag.read.append(
+        f"GPU list: {label_span([f'GPU{g}' for g in order])}"
+        + (f" ({', '.join(names)})" if names else "")
+        + ("; MIG devices listed" if blocks.mig_seen else "")
+    )
+
+
+def _links_read(blocks: _Blocks) -> None:
+    """Warnings about elided GPUs, and what was read."""
+    frag, order = blocks.frag, blocks.order
     counts = {part.index: _shown(part) for part in frag.gpus}
     most = max(counts.values(), default=0)
-    for gpu in elided_after:
+    for gpu in blocks.elided_after:
         if gpu is None:
             frag.warn("nvlink: the paste starts with an elision ('...'); earlier GPUs unknown")
             continue
@@ -156,14 +184,13 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
                 f"nvlink: GPUs after GPU{gpu} are elided in the paste ('...'); only "
                 f"{label_span([f'GPU{g}' for g in order])} are known"
             )
-    what = " + ".join(sorted(kinds)) or "links"
+    what = " + ".join(sorted(blocks.kinds)) or "links"
     per_gpu = ", ".join(f"GPU{g}: {counts.get(g, 0)}" for g in order[:4])
     more = ", ..." if len(order) > 4 else ""
     up = sum(1 for p in frag.gpus for link in p.nvlinks.values() if link.get("state") == "up")
     down = sum(1 for p in frag.gpus for link in p.nvlinks.values() if link.get("state") == "down")
     state = f"; {up} up, {down} inactive" if up or down else ""
     frag.read.append(f"nvlink {what}: {len(order)} GPUs ({per_gpu}{more} links){state}")
-    return frag, index
 
 
 def _link(part: GpuPart, link: int, text: str, kinds: set[str]) -> None:

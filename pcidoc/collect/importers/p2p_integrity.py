@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 from pcidoc._lazyre import lazy
-from pcidoc.collect.importers.text import Doc
+from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.text import Doc, to_float, to_int
+from pcidoc.collect.importers.walk import Walker, first_line
 from pcidoc.model.runtime import P2PIntegrity
 
 FORMAT = "p2p-integrity"
@@ -28,7 +30,7 @@ _MOVE_RE = lazy(
     r"|\.to\(\s*['\"]cpu['\"]\s*\))+"
 )
 _TARGET_RE = lazy(r"\.(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?(\d+)['\"]?\s*\)")
-_OUTPUT_RE = lazy(r"tensor\(\[([^\]]*)\](?:,\s*device='cuda:(\d+)')?")
+_OUTPUT_RE = lazy(r"tensor\(\[([^\]]{0,2000})\](?:,\s*device='cuda:(\d+)')?")
 _ASSIGN_RE = lazy(r"^(\w+)\s*=\s*(\w+)\s*\.\s*(?:to|cuda)\(")
 _COMPARE_RE = lazy(r"torch\.(?:equal|allclose)\(|\.(?:equal|allclose)\(|==")
 _PEER_RE = lazy(r"\.(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?\d")
@@ -69,7 +71,7 @@ def _simple_p2p(doc: Doc) -> P2PIntegrity | None:
         for i, line in enumerate(lines)
         if "Verification error" in line and (m := _VERIFY_RE.search(line))
     ]
-    named = any("simpleP2P" in line or "peer to peer memory" in line for line in lines[:2000])
+    named = any("simpleP2P" in line or "peer to peer memory" in line for line in lines)
     if not errors and not named:
         return None
     verdict = next((m for line in lines if "Test" in line and (m := _PASSED_RE.match(line))), None)
@@ -79,8 +81,8 @@ def _simple_p2p(doc: Doc) -> P2PIntegrity | None:
     for line in lines:
         bw = _BW_RE.search(line)
         if bw:
-            result.src, result.dst = int(bw.group(1)), int(bw.group(2))
-            result.bandwidth_gbps = float(bw.group(3))
+            result.src, result.dst = to_int(bw.group(1)), to_int(bw.group(2))
+            result.bandwidth_gbps = to_float(bw.group(3))
     if errors:
         result.ok = False
         result.wrong = len(errors)
@@ -213,12 +215,19 @@ def _fmt(values: list[float | None]) -> str:
     return "[" + ", ".join("?" if v is None else f"{v:g}" for v in values) + "]"
 
 
+def _session_line(session: _Session, raw: str, index: int) -> bool:
+    session.line(raw)
+    return True
+
+
 def _pytorch(doc: Doc) -> list[P2PIntegrity]:
-    if not any("torch" in line for line in doc.lines[:2000]):
+    """A session's results, read from its first line that names torch (20,000 lines on)."""
+    start = first_line(doc, lambda line: "torch" in line)
+    if start is None:
         return []
     session = _Session()
-    for raw in doc.lines[:20000]:
-        session.line(raw)
+    walker = Walker(blank_lines="read", others="skip", commands="read")
+    walker.walk(doc, start, session, (_session_line,), start + 20000)
     direct = [r for staged, r in session.results if not staged]
     staged = [r for is_staged, r in session.results if is_staged]
     for r in direct:
@@ -266,6 +275,17 @@ def _table(doc: Doc) -> P2PIntegrity | None:
         f"root complexes {', '.join(result.root_complexes)}; the job read a corrupted size"
     )
     return result
+
+
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: every integrity result of ``doc`` in one fragment."""
+    integrity = extract(doc)
+    if not integrity:
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.p2p_integrity.extend(integrity)
+    frag.read.append(summary(integrity))
+    return [frag]
 
 
 def extract(doc: Doc) -> list[P2PIntegrity]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import (
     MAX_MEASURED_DEVICES,
     Context,
@@ -18,6 +19,7 @@ from pcidoc.collect.importers.fragment import (
     too_many,
 )
 from pcidoc.collect.importers.text import Doc, lazy, to_float
+from pcidoc.collect.importers.walk import Walker
 from pcidoc.model.measurements import P2PMatrixMeasurement
 
 FORMAT = "p2pBandwidthLatencyTest"
@@ -25,7 +27,7 @@ DESCRIPTION = "cuda-samples p2pBandwidthLatencyTest (P2P bandwidth and latency m
 
 _TITLE_RE = lazy(r"\[\s*P2P \(Peer-to-Peer\) GPU Bandwidth Latency Test\s*\]")
 _DEVICE_RE = lazy(
-    r"^\s*Device:\s*(\d+),\s*(.+),\s*pciBusID:\s*([0-9A-Fa-f]+),\s*pciDeviceID:\s*([0-9A-Fa-f]+)"
+    r"^\s*Device:\s*(\d+),\s*(\S.*?),\s*pciBusID:\s*([0-9A-Fa-f]+),\s*pciDeviceID:\s*([0-9A-Fa-f]+)"
     r"(?:,\s*pciDomainID:\s*([0-9A-Fa-f]+))?"
 )
 _PEER_RE = lazy(r"^\s*Device=(\d+)\s+(CAN|CANNOT)\s+Access\s+Peer\s+Device=(\d+)")
@@ -68,86 +70,114 @@ class _Block:
         self.bad_cells = 0
 
 
+@record
+class _Test:
+    """One p2pBandwidthLatencyTest output being read."""
+
+    doc: Doc
+    start: int
+    frag: Fragment
+    devices: dict[int, tuple[str, str | None]] = field(default_factory=dict)
+    peers: dict[tuple[int, int], bool] = field(default_factory=dict)
+    connectivity: _Block | None = None
+    blocks: list[_Block] = field(default_factory=list)
+    current: _Block | None = None
+
+
+def _on_device(test: _Test, line: str, index: int) -> bool:
+    match = _DEVICE_RE.match(line)
+    if not match:
+        return False
+    domain = int(match.group(5) or "0", 16)
+    bus = int(match.group(3), 16)
+    dev = int(match.group(4), 16)
+    bus_id = f"{domain:04x}:{bus:02x}:{dev:02x}.0" if bus <= 0xFF and dev <= 0x1F else None
+    test.devices[int(match.group(1))] = (match.group(2).strip(), bus_id)
+    return True
+
+
+def _on_peer(test: _Test, line: str, index: int) -> bool:
+    match = _PEER_RE.match(line)
+    if match:
+        test.peers[(int(match.group(1)), int(match.group(3)))] = match.group(2) == "CAN"
+    return match is not None
+
+
+def _on_title(test: _Test, line: str, index: int) -> bool:
+    """A matrix title (or the connectivity matrix's): the matrix that the next rows fill."""
+    if _CONNECTIVITY_RE.match(line):
+        test.connectivity = test.current = _Block({})
+        return True
+    match = _MATRIX_RE.match(line)
+    if match:
+        test.current = _Block(match.groupdict())
+        test.blocks.append(test.current)
+    return match is not None
+
+
+def _on_header(test: _Test, line: str, index: int) -> bool:
+    match = _HEADER_RE.match(line)
+    current = test.current
+    if not match or current is None:
+        return False
+    if current.side is not None and (current.rows or current.columns):
+        # A second sub-block (the CPU latency block) of the same matrix.
+        current = test.current = _Block(dict(current.spec))
+        test.blocks.append(current)
+    current.side = match.group("side")
+    current.columns = [int(x) for x in match.group(2).split()[:MAX_MEASURED_DEVICES]]
+    return True
+
+
+def _on_row(test: _Test, line: str, index: int) -> bool:
+    match = _ROW_RE.match(line)
+    current = test.current
+    if not match or current is None or not current.columns:
+        return False
+    values = [to_float(x) for x in match.group(2).split()]
+    current.bad_cells += sum(1 for v in values if v is None)
+    row = int(match.group(1))
+    if too_many(test.frag, len(current.rows), MAX_MEASURED_DEVICES, "p2pBandwidthLatencyTest"):
+        pass
+    elif len(values) < len(current.columns):
+        current.short_rows.append(row)
+    else:
+        current.rows.setdefault(row, values[: len(current.columns)])
+    return True
+
+
+def _on_banner(test: _Test, line: str, index: int) -> bool | None:
+    """The test's title (a second one starts another output) and its notes."""
+    if _TITLE_RE.search(line):
+        return None if (test.blocks or test.devices) and index != test.start else True
+    return _NOISE_RE.match(line) is not None
+
+
+_HANDLERS = (_on_device, _on_peer, _on_title, _on_header, _on_row, _on_banner)
+
+
+def _resumes(test: _Test, index: int, blanks: int) -> bool:
+    """After blank lines, the output goes on when the next line is one of its own."""
+    line = test.doc.lines[index]
+    return bool(
+        detect(test.doc, index, Context(file=test.doc.name))
+        or _HEADER_RE.match(line)
+        or _NOISE_RE.match(line)
+    )
+
+
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse one p2pBandwidthLatencyTest output."""
-    frag = Fragment(FORMAT)
+    test = _Test(doc=doc, start=start, frag=Fragment(FORMAT))
+    walker = Walker(blank_lines=None, resume=_resumes)
+    end = walker.walk(doc, start, test, _HANDLERS)
+    frag = test.frag
+    note = walker.bad_values_note("p2pBandwidthLatencyTest")
+    if note:
+        frag.warn(note)
     method = "sm" if ctx.mentions("--sm_copy") or ctx.mentions("sm_copy") else "ce"
-    devices: dict[int, tuple[str, str | None]] = {}
-    peers: dict[tuple[int, int], bool] = {}
-    connectivity: _Block | None = None
-    blocks: list[_Block] = []
-    current: _Block | None = None
-    index = start
-    while index < len(doc.lines):
-        line = doc.lines[index]
-        if not line.strip():
-            index += 1
-            nxt = index
-            while nxt < len(doc.lines) and not doc.lines[nxt].strip():
-                nxt += 1
-            if nxt >= len(doc.lines) or not _belongs(doc, nxt):
-                index = nxt
-                break
-            continue
-        if doc.is_command(index):
-            break
-        match = _DEVICE_RE.match(line)
-        if match:
-            domain = int(match.group(5) or "0", 16)
-            bus = int(match.group(3), 16)
-            dev = int(match.group(4), 16)
-            bus_id = f"{domain:04x}:{bus:02x}:{dev:02x}.0" if bus <= 0xFF and dev <= 0x1F else None
-            devices[int(match.group(1))] = (match.group(2).strip(), bus_id)
-            index += 1
-            continue
-        match = _PEER_RE.match(line)
-        if match:
-            peers[(int(match.group(1)), int(match.group(3)))] = match.group(2) == "CAN"
-            index += 1
-            continue
-        if _CONNECTIVITY_RE.match(line):
-            connectivity = current = _Block({})
-            index += 1
-            continue
-        match = _MATRIX_RE.match(line)
-        if match:
-            current = _Block(match.groupdict())
-            blocks.append(current)
-            index += 1
-            continue
-        match = _HEADER_RE.match(line)
-        if match and current is not None:
-            side = match.group("side")
-            if current.side is not None and (current.rows or current.columns):
-                # A second sub-block (the CPU latency block) of the same matrix.
-                current = _Block(dict(current.spec))
-                blocks.append(current)
-            current.side = side
-            current.columns = [int(x) for x in match.group(2).split()[:MAX_MEASURED_DEVICES]]
-            index += 1
-            continue
-        match = _ROW_RE.match(line)
-        if match and current is not None and current.columns:
-            values = [to_float(x) for x in match.group(2).split()]
-            current.bad_cells += sum(1 for v in values if v is None)
-            row = int(match.group(1))
-            if too_many(frag, len(current.rows), MAX_MEASURED_DEVICES, "p2pBandwidthLatencyTest"):
-                pass
-            elif len(values) < len(current.columns):
-                current.short_rows.append(row)
-            else:
-                current.rows.setdefault(row, values[: len(current.columns)])
-            index += 1
-            continue
-        if _TITLE_RE.search(line) or _NOISE_RE.match(line):
-            if _TITLE_RE.search(line) and (blocks or devices) and index != start:
-                break
-            index += 1
-            continue
-        break
-
-    _gpus(frag, devices, peers, connectivity, blocks)
-    for block in blocks:
+    _gpus(frag, test.devices, test.peers, test.connectivity, test.blocks)
+    for block in test.blocks:
         _measurement(frag, block, method, ctx)
     bandwidth = sum(1 for m in frag.p2p if m.kind == "bandwidth")
     latency = sum(1 for m in frag.p2p if m.kind == "latency")
@@ -160,18 +190,7 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
         cells = [c for row in frag.can_access[1] for c in row if c is not None]
         text += f"; peer access {sum(cells)}/{len(cells)} pairs"
     frag.read.append(text)
-    return frag, index
-
-
-def _belongs(doc: Doc, index: int) -> bool:
-    line = doc.lines[index]
-    if doc.is_command(index):
-        return False
-    return bool(
-        detect(doc, index, Context(file=doc.name))
-        or _HEADER_RE.match(line)
-        or _NOISE_RE.match(line)
-    )
+    return frag, end
 
 
 def _gpus(
@@ -200,17 +219,18 @@ def _gpus(
         frag.gpu_count = max(indices) + 1
     gpus = sorted(indices)
     size = len(gpus)
+    position = {gpu: i for i, gpu in enumerate(gpus)}
     if peers:
         matrix: list[list[bool | None]] = [[None] * size for _ in range(size)]
         for (a, b), can in peers.items():
-            matrix[gpus.index(a)][gpus.index(b)] = can
+            matrix[position[a]][position[b]] = can
         frag.can_access = (gpus, matrix)
     elif connectivity is not None and connectivity.rows:
         matrix = [[None] * size for _ in range(size)]
         for row, values in connectivity.rows.items():
             for col, value in zip(connectivity.columns, values, strict=False):
-                if row != col and row in gpus and col in gpus and value is not None:
-                    matrix[gpus.index(row)][gpus.index(col)] = value >= 1
+                if row != col and row in position and col in position and value is not None:
+                    matrix[position[row]][position[col]] = value >= 1
         frag.can_access = (gpus, matrix)
 
 
@@ -230,10 +250,13 @@ def _measurement(frag: Fragment, block: _Block, method: str, ctx: Context) -> No
         return
     gpus = list(block.columns)
     size = len(gpus)
+    position: dict[int, int] = {}
+    for i, gpu in enumerate(gpus):
+        position.setdefault(gpu, i)  # a repeated column: its first place, as list.index
     values: list[list[float | None]] = [[None] * size for _ in range(size)]
     for row, cells in block.rows.items():
         if row in gpus:
-            values[gpus.index(row)] = list(cells[:size])
+            values[position[row]] = list(cells[:size])
     missing = [g for g in gpus if g not in block.rows]
     if not block.rows:
         frag.warn(f"p2pBandwidthLatencyTest: {title} matrix has no complete row; skipped")

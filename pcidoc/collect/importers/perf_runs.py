@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pcidoc._record import field, record
+from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.nccl_log import clean
 from pcidoc.collect.importers.nccl_tests import (
     MAX_ROWS,
@@ -24,11 +26,21 @@ from pcidoc.collect.importers.nccl_tests import (
     row_layout,
     using_line,
 )
-from pcidoc.collect.importers.text import Doc, comment_body, lazy, to_float, to_int
+from pcidoc.collect.importers.text import (
+    Doc,
+    comment_body,
+    json_float,
+    json_int,
+    lazy,
+    to_float,
+    to_int,
+)
+from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.evidence import PerfRank, PerfRun
 from pcidoc.model.measurements import CollectiveMeasurement, CollectiveRow
 
 FORMAT = "nccl-tests-launch"
+FORMAT_JSON = "nccl-tests-json"
 
 _RCCL_RE = lazy(r"rccl-tests\s*:\s*Version\s+(\S+)", re.IGNORECASE)  # on comment_body()
 _NCCL_TESTS_RE = lazy(r"nccl-tests version\s+(\S+)", re.IGNORECASE)
@@ -125,31 +137,67 @@ def _launch_line(run: PerfRun, line: str, tables: list[list[Row]]) -> bool:
     return False
 
 
+def read(doc: Doc, ctx: Context) -> list[Fragment]:
+    """The importer's face: the launch of ``doc`` as a fragment, when it says more than one
+    single-node table does (ranks, several headers, repeated rows)."""
+    run, warnings = extract(doc, ctx.file)
+    ctx.warnings.extend(warnings)
+    if run is None or not (run.ranks or run.headers > 1 or run.duplicated_rows):
+        return []
+    frag = Fragment(FORMAT)
+    frag.evidence.test_runs.append(run)
+    frag.read.append(summary(run))
+    return [frag]
+
+
+def json_fragment(data: Any, ctx: Context) -> Fragment:
+    """The importer's face for nccl-tests' JSON output."""
+    run, measurement = parse_json(data, ctx.file)
+    fragment = Fragment(FORMAT_JSON)
+    fragment.evidence.test_runs.append(run)
+    if measurement is not None:
+        fragment.collectives.append(measurement)
+    fragment.read.append(summary(run) + f", {run.rows} result row(s)")
+    return fragment
+
+
 def extract(doc: Doc, source: str) -> tuple[PerfRun | None, list[str]]:
     """The launch of the nccl-tests/rccl-tests run(s) in ``doc``; None when no header, rank
     line or per-size duplicated row is seen. Result rows are counted up to
     :data:`~pcidoc.collect.importers.nccl_tests.MAX_ROWS` (a paste of a million rows is read in
     bounded memory)."""
-    run = PerfRun(source=source)
-    found = False
-    tables: list[list[Row]] = []
-    kept = 0
-    for line in doc.lines:
-        if _launch_line(run, line, tables):
-            found = True
-            continue
-        if _version(run, line) or kept >= MAX_ROWS:
-            continue
-        row = _row(line)
-        if row is not None:
-            if not tables:
-                tables.append([])
-            tables[-1].append(row)
-            kept += 1
-    _count_rows(run, tables)
-    if not found and not (run.duplicated_rows and run.zero_busbw_rows):
+    launch = _Launch(PerfRun(source=source))
+    walker = each_line(doc, launch, _launch_or_row)
+    run = launch.run
+    _count_rows(run, launch.tables)
+    if not launch.found and not (run.duplicated_rows and run.zero_busbw_rows):
         return None, []
-    return run, []
+    note = walker.bad_values_note(FORMAT)
+    return run, [note] if note else []
+
+
+@record
+class _Launch:
+    run: PerfRun
+    found: bool = False
+    tables: list[list[Row]] = field(default_factory=list)
+    kept: int = 0
+
+
+def _launch_or_row(launch: _Launch, line: str, index: int) -> bool:
+    """One line of the text (the walker's handler): a launch line, a version, a result row."""
+    if _launch_line(launch.run, line, launch.tables):
+        launch.found = True
+        return True
+    if _version(launch.run, line) or launch.kept >= MAX_ROWS:
+        return True
+    row = _row(line)
+    if row is not None:
+        if not launch.tables:
+            launch.tables.append([])
+        launch.tables[-1].append(row)
+        launch.kept += 1
+    return True
 
 
 def summary(run: PerfRun) -> str:
@@ -172,9 +220,7 @@ def looks_like_json(data: Any) -> bool:
 
 
 def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if value == value and abs(value) != float("inf") else None
+    return json_float(value)
 
 
 def _json_ranks(run: PerfRun, devices: Any) -> None:
@@ -182,17 +228,17 @@ def _json_ranks(run: PerfRun, devices: Any) -> None:
     for pos, device in enumerate(devices[:4096] if isinstance(devices, list) else []):
         if not isinstance(device, dict):
             continue
-        rank = device.get("rank", pos)
+        rank = json_int(device.get("rank", pos))
         host = device.get("hostname")
-        if not isinstance(rank, int) or not isinstance(host, str):
+        if rank is None or not isinstance(host, str):
             continue
         name = device.get("device_info")
         run.ranks.append(
             PerfRank(
                 rank=rank,
                 host=host,
-                pid=device.get("pid") if isinstance(device.get("pid"), int) else None,
-                device=device.get("device") if isinstance(device.get("device"), int) else None,
+                pid=json_int(device.get("pid")),
+                device=json_int(device.get("device")),
                 bus=str(device.get("device_hex") or "") or None,
                 name=name if isinstance(name, str) else None,
             )
@@ -221,8 +267,8 @@ def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMe
     """
     run = PerfRun(source=source, headers=1, rank_lists=1)
     config = data.get("config") if isinstance(data.get("config"), dict) else {}
-    ngpus = config.get("ngpus")
-    if isinstance(ngpus, int):
+    ngpus = json_int(config.get("ngpus"))
+    if ngpus is not None:
         run.gpus_per_process = ngpus
     _json_ranks(run, data.get("devices"))
     rows: list[CollectiveRow] = []
@@ -230,8 +276,8 @@ def parse_json(data: dict[str, Any], source: str) -> tuple[PerfRun, CollectiveMe
     for result in data.get("results") or []:
         if not isinstance(result, dict):
             continue
-        size = result.get("size")
-        if not isinstance(size, int) or size < 0:
+        size = json_int(result.get("size"))
+        if size is None or size < 0:
             continue
         run.rows += 1
         for key, in_place in (("out_of_place", False), ("in_place", True)):

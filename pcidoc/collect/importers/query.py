@@ -13,8 +13,10 @@ indentation do not matter. The GPU index is the order of the blocks unless ``-i 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
+from pcidoc._record import field, record
 from pcidoc.collect.importers.fragment import Context, Fragment, GpuPart
 from pcidoc.collect.importers.text import (
     Doc,
@@ -24,6 +26,7 @@ from pcidoc.collect.importers.text import (
     to_float,
     to_int,
 )
+from pcidoc.collect.importers.walk import Walker
 
 FORMAT = "nvidia-smi-query"
 DESCRIPTION = "nvidia-smi -q [-i N] [-d PCIE] (GPU identity, PCIe link state, counters, fabric)"
@@ -158,167 +161,188 @@ def _bytes(raw: str) -> int | None:
     return int(value * scale)
 
 
+def _named(value: str) -> str | None:
+    return value if value and value.lower() not in _NA else None
+
+
+def _known(value: str) -> str | None:
+    return value if value.lower() not in _NA else None
+
+
+def _uuid(value: str) -> str | None:
+    return value if value.startswith(("GPU-", "MIG-")) else None
+
+
+def _pstate(value: str) -> int | None:
+    match = _PSTATE_RE.match(value)
+    return int(match.group(1)) if match else None
+
+
+def _fabric_status(value: str) -> str | None:
+    status = None if value.lower() in _NA or not value else value
+    return "success" if status is not None and status.lower() == "success" else status
+
+
+_Rule = tuple["str | None", frozenset[str], str, str, Callable[[str], Any]]
+
+_RULES: tuple[_Rule, ...] = (
+    (None, frozenset({"product name"}), "", "name", _named),
+    (None, frozenset({"product architecture"}), "", "architecture", _known),
+    (None, frozenset({"serial number"}), "", "serial", _named),
+    (None, frozenset({"gpu uuid"}), "", "uuid", _uuid),
+    (None, frozenset({"persistence mode"}), "", "persistence_mode", _bool),
+    (
+        None,
+        frozenset({"virtualization mode"}),
+        "",
+        "virtualization_mode",
+        lambda v: _VIRT.get(v.lower()),
+    ),
+    (None, frozenset({"bus id"}), "", "bus_id", normalize_bus_id),
+    (
+        None,
+        frozenset({"replays since reset", "replay counter", "replays"}),
+        "",
+        "replay_count",
+        to_int,
+    ),
+    (None, frozenset({"replay number rollovers"}), "", "replay_rollover_count", to_int),
+    (None, frozenset({"tx throughput"}), "", "tx_bytes_per_s", _throughput),
+    (None, frozenset({"rx throughput"}), "", "rx_bytes_per_s", _throughput),
+    (None, frozenset({"performance state"}), "", "pstate", _pstate),
+    ("mig mode", frozenset({"current"}), "mig", "enabled", _bool),
+    ("mig mode", frozenset({"pending"}), "mig", "pending", _bool),
+    ("pcie generation", frozenset({"max"}), "pcie", "max_gen", _gen),
+    ("pcie generation", frozenset({"current"}), "pcie", "current_gen", _gen),
+    ("pcie generation", frozenset({"device max"}), "pcie", "device_max_gen", _gen),
+    ("pcie generation", frozenset({"host max"}), "pcie", "host_max_gen", _gen),
+    ("link width", frozenset({"max"}), "pcie", "max_width", _width),
+    ("link width", frozenset({"current"}), "pcie", "current_width", _width),
+    ("link width", frozenset({"device max"}), "pcie", "device_max_width", _width),
+    ("bar1 memory usage", frozenset({"total"}), "", "bar1_total_bytes", _bytes),
+    ("fabric", frozenset({"state"}), "fabric", "state", lambda v: _FABRIC_STATE.get(v.lower())),
+    (None, frozenset({"fabric state"}), "fabric", "state", lambda v: _FABRIC_STATE.get(v.lower())),
+    ("fabric", frozenset({"status"}), "fabric", "status", _fabric_status),
+    (None, frozenset({"fabric status"}), "fabric", "status", _fabric_status),
+    (None, frozenset({"cliqueid", "clique id"}), "fabric", "clique_id", to_int),
+    (None, frozenset({"clusteruuid", "cluster uuid"}), "fabric", "cluster_uuid", _named),
+)
+"""(heading the key must be under or None, keys, sub-object, field, value reader): what a
+``-q`` key fills in a GPU block, in the order the keys are tried."""
+
+
 def _apply(part: GpuPart, heading: str | None, key: str, raw: str) -> bool:
     """Store one key of a GPU block; returns False when the key is not one pcidoc reads."""
-    value = raw.strip()
-    if key == "product name":
-        _set(part, "", "name", value if value.lower() not in _NA and value else None, raw)
-    elif key == "product architecture":
-        _set(part, "", "architecture", value if value.lower() not in _NA else None, raw)
-    elif key == "serial number":
-        _set(part, "", "serial", value if value.lower() not in _NA and value else None, raw)
-    elif key == "gpu uuid":
-        _set(part, "", "uuid", value if value.startswith(("GPU-", "MIG-")) else None, raw)
-    elif key == "persistence mode":
-        _set(part, "", "persistence_mode", _bool(value), raw)
-    elif key == "virtualization mode":
-        _set(part, "", "virtualization_mode", _VIRT.get(value.lower()), raw)
-    elif key == "bus id":
-        _set(part, "", "bus_id", normalize_bus_id(value), raw)
-    elif key in ("replays since reset", "replay counter", "replays"):
-        _set(part, "", "replay_count", to_int(value), raw)
-    elif key == "replay number rollovers":
-        _set(part, "", "replay_rollover_count", to_int(value), raw)
-    elif key == "tx throughput":
-        _set(part, "", "tx_bytes_per_s", _throughput(value), raw)
-    elif key == "rx throughput":
-        _set(part, "", "rx_bytes_per_s", _throughput(value), raw)
-    elif key == "performance state":
-        match = _PSTATE_RE.match(value)
-        _set(part, "", "pstate", int(match.group(1)) if match else None, raw)
-    elif heading == "mig mode" and key in ("current", "pending"):
-        name = "enabled" if key == "current" else "pending"
-        _set(part, "mig", name, _bool(value), raw, part.mig)
-    elif heading == "pcie generation" and key in ("max", "current", "device max", "host max"):
-        name = {
-            "max": "max_gen",
-            "current": "current_gen",
-            "device max": "device_max_gen",
-            "host max": "host_max_gen",
-        }[key]
-        _set(part, "pcie", name, _gen(value), raw, part.pcie)
-    elif heading == "link width" and key in ("max", "current", "device max"):
-        name = {"max": "max_width", "current": "current_width", "device max": "device_max_width"}
-        _set(part, "pcie", name[key], _width(value), raw, part.pcie)
-    elif heading == "bar1 memory usage" and key == "total":
-        _set(part, "", "bar1_total_bytes", _bytes(value), raw)
-    elif (heading == "fabric" and key == "state") or key == "fabric state":
-        state = _FABRIC_STATE.get(value.lower())
-        _set(part, "fabric", "state", state, raw, part.fabric)
-    elif (heading == "fabric" and key == "status") or key == "fabric status":
-        status = None if value.lower() in _NA or not value else value
-        if status is not None and status.lower() == "success":
-            status = "success"
-        _set(part, "fabric", "status", status, raw, part.fabric)
-    elif key in ("cliqueid", "clique id"):
-        _set(part, "fabric", "clique_id", to_int(value), raw, part.fabric)
-    elif key in ("clusteruuid", "cluster uuid"):
-        uuid = value if value and value.lower() not in _NA else None
-        _set(part, "fabric", "cluster_uuid", uuid, raw, part.fabric)
-    else:
+    for under, keys, sub, name, read in _RULES:
+        if key in keys and (under is None or under == heading):
+            store = {"": None, "mig": part.mig, "pcie": part.pcie, "fabric": part.fabric}[sub]
+            _set(part, sub, name, read(raw.strip()), raw, store)
+            return True
+    return False
+
+
+@record
+class _Query:
+    """One ``-q`` output (or snippet) being read."""
+
+    doc: Doc
+    frag: Fragment
+    blocks: list[tuple[str | None, GpuPart]] = field(default_factory=list)
+    current: GpuPart | None = None
+    heading: str | None = None
+    implicit: bool = False
+
+    def block(self) -> GpuPart:
+        """The current GPU block; a block without its ``GPU <bus id>`` line is GPU0's."""
+        if self.current is None:
+            self.current = GpuPart(index=0, index_certain=False)
+            self.blocks.append((None, self.current))
+            self.implicit = True
+        return self.current
+
+
+def _on_block(query: _Query, line: str, index: int) -> bool:
+    """The banner, and a ``GPU <bus id>`` line that starts a GPU block."""
+    if _BANNER_RE.match(line):
+        return True
+    match = _GPU_RE.match(line)
+    if match is None:
         return False
+    query.current = GpuPart(index=len(query.blocks))
+    bus = normalize_bus_id(match.group(1))
+    if bus:
+        query.current.fields["bus_id"] = bus
+    query.blocks.append((bus, query.current))
+    query.heading = None
     return True
+
+
+def _on_heading(query: _Query, line: str, index: int) -> bool | None:
+    head = _heading(line) if _kv(line) is None else None
+    if head is None:
+        return False
+    if head[0] == 0 and not (
+        head[1] in _SNIPPET_HEADINGS
+        or (query.current is not None and _followed_by_kv(query.doc, index))
+    ):
+        return None
+    query.block()
+    query.heading = head[1]
+    return True
+
+
+def _on_key(query: _Query, line: str, index: int) -> bool | None:
+    kv = _kv(line)
+    if kv is None:
+        return None  # neither a heading nor a key: the output ends
+    indent, key, value = kv
+    if indent == 0 and key not in _TOP_KEYS and (query.current is None or not _aligned(line)):
+        return None
+    if key in _TOP_KEYS and (query.current is None or indent == 0):
+        _top_key(query.frag, key, value)
+        return True
+    _apply(query.block(), query.heading, key, value)
+    return True
+
+
+def _top_key(frag: Fragment, key: str, value: str) -> None:
+    if key == "driver version" and value and value.lower() not in _NA:
+        frag.driver["driver_version"] = value
+    elif key == "cuda version" and value and value.lower() not in _NA:
+        frag.driver["cuda_driver_version"] = value
+    elif key == "attached gpus":
+        frag.attached_gpus = to_int(value)
+    elif key == "nvml version":
+        frag.driver["nvml_version"] = value
+
+
+_HANDLERS = (_on_block, _on_heading, _on_key)
 
 
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse one ``nvidia-smi -q`` output (or snippet) starting at ``start``."""
-    frag = Fragment(FORMAT, from_nvidia_smi=True)
-    blocks: list[tuple[str | None, GpuPart]] = []
-    current: GpuPart | None = None
-    heading: str | None = None
-    implicit = False
-    index = start
-    blank_run = 0
-    read_keys = 0
-    while index < len(doc.lines):
-        line = doc.lines[index]
-        if not line.strip():
-            blank_run += 1
-            if blank_run > 3:
-                break
-            index += 1
-            continue
-        if doc.is_command(index):
-            break
-        if _BANNER_RE.match(line):
-            blank_run = 0
-            index += 1
-            continue
-        gpu_match = _GPU_RE.match(line)
-        if gpu_match:
-            current = GpuPart(index=len(blocks))
-            bus = normalize_bus_id(gpu_match.group(1))
-            if bus:
-                current.fields["bus_id"] = bus
-            blocks.append((bus, current))
-            heading = None
-            blank_run = 0
-            index += 1
-            continue
-        kv = _kv(line)
-        head = _heading(line) if kv is None else None
-        indent = kv[0] if kv else head[0] if head else 0
-        if kv is None and head is None:
-            break
-        if (
-            indent == 0
-            and kv is not None
-            and kv[1] not in _TOP_KEYS
-            and (current is None or not _aligned(line))
-        ):
-            break
-        if (
-            indent == 0
-            and head is not None
-            and not (
-                head[1] in _SNIPPET_HEADINGS
-                or (current is not None and _followed_by_kv(doc, index))
-            )
-        ):
-            break
-        blank_run = 0
-        if head is not None:
-            if current is None:
-                current = GpuPart(index=0, index_certain=False)
-                blocks.append((None, current))
-                implicit = True
-            heading = head[1]
-            index += 1
-            continue
-        assert kv is not None
-        _, key, value = kv
-        if key in _TOP_KEYS and (current is None or indent == 0):
-            if key == "driver version" and value and value.lower() not in _NA:
-                frag.driver["driver_version"] = value
-            elif key == "cuda version" and value and value.lower() not in _NA:
-                frag.driver["cuda_driver_version"] = value
-            elif key == "attached gpus":
-                frag.attached_gpus = to_int(value)
-            elif key == "nvml version":
-                frag.driver["nvml_version"] = value
-            index += 1
-            continue
-        if current is None:
-            current = GpuPart(index=0, index_certain=False)
-            blocks.append((None, current))
-            implicit = True
-        if _apply(current, heading, key, value):
-            read_keys += 1
-        index += 1
+    query = _Query(doc, Fragment(FORMAT, from_nvidia_smi=True))
+    index = Walker(blank_lines=3).walk(doc, start, query, _HANDLERS)
+    _assign_indices(query.frag, query.blocks, ctx, query.implicit)
+    _describe(query.frag)
+    return query.frag, index
 
-    _assign_indices(frag, blocks, ctx, implicit)
-    return frag, index
+
+def _selected_ids(ctx: Context) -> tuple[str | None, list[int] | None]:
+    """``-i``'s value and, when it lists indices, the indices."""
+    selected = option_value(ctx.command, "-i", "--id")
+    if selected is None:
+        return None, None
+    parsed = [to_int(x) for x in selected.split(",")]
+    if all(p is not None for p in parsed):
+        return selected, [p for p in parsed if p is not None]
+    return selected, None
 
 
 def _assign_indices(
     frag: Fragment, blocks: list[tuple[str | None, GpuPart]], ctx: Context, implicit: bool
 ) -> None:
-    selected = option_value(ctx.command, "-i", "--id")
-    ids: list[int] | None = None
-    if selected is not None:
-        parsed = [to_int(x) for x in selected.split(",")]
-        if all(p is not None for p in parsed):
-            ids = [p for p in parsed if p is not None]
+    selected, ids = _selected_ids(ctx)
     attached = frag.attached_gpus
     if ids is not None and len(ids) == len(blocks):
         for gpu_id, (_, part) in zip(ids, blocks, strict=True):
@@ -348,8 +372,12 @@ def _assign_indices(
     frag.gpus = [part for _, part in blocks]
     if attached is not None and ids is None and selected is None and len(blocks) == attached:
         frag.gpu_count = attached
+
+
+def _describe(frag: Fragment) -> None:
+    """What was read, in one line."""
     descriptions = []
-    for _, part in blocks:
+    for part in frag.gpus:
         name = part.fields.get("name")
         bus = part.fields.get("bus_id")
         what = ", ".join(x for x in (name, bus) if x)
@@ -358,8 +386,8 @@ def _assign_indices(
             what = f"{what}, fabric {fabric}" if what else f"fabric {fabric}"
         descriptions.append(f"GPU{part.index}" + (f" ({what})" if what else ""))
     text = "nvidia-smi -q: " + ("; ".join(descriptions) if descriptions else "no GPU block")
-    if attached is not None:
-        text += f"; {attached} attached"
+    if frag.attached_gpus is not None:
+        text += f"; {frag.attached_gpus} attached"
     if "driver_version" in frag.driver:
         text += f"; driver {frag.driver['driver_version']}"
     if "cuda_driver_version" in frag.driver:

@@ -12,41 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pcidoc._record import field, record
-from pcidoc.collect.importers import (
-    amd_topo,
-    bandwidth_test,
-    lspci,
-    nccl_tests,
-    nccl_topo_xml,
-    nvbandwidth,
-    nvlink,
-    p2p_status,
-    p2p_test,
-    query,
-    smi_table,
-    topo,
-)
+from pcidoc.collect.import_formats import SECTION, readers
 from pcidoc.collect.importers.fragment import Context, Fragment
 from pcidoc.collect.importers.text import Doc
 
 Detector = Callable[[Doc, int, Context], bool]
 Parser = Callable[[Doc, int, Context], "tuple[Fragment, int]"]
 
-PARSERS: tuple[tuple[str, Detector, Parser], ...] = (
-    (nccl_topo_xml.FORMAT, nccl_topo_xml.detect, nccl_topo_xml.parse),
-    (amd_topo.FORMAT, amd_topo.detect, amd_topo.parse),
-    (lspci.FORMAT, lspci.detect, lspci.parse),
-    (nccl_tests.FORMAT, nccl_tests.detect, nccl_tests.parse),
-    (p2p_test.FORMAT, p2p_test.detect, p2p_test.parse),
-    (bandwidth_test.FORMAT, bandwidth_test.detect, bandwidth_test.parse),
-    (nvbandwidth.FORMAT, nvbandwidth.detect, nvbandwidth.parse),
-    (smi_table.FORMAT, smi_table.detect, smi_table.parse),
-    (query.FORMAT, query.detect, query.parse),
-    (nvlink.FORMAT, nvlink.detect, nvlink.parse),
-    (topo.FORMAT, topo.detect_legend, topo.parse_legend),
-    (topo.FORMAT, topo.detect, topo.parse),
-    (p2p_status.FORMAT, p2p_status.detect, p2p_status.parse),
+PARSERS: tuple[tuple[str, Detector, Parser], ...] = tuple(
+    (fmt, *reader.functions())  # type: ignore[misc]
+    for fmt, reader in readers(SECTION)
 )
+"""``(format id, detector, parser)`` of every section format, in the order of the table
+(:data:`pcidoc.collect.import_formats.FORMATS`)."""
 
 RAISE_PARSER_ERRORS = False
 """Tests set this to see parser bugs as exceptions instead of warnings."""

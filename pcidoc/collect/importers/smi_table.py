@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 
-from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc._record import record
+from pcidoc.collect.importers.fragment import Context, Fragment, GpuPart
 from pcidoc.collect.importers.text import Doc, label_span, lazy, normalize_bus_id, option_value
+from pcidoc.collect.importers.walk import Walker
 
 FORMAT = "nvidia-smi"
 DESCRIPTION = "nvidia-smi summary table (driver/CUDA versions, GPU names and bus ids)"
@@ -46,6 +48,44 @@ def detect(doc: Doc, index: int, ctx: Context) -> bool:
     return bool(_BANNER_RE.search(doc.lines[index]))
 
 
+@record
+class _Table:
+    """One summary table being read."""
+
+    frag: Fragment
+    last_gpu: GpuPart | None = None
+    in_processes: bool = False
+
+
+def _on_boxed(table: _Table, line: str, index: int) -> bool:
+    """Every line of the box is the table's; the ``Processes:`` box and what follows are read
+    past."""
+    line = line.strip()
+    if not line.startswith(("|", "+", "=")):
+        return False
+    if table.in_processes or _PROCESSES_RE.match(line):
+        table.in_processes = True
+        return True
+    row = _gpu_row(line)
+    if row is not None:
+        gpu_index, name, persistence, bus = row
+        part = table.frag.gpu(gpu_index)
+        if name and not name.endswith(("...", "…")):
+            part.fields["name"] = name
+        if bus:
+            part.fields["bus_id"] = bus
+        if persistence is not None:
+            part.fields["persistence_mode"] = persistence
+        table.last_gpu = part
+        return True
+    gpu = table.last_gpu
+    if gpu is not None and "pstate" not in gpu.fields:
+        match = _PSTATE_RE.search(line)
+        if match and "W" in line:
+            gpu.fields["pstate"] = int(match.group(1))
+    return True
+
+
 def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     """Parse one summary table."""
     frag = Fragment(FORMAT, from_nvidia_smi=True)
@@ -54,38 +94,7 @@ def parse(doc: Doc, start: int, ctx: Context) -> tuple[Fragment, int]:
     frag.driver["driver_version"] = banner.group("driver")
     if banner.group("cuda") and banner.group("cuda") != "N/A":
         frag.driver["cuda_driver_version"] = banner.group("cuda")
-    index = start + 1
-    last_gpu = None
-    in_processes = False
-    while index < len(doc.lines):
-        line = doc.lines[index].strip()
-        if not line:
-            break
-        if doc.is_command(index) or not line.startswith(("|", "+", "=")):
-            break
-        if _PROCESSES_RE.match(line):
-            in_processes = True
-        if in_processes:
-            index += 1
-            continue
-        row = _gpu_row(line)
-        if row is not None:
-            gpu_index, name, persistence, bus = row
-            part = frag.gpu(gpu_index)
-            if name and not name.endswith(("...", "…")):
-                part.fields["name"] = name
-            if bus:
-                part.fields["bus_id"] = bus
-            if persistence is not None:
-                part.fields["persistence_mode"] = persistence
-            last_gpu = part
-            index += 1
-            continue
-        if last_gpu is not None and "pstate" not in last_gpu.fields:
-            match = _PSTATE_RE.search(line)
-            if match and "W" in line:
-                last_gpu.fields["pstate"] = int(match.group(1))
-        index += 1
+    index = Walker().walk(doc, start + 1, _Table(frag), (_on_boxed,))
     indices = sorted(p.index for p in frag.gpus)
     selected = option_value(ctx.command, "-i", "--id")
     if indices and selected is None and indices == list(range(len(indices))):

@@ -58,6 +58,37 @@ def to_int(token: str | None) -> int | None:
     return int(token)
 
 
+JSON_INT_LIMIT = 2**63 - 1
+"""The largest integer a JSON value of a tool's output holds (a 64-bit counter)."""
+
+
+def json_int(value: object) -> int | None:
+    """An integer of a parsed JSON document, or None (not an integer, a bool, or beyond 64
+    bits: one 400-digit number must not stand for a count)."""
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > JSON_INT_LIMIT:
+        return None
+    return value
+
+
+def json_float(value: object) -> float | None:
+    """A finite number of a parsed JSON document, or None (an integer too large for a float
+    is none either)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def json_integer(text: str) -> int | float:
+    """``parse_int`` of the JSON decoders of pastes: an integer of more than 400 digits is read
+    as infinite (a value out of range, which :func:`json_int` and :func:`json_float` refuse)
+    instead of failing the whole document (Python refuses ``int()`` beyond 4,300 digits)."""
+    return int(text) if len(text) <= 400 else math.inf
+
+
 def named(noun: str, labels: list[str], verb: str = "") -> str:
     """``row GPU3`` / ``rows GPU1-GPU3`` (and ``has``/``have`` for ``verb="have"``): a noun
     counted by the labels that follow it, which a plural rule cannot see."""
@@ -122,9 +153,9 @@ def shorten(text: str, limit: int = 60) -> str:
 
 _FENCE_RE = lazy(r"^\s*(?:```|~~~)")
 _QUOTE_RE = lazy(r"^ {0,3}(?:>(?: |$))+")
-_LISTCHARS_RE = lazy(r">+-+(?:>+-+)*")
+_LISTCHARS_RE = lazy(r"(?<!>)>+-+(?:>+-+)*")
 _TAG_START_RE = lazy(r"^\s*\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?")
-_ANSI_RE = lazy(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_ANSI_RE = lazy(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*\x07")
 _TAG_RE = lazy(r"\[\d+(?:,\d+)?\](?:<std(?:out|err)>:)?")
 _INVISIBLE = str.maketrans(
     {"\u00a0": " ", "\u2007": " ", "\u202f": " ", "\u200b": None, "\ufeff": None, "\r": None}
@@ -152,7 +183,7 @@ _TOOL_NAMES = (
 )
 """Every tool name of ``_TOOL_RE`` contains one of these: a line without them is no command."""
 _PREFIX_OK_RE = lazy(
-    r"^(?:.*?[$#>%\]]\s*|\s*-\[[^\]]*\]-\s*|\s*)"
+    r"^(?:.{0,300}?[$#>%\]]\s*|\s*-\[[^\]]*\]-\s*|\s*)"
     r"(?:(?:sudo|time|env|nohup|exec|command)\s+(?:-\S+\s+)*|[A-Za-z_]\w*=\S*\s+)*$"
 )
 _GLUED_HEADER_RE = lazy(r"(?<!\s)\s{2,}(?=GPU\d)")
@@ -248,7 +279,11 @@ def prepare(text: str, name: str) -> Doc:
         to a ``topo -m`` header is split in two) and ``commands`` the command on each line.
     """
     raw_lines = strip_line_numbers(text.replace("\r\n", "\n").split("\n"))
-    tagged = any(_TAG_START_RE.match(_QUOTE_RE.sub("", line)) for line in raw_lines[:200])
+    # mpirun --tag-output: judged on 200 lines from the first that may carry a tag ('[', or
+    # '> [' quoted), wherever the output starts after prose or a log.
+    first = next((i for i, line in enumerate(raw_lines) if line.lstrip(" >")[:1] == "["), 0)
+    window = raw_lines[first : first + 200]
+    tagged = any(_TAG_START_RE.match(_QUOTE_RE.sub("", line)) for line in window)
     lines: list[str] = []
     commands: list[str | None] = []
     numbers: list[int] = []

@@ -17,10 +17,12 @@ One trace file is one rank; ``distributedInfo.world_size`` gives the number of r
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from pcidoc.collect.importers.fragment import Fragment
-from pcidoc.collect.importers.text import lazy
+from pcidoc._record import field, record
+from pcidoc.collect.importers.fragment import Context, Fragment
+from pcidoc.collect.importers.text import json_float, lazy
 from pcidoc.model.measurements import MemcpyKind, WorkloadEvidence
 
 FORMAT = "pytorch-trace"
@@ -50,10 +52,7 @@ def _median(values: list[float]) -> float:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if number == number and abs(number) != float("inf") else None
+    return json_float(value)
 
 
 def _union(intervals: list[Interval]) -> list[Interval]:
@@ -125,66 +124,66 @@ def _memcpy_class(name: str) -> tuple[str, str]:
     return direction, memory
 
 
-def parse_trace(data: Any, name: str) -> Fragment | None:
-    """Workload evidence from a parsed trace, or ``None`` when ``data`` is not a trace."""
-    events = events_of(data)
-    if events is None:
-        return None
-    frag = Fragment(FORMAT)
-    steps: dict[int, Interval] = {}
-    gpu_steps: dict[int, Interval] = {}
-    memcpy: dict[str, list[float]] = {}
-    kernels: dict[Any, tuple[list[Interval], list[Interval]]] = {}
-    missing_bytes = 0
-    for event in events:
-        if event.get("ph") != "X":
-            continue
-        ts = _number(event.get("ts"))
-        dur = _number(event.get("dur"))
-        if ts is None or dur is None or dur < 0:
-            continue
-        event_name = event.get("name")
-        if not isinstance(event_name, str):
-            continue
-        cat = event.get("cat") if isinstance(event.get("cat"), str) else ""
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
-        step = _STEP_RE.match(event_name)
-        if step:
-            target = gpu_steps if cat == "gpu_user_annotation" else steps
-            target.setdefault(int(step.group(1)), (ts, ts + dur))
-            continue
-        if cat == "gpu_memcpy" or (cat.lower() == "memcpy") or event_name.startswith("Memcpy "):
-            size = _number(args.get("bytes"))
-            if size is None:
-                bandwidth = _number(args.get("memory bandwidth (GB/s)"))
-                size = bandwidth * dur * 1e3 if bandwidth is not None else None
-            if size is None:
-                missing_bytes += 1
-                size = 0.0
-            entry = memcpy.setdefault(event_name, [0.0, 0.0, 0.0])
-            entry[0] += 1
-            entry[1] += size
-            entry[2] += dur
-            continue
-        if cat.lower() == "kernel":
-            device = args.get("device", event.get("pid"))
-            nccl, other = kernels.setdefault(
-                device if isinstance(device, (int, str)) else 0, ([], [])
-            )
-            (nccl if "nccl" in event_name.lower() else other).append((ts, ts + dur))
-    if not (steps or gpu_steps or memcpy or kernels):
-        return None
+def looks_like_trace(data: Any) -> bool:
+    """A JSON document of trace events (``{"traceEvents": [...]}`` or a bare list)."""
+    return events_of(data) is not None
 
-    chosen = steps or gpu_steps
-    windows = _union(list(chosen.values()))
-    evidence = WorkloadEvidence(source=f"import:{name}")
-    if chosen:
-        evidence.steps = len(chosen)
-        durations = [end - start for start, end in chosen.values()]
-        evidence.step_time_ms = _median(durations) / 1000.0
+
+@record
+class _Events:
+    """What the trace's complete events hold, gathered in one pass."""
+
+    steps: dict[int, Interval] = field(default_factory=dict)
+    gpu_steps: dict[int, Interval] = field(default_factory=dict)
+    memcpy: dict[str, list[float]] = field(default_factory=dict)
+    """Label -> [count, bytes, microseconds]."""
+    kernels: dict[Any, tuple[list[Interval], list[Interval]]] = field(default_factory=dict)
+    """Device -> (NCCL kernel intervals, other kernel intervals)."""
+    missing_bytes: int = 0
+
+
+def _memcpy_bytes(args: dict[str, Any], dur: float) -> float | None:
+    size = _number(args.get("bytes"))
+    if size is None:
+        bandwidth = _number(args.get("memory bandwidth (GB/s)"))
+        size = _number(bandwidth * dur * 1e3) if bandwidth is not None else None
+    return size
+
+
+def _event(found: _Events, event: dict[str, Any]) -> None:
+    """Fold one complete event (``"ph": "X"``) into ``found``."""
+    ts, dur = _number(event.get("ts")), _number(event.get("dur"))
+    name = event.get("name")
+    if ts is None or dur is None or dur < 0 or not isinstance(name, str):
+        return
+    cat = event.get("cat") if isinstance(event.get("cat"), str) else ""
+    args = event.get("args") if isinstance(event.get("args"), dict) else {}
+    step = _STEP_RE.match(name)
+    if step:
+        target = found.gpu_steps if cat == "gpu_user_annotation" else found.steps
+        target.setdefault(int(step.group(1)), (ts, ts + dur))
+    elif cat == "gpu_memcpy" or cat.lower() == "memcpy" or name.startswith("Memcpy "):
+        size = _memcpy_bytes(args, dur)
+        if size is None:
+            found.missing_bytes += 1
+            size = 0.0
+        entry = found.memcpy.setdefault(name, [0.0, 0.0, 0.0])
+        entry[0] += 1
+        entry[1] += size
+        entry[2] += dur
+    elif cat.lower() == "kernel":
+        device = args.get("device", event.get("pid"))
+        nccl, other = found.kernels.setdefault(
+            device if isinstance(device, (int, str)) else 0, ([], [])
+        )
+        (nccl if "nccl" in name.lower() else other).append((ts, ts + dur))
+
+
+def _nccl_shares(evidence: WorkloadEvidence, found: _Events, windows: list[Interval]) -> None:
+    """The share of step time with an NCCL kernel running, and with nothing else besides."""
     time_shares: list[float] = []
     exposed_shares: list[float] = []
-    for _device, (nccl, other) in kernels.items():
+    for nccl, other in found.kernels.values():
         if not nccl:
             continue
         nccl_u, other_u = _union(nccl), _union(other)
@@ -200,10 +199,13 @@ def parse_trace(data: Any, name: str) -> Fragment | None:
     if time_shares:
         evidence.nccl_time_share = min(1.0, sum(time_shares) / len(time_shares))
         evidence.nccl_exposed_share = min(1.0, sum(exposed_shares) / len(exposed_shares))
-    elif kernels:
+    elif found.kernels:
         evidence.nccl_time_share = 0.0
         evidence.nccl_exposed_share = 0.0
-    for label, (count, size, time_us) in sorted(memcpy.items()):
+
+
+def _memcpy_kinds(evidence: WorkloadEvidence, found: _Events) -> None:
+    for label, (count, size, time_us) in sorted(found.memcpy.items()):
         direction, memory = _memcpy_class(label)
         evidence.memcpy.append(
             MemcpyKind(
@@ -211,17 +213,41 @@ def parse_trace(data: Any, name: str) -> Fragment | None:
                 direction=direction,  # type: ignore[arg-type]
                 memory=memory,  # type: ignore[arg-type]
                 count=int(count),
-                bytes=int(size),
+                bytes=int(size) if math.isfinite(size) else 0,
                 time_us=time_us,
             )
         )
+
+
+def parse_trace(data: Any, ctx: Context) -> Fragment | None:
+    """Workload evidence from a parsed trace, or ``None`` when ``data`` is not a trace."""
+    events = events_of(data)
+    if events is None:
+        return None
+    found = _Events()
+    for event in events:
+        if event.get("ph") == "X":
+            _event(found, event)
+    if not (found.steps or found.gpu_steps or found.memcpy or found.kernels):
+        return None
+    frag = Fragment(FORMAT)
+    chosen = found.steps or found.gpu_steps
+    evidence = WorkloadEvidence(source=f"import:{ctx.file}")
+    if chosen:
+        evidence.steps = len(chosen)
+        durations = [end - start for start, end in chosen.values()]
+        evidence.step_time_ms = _median(durations) / 1000.0
+    _nccl_shares(evidence, found, _union(list(chosen.values())))
+    _memcpy_kinds(evidence, found)
     info = data.get("distributedInfo") if isinstance(data, dict) else None
     if isinstance(info, dict):
         world = info.get("world_size")
         if isinstance(world, int) and not isinstance(world, bool) and world > 0:
             evidence.ranks = world
-    if missing_bytes:
-        frag.warn(f"profiler trace: {missing_bytes} memcpy events without a size; counted as 0 B")
+    if found.missing_bytes:
+        frag.warn(
+            f"profiler trace: {found.missing_bytes} memcpy events without a size; counted as 0 B"
+        )
     if not chosen:
         frag.warn("profiler trace: no ProfilerStep#N annotations; shares use the kernels' span")
     frag.workloads.append(evidence)
