@@ -49,7 +49,7 @@ def actions(culprit: Culprit | None, hardware_code: int | None = None) -> list[s
 
 def _hardware(cause: str, where: str, host: str, gpu: str, code: int | None) -> list[str]:
     if cause == "xid":
-        what = f"Xid {code}" if code is not None else "a GPU error"
+        what = f"Xid {code}" if code is not None else "the GPU fell off the bus or an NVLink error"
         return [
             f"drain {host}: {what} on {gpu} ({where}); run `nvidia-smi -q` and "
             "`dcgmi diag -r 3` there before returning it to service",

@@ -56,6 +56,26 @@ GSP errors...); others (13: a graphics exception of the application, 31: an MMU 
 application, 43: a stopped context) are the application's, not the hardware's."""
 
 
+def kernel_text(data: dict[str, object]) -> str:
+    """A kernel event in a few words (``Xid 79``, ``the GPU fell off the bus``)."""
+    kind = data.get("type")
+    if kind == "xid":
+        return f"Xid {data.get('code')}"
+    if kind == "fallen_off_bus":
+        return "the GPU fell off the bus"
+    if kind == "aer":
+        return f"PCIe AER {data.get('severity') or ''} error".replace("  ", " ")
+    if kind == "aer_recovery":
+        return f"PCIe AER recovery {data.get('outcome') or ''}".strip()
+    if kind == "iommu":
+        return f"{data.get('iommu') or 'IOMMU'} fault"
+    if kind == "link_notice":
+        return "a PCIe link trained below its capability"
+    if kind == "nvlink":
+        return "an NVLink error"
+    return str(kind)
+
+
 def _norm(bus: str | None) -> str | None:
     if not bus:
         return None

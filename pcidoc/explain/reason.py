@@ -11,7 +11,12 @@ from typing import Any
 
 from pcidoc.explain import advice
 from pcidoc.explain.facts import Event, JobFacts
-from pcidoc.explain.hardware import chain_link, kernel_cause, kernel_events_on_job_gpus
+from pcidoc.explain.hardware import (
+    chain_link,
+    kernel_cause,
+    kernel_events_on_job_gpus,
+    kernel_text,
+)
 from pcidoc.explain.ranks import RankView, build_views, world_size
 from pcidoc.explain.rules import (
     RULES,
@@ -98,23 +103,30 @@ def _moments(views: dict[int, RankView], facts: JobFacts, clocks: Clocks) -> lis
             what = event.kind.replace("_", " ")
             if event.data.get("collective"):
                 what += f" in {event.data['collective']}"
-            out.append(_moment(what, event, clocks))
+            out.append(_moment(what, event, clocks, kind="error"))
         for event in view.exits[:1]:
-            out.append(_moment(f"exit {event.data.get('code')}", event, clocks, view.rank))
+            out.append(_moment(f"exit {event.data.get('code')}", event, clocks, view.rank, "exit"))
         for event in view.watchdogs[:1]:
             out.append(
-                _moment(f"watchdog: {event.data.get('op')} #{event.data.get('seq')}", event, clocks)
+                _moment(
+                    f"watchdog: {event.data.get('op')} #{event.data.get('seq')}",
+                    event,
+                    clocks,
+                    kind="watchdog",
+                )
             )
     for event in facts.events:
         if event.kind == "kernel":
             data = event.data
-            what = f"kernel: {data.get('type')}" + (f" {data['code']}" if data.get("code") else "")
-            out.append(_moment(f"{what} on {data.get('bus_id') or '?'}", event, clocks))
+            what = f"kernel: {kernel_text(data)} on {data.get('bus_id') or '?'}"
+            out.append(_moment(what, event, clocks, kind="kernel"))
     out.sort(key=lambda m: (m.aligned is None, m.aligned or 0.0, m.rank or 0))
     return out
 
 
-def _moment(what: str, event: Event, clocks: Clocks, rank: int | None = None) -> Moment:
+def _moment(
+    what: str, event: Event, clocks: Clocks, rank: int | None = None, kind: str = "step"
+) -> Moment:
     return Moment(
         what=what,
         host=event.host,
@@ -122,6 +134,7 @@ def _moment(what: str, event: Event, clocks: Clocks, rank: int | None = None) ->
         time=event.time,
         aligned=clocks.aligned(event),
         ref=event.ref,
+        kind=kind,
     )
 
 
@@ -265,13 +278,11 @@ class _Reasoner:
             data = hardware.event.data
             self.hardware_code = data.get("code")
             cause = hardware.cause
-            what = f"{data.get('type')}" + (f" {data['code']}" if data.get("code") else "")
-            detail = (
-                f"kernel {what} on {hardware.where}"
-                + (" shortly before it stopped" if hardware.timed else " (time not comparable)")
-                + "; "
-                + detail
-            )
+            when = " shortly before it stopped" if hardware.timed else " (times not comparable)"
+            if hardware.timed and stop is not None and hardware.event.time is not None:
+                lead = stop.time - hardware.event.time  # type: ignore[operator]
+                when = f" {abs(lead):.1f} s {'before' if lead >= 0 else 'after'} its last step"
+            detail = f"kernel: {kernel_text(data)} ({hardware.where})," + when + "; " + detail
             self.result.confidence = min(
                 0.97, self.result.confidence + (0.1 if hardware.timed else 0.0)
             )
@@ -302,7 +313,7 @@ class _Reasoner:
             v.rank for v in self.views.values() if v.collective_errors() and v.rank != culprit
         )
         self.result.waiting = waiting
-        for rank in waiting[:5]:
+        for rank in waiting[:3]:
             event = self.views[rank].collective_errors()[0]
             if event.ref:
                 what = event.kind.replace("_", " ")

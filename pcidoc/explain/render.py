@@ -58,6 +58,21 @@ def moment_line(moment: Moment) -> str:
     return clean_line(f"  {stamp}{own}  {host:<14} {who:<8} {moment.what}{where}")
 
 
+def short_timeline(result: Explanation) -> list[Moment]:
+    """What matters most of the timeline: the kernel's events, the culprit's steps and end,
+    and the first few of its peers' errors (timed ones, in time order)."""
+    culprit = result.culprit.rank if result.culprit else None
+    peers = 0
+    shown = []
+    for moment in result.timeline:
+        keep = moment.kind == "kernel" or (culprit is not None and moment.rank == culprit)
+        if not keep and moment.kind in ("error", "watchdog") and peers < 3:
+            keep, peers = True, peers + 1
+        if keep:
+            shown.append(moment)
+    return shown[:TIMELINE_SHORT] if shown else result.timeline[:TIMELINE_SHORT]
+
+
 def _timeline(result: Explanation, verbose: bool) -> list[str]:
     moments = result.timeline
     if not moments:
@@ -67,16 +82,7 @@ def _timeline(result: Explanation, verbose: bool) -> list[str]:
     )
     head = f"Timeline (on {result.reference_host or 'each host'}'s clock"
     head += f"; offsets: {offsets})" if len(result.clock_offsets) > 1 else ")"
-    shown = moments
-    if not verbose and len(moments) > TIMELINE_SHORT:
-        anchor = result.first_anomaly
-        index = 0
-        if anchor is not None and anchor in moments:
-            index = moments.index(anchor)
-        elif anchor is not None:
-            index = next((i for i, m in enumerate(moments) if m.ref == anchor.ref), 0)
-        start = max(0, min(index - TIMELINE_SHORT // 3, len(moments) - TIMELINE_SHORT))
-        shown = moments[start : start + TIMELINE_SHORT]
+    shown = moments if verbose else short_timeline(result)
     lines = [head, *(moment_line(m) for m in shown)]
     if len(shown) < len(moments):
         lines.append(f"  ... {len(moments) - len(shown)} more (--verbose, or --json)")

@@ -73,6 +73,8 @@ class Moment:
     aligned: float | None = None
     """On the reference host's clock (None: unknown offset or no time)."""
     ref: Ref | None = None
+    kind: str = "step"
+    """``step``, ``error``, ``exit``, ``watchdog``, ``kernel``."""
 
 
 @record
@@ -235,5 +237,6 @@ def _moment(moment: Moment | None) -> dict[str, Any] | None:
         "rank": moment.rank,
         "time": clock_text(moment.time),
         "aligned_time": clock_text(moment.aligned),
+        "kind": moment.kind,
         "where": _ref(moment.ref),
     }
