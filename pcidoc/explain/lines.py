@@ -70,6 +70,7 @@ STYLES = (
     Style("torchrun", re.compile(r"^\[(?!rank\d)([A-Za-z_][\w-]*?)(\d+)\]:"), 0.2),
     Style("srun", re.compile(r"^\s{0,4}(\d{1,5}): "), 0.5),
 )
+PREFIX_PATTERNS = tuple(style.pattern for style in STYLES)
 _TORCH_RANK = re.compile(r"^\[rank(\d+)\]:\s?")
 
 
@@ -168,7 +169,7 @@ _STEP = re.compile(
     r"(?:\s*(?:/|of)\s*(\d{1,9}))?"
 )
 _TIMING = re.compile(
-    r"(?i)\b([a-z][a-z0-9_]*?)(?:_(ms|s)\b|[\s]*(?:time)?)[\s:=]+(\d+(?:\.\d+)?)\s*(ms|s)?\b"
+    r"(?<![A-Za-z0-9_])([A-Za-z][A-Za-z0-9_]{0,40})[ \t:=]{1,3}(\d{1,9}(?:\.\d{1,6})?) ?(ms|s)?\b"
 )
 _COMM_WORDS = (
     "allreduce",
@@ -193,11 +194,13 @@ def _timings(message: str) -> dict[str, float]:
     """``compute_ms 42.7 allreduce_ms 6.0`` → {"compute": 42.7, "comm": 6.0} (milliseconds)."""
     out: dict[str, float] = {}
     for match in _TIMING.finditer(message):
-        name, unit_a, value, unit_b = match.groups()
-        unit = unit_a or unit_b
+        name, value, unit = match.groups()
+        lowered = name.lower()
+        for suffix in ("_ms", "_s"):
+            if lowered.endswith(suffix) and unit is None:
+                lowered, unit = lowered[: -len(suffix)], suffix[1:]
         if unit is None:
             continue
-        lowered = name.lower()
         ms = float(value) * (1000.0 if unit.lower() == "s" else 1.0)
         if any(word in lowered for word in _COMM_WORDS):
             out["comm"] = out.get("comm", 0.0) + ms

@@ -31,6 +31,9 @@ MAX_TOTAL_BYTES = 512 * 2**20
 MAX_DEPTH = 8
 MAX_LINES = 2_000_000
 """Lines of one file that are read."""
+MAX_LINE_CHARS = 4096
+"""Characters of a line the readers look at (a log line is shorter; a 64 MiB line without a
+newline is not a log)."""
 TIME_BUDGET_S = 120.0
 """Reading stops (and says so) after this long."""
 _SKIP_SUFFIXES = frozenset({".py", ".pyc", ".so", ".png", ".jpg", ".gif", ".pdf", ".zip", ".tar"})
@@ -190,6 +193,7 @@ class TextScanner:
         style = L.detect_style(lines)
         rank_of_file, local_of_file = _file_identity(self.source.label)
         for index, raw in enumerate(lines):
+            raw = raw[:MAX_LINE_CHARS]
             if not raw.strip():
                 continue
             key, rest = L.split_prefix(raw, style)
