@@ -261,10 +261,17 @@ def _dump_flight_recorder(plan: dict[str, Any], rank: int) -> None:
 
 def _train_steps(plan: dict[str, Any], rank: int, log: Any, private: str) -> None:
     import torch  # noqa: TID251
+    import torch.distributed as dist  # noqa: TID251
 
     torch.manual_seed(1234 + rank)
     model = torch.nn.Linear(32, 8)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    # Warm-up: torch's first forward/backward initialises itself (long on a loaded machine),
+    # then everyone waits for everyone on a group with a long timeout, so that a rank still
+    # starting up is never mistaken for a hang.
+    model(torch.randn(16, 32)).pow(2).mean().backward()
+    opt.zero_grad()
+    dist.barrier(group=dist.new_group(backend="gloo", timeout=timedelta(seconds=120)))
     world = int(os.environ["WORLD_SIZE"])
     last = plan["steps"]
     if plan["fault"] == "mismatch" and plan["variant"] == "count" and rank == plan["victim"]:
@@ -322,9 +329,6 @@ def worker_main() -> int:
         os.getpid(),
     )
     dist.init_process_group("gloo", timeout=timedelta(seconds=plan["timeout_s"]))
-    # Everyone in step before the clock starts: a rank still starting up on a loaded machine
-    # must not look like a hang (this group's timeout is a long one).
-    dist.barrier(group=dist.new_group(backend="gloo", timeout=timedelta(seconds=120)))
     try:
         _train_steps(plan, rank, log, private)
         dist.barrier()
@@ -487,6 +491,13 @@ def _exit_lines(plan: dict[str, Any], rank: _Rank, first: bool) -> list[str]:
     return []
 
 
+TEARDOWN_GRACE_S = {"slurm": 3.0, "mpi": 1.0, "ray": 1.0, "torchrun": 0.1}
+"""How long the launcher lets the other ranks end on their own after the first one failed,
+before it terminates them: mpirun and Ray Train abort the job at once (within a second);
+srun without --kill-on-bad-exit lets the step run until it is cancelled; torchrun checks
+every 0.1 s."""
+
+
 class _Forked:
     """The harness's own launcher: forks every rank of every node from this process (torch is
     imported once), prefixes their lines as the chosen launcher does, and tears the job down
@@ -569,7 +580,7 @@ class _Forked:
             self._kill_all()
             return
         if self.failed_at is not None and not self.termed:
-            if time.monotonic() - self.failed_at < 0.5:
+            if time.monotonic() - self.failed_at < TEARDOWN_GRACE_S[self.plan["launcher"]]:
                 return
             self.termed = True
             for rank in alive:

@@ -264,9 +264,18 @@ class _Reasoner:
         detail = "; ".join(f.why for f in sorted(mine, key=lambda f: -f.weight)[:3])
         self._name(view, cause, detail, mine)
 
-    def _name(self, view: RankView, cause: str, detail: str, findings: list[Finding]) -> None:
+    def _name(
+        self,
+        view: RankView,
+        cause: str,
+        detail: str,
+        findings: list[Finding],
+        anchor: Event | None = None,
+    ) -> None:
+        """Name ``view`` the culprit; ``anchor``: when its trouble began (default: its last
+        step), for the join to the kernel's events."""
         link = self.links[view.rank]
-        stop = _stop_time(view)
+        stop = anchor or _stop_time(view)
         hardware = None
         if cause != "mismatch":
             hardware = kernel_cause(view, link, self.facts, stop.time if stop else None)
@@ -281,7 +290,8 @@ class _Reasoner:
             when = " shortly before it stopped" if hardware.timed else " (times not comparable)"
             if hardware.timed and stop is not None and hardware.event.time is not None:
                 lead = stop.time - hardware.event.time  # type: ignore[operator]
-                when = f" {abs(lead):.1f} s {'before' if lead >= 0 else 'after'} its last step"
+                moment = "the step it slowed down at" if anchor else "its last step"
+                when = f" {abs(lead):.1f} s {'before' if lead >= 0 else 'after'} {moment}"
             detail = f"kernel: {kernel_text(data)} ({hardware.where})," + when + "; " + detail
             self.result.confidence = min(
                 0.97, self.result.confidence + (0.1 if hardware.timed else 0.0)
@@ -400,8 +410,8 @@ class _Reasoner:
         )
         finding = Finding(view.rank, "slow", 2.0, detail, straggler.refs)
         self.result.confidence = min(0.9, 0.5 + 0.04 * straggler.steps)
-        self._name(view, "slow", detail, [finding])
         onset = view.steps.get(straggler.onset)
+        self._name(view, "slow", detail, [finding], onset)
         if onset is not None:
             self.result.first_anomaly = _moment(
                 f"rank {view.rank}: first slow step ({straggler.onset})", onset, self.clocks

@@ -475,9 +475,15 @@ def _timed_steps(views: dict[int, RankView], key: str) -> dict[int, dict[int, fl
     return {s: row for s, row in table.items() if len(row) >= 2}
 
 
+STRAGGLER_MIN_MS = 50.0
+"""A step counts as held back by a rank when it computed at least this much longer than the
+others' median, and at least as long again as that median: scheduling noise on a loaded
+machine stays below it."""
+
+
 def straggler_from_timings(views: dict[int, RankView]) -> Straggler | None:
-    """The rank that computes longest at most steps, by a margin no noise explains (at least
-    30 ms and 75 % of the others' median), with the others waiting for it (their
+    """The rank that computes longest, by a margin no noise explains, in at least two steps
+    and in most steps from the first of them on, with the others waiting for it (their
     communication time is longer than its own, where the log says)."""
     compute = _timed_steps(views, "compute")
     comm = _timed_steps(views, "comm")
@@ -488,7 +494,7 @@ def straggler_from_timings(views: dict[int, RankView]) -> Straggler | None:
         rank = max(row, key=lambda r: row[r])
         others = [v for r, v in row.items() if r != rank]
         excess = row[rank] - median(others)
-        if excess >= max(30.0, 0.75 * median(others)):
+        if excess >= max(STRAGGLER_MIN_MS, median(others)):
             waits = comm.get(step, {})
             if rank in waits and len(waits) > 1:
                 peers = [v for r, v in waits.items() if r != rank]
@@ -498,11 +504,8 @@ def straggler_from_timings(views: dict[int, RankView]) -> Straggler | None:
     if not slow:
         return None
     rank, hits = max(slow.items(), key=lambda kv: len(kv[1]))
-    counted = len(compute) - 1
-    if len(hits) < max(2, 0.5 * counted) and len(hits) < 3:
-        return None
     tail = [s for s in sorted(compute)[1:] if s >= hits[0][0]]
-    if len(hits) < 0.6 * len(tail):
+    if len(hits) < 2 or len(hits) < 0.6 * len(tail):
         return None
     view = views[rank]
     return Straggler(

@@ -148,12 +148,25 @@ def test_a_straggler_is_slow_and_the_job_is_a_warning() -> None:
     assert "220 ms" in result.culprit.detail
 
 
+def test_a_straggler_from_the_last_two_steps_on() -> None:
+    events = steps(range(4), 10)
+    for event in events:
+        if event.kind == "progress" and event.rank == 2 and event.data["step"] >= 9:
+            event.data["compute"] = 240.0
+    result = explain_facts(facts(events))
+    assert result.culprit is not None and (result.culprit.rank, result.culprit.cause) == (2, "slow")
+    assert result.first_anomaly is not None and "(9)" in result.first_anomaly.what
+
+
 def test_noise_is_not_a_straggler() -> None:
+    # A loaded machine: every step's compute jitters, and a few steps of random ranks take
+    # up to 45 ms longer (a rank descheduled for a moment).
     rng = random.Random(7)
     events = steps(range(6), 10)
     for event in events:
         if event.kind == "progress":
-            event.data["compute"] = 40.0 + rng.uniform(-15.0, 25.0)
+            spike = 45.0 if rng.random() < 0.15 else 0.0
+            event.data["compute"] = 40.0 + rng.uniform(-15.0, 25.0) + spike
     result = explain_facts(facts(events))
     assert result.culprit is None and result.status == "ok" and result.exit_code == 0
 
