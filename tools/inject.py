@@ -488,6 +488,16 @@ def _exit_lines(plan: dict[str, Any], rank: _Rank, first: bool) -> list[str]:
                 f"  Exit code:    {code}",
                 "-" * 74,
             ]
+    if plan["launcher"] == "ray" and code is not None and code < 0:
+        # The driver's error for an actor whose process died (not one Ray stopped itself).
+        ip = _prefix(plan, rank.rank, rank.local, "stdout", rank.pid).split("ip=")[1].rstrip(") ")
+        return [
+            "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
+            "\tclass_name: RayTrainWorker",
+            f"\tpid: {rank.pid}",
+            f"\tip: {ip}",
+            "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR",
+        ]
     return []
 
 

@@ -494,6 +494,36 @@ def summary_block(lines: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+_RAY_DIED = re.compile(r"RayActorError: The actor died unexpectedly")
+_RAY_FIELD = re.compile(r"^\s*(pid|ip):\s*(\S+)")
+_RAY_EXIT = re.compile(r"Worker exit type: (\w+)")
+
+
+def ray_death_block(lines: list[str]) -> list[dict[str, Any]]:
+    """Ray's error for an actor whose worker process died (``RayActorError: The actor died
+    unexpectedly``, then its ``pid:`` and ``ip:``, then the exit type)."""
+    out = []
+    for index, line in enumerate(lines):
+        if not _RAY_DIED.search(line):
+            continue
+        entry: dict[str, Any] = {"line": index, "code": None, "death": "died"}
+        for offset in range(1, 10):
+            if index + offset >= len(lines):
+                break
+            field_ = _RAY_FIELD.match(lines[index + offset])
+            if field_ and field_.group(1) == "pid" and field_.group(2).isdigit():
+                entry["pid"] = int(field_.group(2))
+            elif field_ and field_.group(1) == "ip":
+                entry["host"] = field_.group(2)
+            exit_type = _RAY_EXIT.search(lines[index + offset])
+            if exit_type:
+                entry["death"] = exit_type.group(1)
+                break
+        if "pid" in entry:
+            out.append(entry)
+    return out
+
+
 def mpi_exit_block(lines: list[str]) -> list[dict[str, Any]]:
     """mpirun's ``Process name: [[jobid,1],rank]`` / ``Exit code: N`` block."""
     out = []

@@ -83,6 +83,8 @@ class RankView:
             code = event.data.get("code")
             if code in DEATH_SIGNALS and not (code == -6 and collective):
                 return event
+            if event.data.get("death") and not collective:
+                return event  # a launcher saw its process die (Ray's SYSTEM_ERROR exit)
         return None
 
 

@@ -257,7 +257,7 @@ class TextScanner:
             self.events.append(
                 Event("exit", self._ref(index, lines[index]), data=dict(entry, _summary=True))
             )
-        for entry in L.mpi_exit_block(clean):
+        for entry in [*L.mpi_exit_block(clean), *L.ray_death_block(clean)]:
             index = entry.pop("line")
             self.events.append(Event("exit", self._ref(index, lines[index]), data=entry))
 

@@ -324,7 +324,10 @@ def rule_died(ctx: Context) -> list[Finding]:
         what = (
             f"its process ended with signal {-code}"
             if isinstance(code, int) and code < 0
-            else event.data.get("message") or event.data.get("what") or "it exited with an error"
+            else event.data.get("message")
+            or event.data.get("what")
+            or (f"its process died ({event.data['death']})" if event.data.get("death") else None)
+            or "it exited with an error"
         )
         out.append(
             Finding(

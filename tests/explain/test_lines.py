@@ -227,6 +227,19 @@ def test_an_application_error_is_not_a_collective_one() -> None:
     assert readings[0].data["message"] == "corrupt record in shard 19"
 
 
+def test_rays_error_for_a_dead_worker_process() -> None:
+    block = [
+        "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
+        "\tclass_name: RayTrainWorker",
+        "\tpid: 21701",
+        "\tip: 10.20.17.11",
+        "The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR",
+    ]
+    assert L.ray_death_block(block) == [
+        {"line": 0, "code": None, "death": "SYSTEM_ERROR", "pid": 21701, "host": "10.20.17.11"}
+    ]
+
+
 def test_torchruns_failure_summary_and_mpiruns_exit_block() -> None:
     summary = [
         "Root Cause (first observed failure):",

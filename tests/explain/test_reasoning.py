@@ -55,6 +55,19 @@ def test_a_rank_that_vanished_without_a_word_died_when_its_peers_lost_it_at_once
     assert result.culprit is not None and (result.culprit.rank, result.culprit.cause) == (1, "died")
 
 
+def test_a_launcher_that_saw_the_process_die_names_it_by_pid() -> None:
+    # Ray prints the dead actor's pid and node, not its rank: the rank's own lines give it.
+    job = facts(
+        steps(range(3), 3),
+        *[ev("identity", r, rank=r, pid=700 + r) for r in range(3)],
+        peer_lost(0),
+        ev("exit", None, pid=701, host="10.0.0.7", code=None, death="SYSTEM_ERROR"),
+    )
+    result = explain_facts(job)
+    assert result.culprit is not None and (result.culprit.rank, result.culprit.cause) == (1, "died")
+    assert "SYSTEM_ERROR" in result.culprit.detail
+
+
 def test_an_abort_over_a_mismatched_message_is_not_a_death() -> None:
     job = facts(
         steps(range(3), 3),
