@@ -484,6 +484,17 @@ others' median, and at least as long again as that median: scheduling noise on a
 machine stays below it."""
 
 
+def _since_onset(hits: list[tuple[int, float]], steps: list[int]) -> list[tuple[int, float]]:
+    """The hits from the earliest step after which the rank held back at least two steps and
+    60 % of all steps to the end (an early, isolated slow step is noise, not the onset)."""
+    for index, (onset, _) in enumerate(hits):
+        kept = hits[index:]
+        tail = [s for s in steps if s >= onset]
+        if len(kept) >= 2 and len(kept) >= 0.6 * len(tail):
+            return kept
+    return []
+
+
 def straggler_from_timings(views: dict[int, RankView]) -> Straggler | None:
     """The rank that computes longest, by a margin no noise explains, in at least two steps
     and in most steps from the first of them on, with the others waiting for it (their
@@ -507,8 +518,8 @@ def straggler_from_timings(views: dict[int, RankView]) -> Straggler | None:
     if not slow:
         return None
     rank, hits = max(slow.items(), key=lambda kv: len(kv[1]))
-    tail = [s for s in sorted(compute)[1:] if s >= hits[0][0]]
-    if len(hits) < 2 or len(hits) < 0.6 * len(tail):
+    hits = _since_onset(hits, sorted(compute)[1:])
+    if not hits:
         return None
     view = views[rank]
     return Straggler(

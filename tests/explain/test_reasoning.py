@@ -166,6 +166,8 @@ def test_a_straggler_from_the_last_two_steps_on() -> None:
     for event in events:
         if event.kind == "progress" and event.rank == 2 and event.data["step"] >= 9:
             event.data["compute"] = 240.0
+        if event.kind == "progress" and event.rank == 2 and event.data["step"] == 2:
+            event.data["compute"] = 100.0  # one noisy step long before: not the onset
     result = explain_facts(facts(events))
     assert result.culprit is not None and (result.culprit.rank, result.culprit.cause) == (2, "slow")
     assert result.first_anomaly is not None and "(9)" in result.first_anomaly.what
