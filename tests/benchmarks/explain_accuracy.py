@@ -123,6 +123,7 @@ def matrix(args: argparse.Namespace) -> list[dict[str, Any]]:
                             "victim": victim,
                             "seed": seed + victim * 101 + ranks * 17,
                             "nodes": nodes,
+                            "extra": args.inject.split(),
                         }
                     )
     return specs
@@ -156,6 +157,12 @@ def main() -> int:
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--nodes", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=2, help="jobs run at once (2)")
+    parser.add_argument(
+        "--inject",
+        default="",
+        help="more tools/inject.py options for every job, e.g. "
+        "'--flight-recorder' or '--launcher torchrun'",
+    )
     parser.add_argument("--out", help="keep the jobs' folders and results here")
     args = parser.parse_args()
     workdir = Path(args.out or tempfile.mkdtemp(prefix="explain-accuracy-"))
