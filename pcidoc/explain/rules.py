@@ -356,6 +356,11 @@ def rule_silent(ctx: Context) -> list[Finding]:
     if not silent or len(silent) >= len(waiting) + len(silent):
         return []
     weight = 2.0 if len(silent) == 1 else 1.0
+    ops = {str(v.collective()) for v in waiting if v.collective()}
+    if len(ops) > 1:
+        # The ranks that did report disagree on the collective: that mismatch is why they
+        # waited, and a quiet rank is more likely a waiter the launcher ended before it said so.
+        weight /= 2
     cause = "hang" if kinds.get("timeout") or kinds.get("watchdog") else "died"
     out = []
     for view in silent:

@@ -65,6 +65,11 @@ def one_run(spec: dict[str, Any], workdir: Path) -> dict[str, Any]:
     if run.returncode != 0:
         return {**spec, "name": name, "error": run.stderr.strip().splitlines()[-1:]}
     truth = json.loads(truth_file.read_text(encoding="utf-8"))
+    return {**spec, "name": name, **explain_and_judge(out, truth), "job_s": round(job_s, 1)}
+
+
+def explain_and_judge(out: Path, truth: dict[str, Any]) -> dict[str, Any]:
+    """``pcidoc explain --json`` on a job's folder, compared with its truth."""
     start = time.perf_counter()
     explained = subprocess.run(
         [sys.executable, "-m", "pcidoc", "explain", "--json", str(out)],
@@ -78,12 +83,9 @@ def one_run(spec: dict[str, Any], workdir: Path) -> dict[str, Any]:
     try:
         result = json.loads(explained.stdout)
     except ValueError:
-        return {**spec, "name": name, "error": [explained.stderr.strip()[-300:]]}
+        return {"error": [explained.stderr.strip()[-300:]]}
     return {
-        **spec,
-        "name": name,
         **judge(truth, result),
-        "job_s": round(job_s, 1),
         "explain_s": round(explain_s, 2),
         "variant": truth["variant"],
         "launcher": truth["launcher"],
@@ -150,6 +152,39 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def rejudge(workdir: Path) -> int:
+    """The table of an earlier run's folders, explained by the pcidoc of this checkout."""
+    rows = []
+    for line in (workdir / "runs.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if "invalid" in row or "error" in row:
+            rows.append(row)
+            continue
+        truth = json.loads((workdir / f"{row['name']}.truth.json").read_text(encoding="utf-8"))
+        row.update(explain_and_judge(workdir / row["name"], truth))
+        rows.append(row)
+    report(rows, workdir, None)
+    return 0
+
+
+def report(rows: list[dict[str, Any]], workdir: Path, start: float | None) -> None:
+    """The table, the runs left out and the wrong ones."""
+    print(table(rows))
+    invalid = [r for r in rows if "invalid" in r]
+    if invalid:
+        print(f"\n{len(invalid)} run(s) left out: no attempt failed by the injected fault alone")
+    rows = [r for r in rows if "invalid" not in r]
+    wrong = [r for r in rows if not r.get("right")]
+    took = f" in {time.perf_counter() - start:.0f} s" if start is not None else ""
+    print(f"\n{len(rows)} runs{took}; wrong: {len(wrong)}")
+    for row in wrong:
+        print(
+            f"  {row['name']} ({row.get('variant')}, {row.get('launcher')}): got {row.get('got')} "
+            f"want {row.get('want')} {row.get('error', '')}"
+        )
+    print(f"folders and runs.jsonl: {workdir}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--faults", default=",".join(FAULTS))
@@ -164,7 +199,15 @@ def main() -> int:
         "'--flight-recorder' or '--launcher torchrun'",
     )
     parser.add_argument("--out", help="keep the jobs' folders and results here")
+    parser.add_argument(
+        "--rejudge",
+        metavar="DIR",
+        help="run no job: explain again the folders an earlier --out DIR kept (after a change "
+        "of pcidoc explain) and print the table",
+    )
     args = parser.parse_args()
+    if args.rejudge:
+        return rejudge(Path(args.rejudge))
     workdir = Path(args.out or tempfile.mkdtemp(prefix="explain-accuracy-"))
     workdir.mkdir(parents=True, exist_ok=True)
     specs = matrix(args)
@@ -183,19 +226,7 @@ def main() -> int:
                 f"{mark} {row['name']}: got {row.get('got')} want {row.get('want')} "
                 f"{row.get('error', '')}\n"
             )
-    print(table(rows))
-    invalid = [r for r in rows if "invalid" in r]
-    if invalid:
-        print(f"\n{len(invalid)} run(s) left out: no attempt failed by the injected fault alone")
-    rows = [r for r in rows if "invalid" not in r]
-    wrong = [r for r in rows if not r.get("right")]
-    print(f"\n{len(rows)} runs in {time.perf_counter() - start:.0f} s; wrong: {len(wrong)}")
-    for row in wrong:
-        print(
-            f"  {row['name']} ({row.get('variant')}, {row.get('launcher')}): got {row.get('got')} "
-            f"want {row.get('want')} {row.get('error', '')}"
-        )
-    print(f"folders and runs.jsonl: {workdir}")
+    report(rows, workdir, start)
     return 0
 
 

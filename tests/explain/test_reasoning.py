@@ -91,6 +91,20 @@ def test_the_odd_collective_out_is_the_mismatch() -> None:
     )
 
 
+def test_a_quiet_rank_does_not_hide_a_mismatch() -> None:
+    # Rank 3 was ended by the launcher before it reported its own timeout.
+    job = facts(
+        steps(range(8), 6),
+        *[timeout(r) for r in (0, 1, 2, 4, 5, 6)],
+        timeout(7, collective="broadcast"),
+    )
+    result = explain_facts(job)
+    assert result.culprit is not None and (result.culprit.rank, result.culprit.cause) == (
+        7,
+        "mismatch",
+    )
+
+
 def test_two_ranks_that_disagree_name_no_culprit() -> None:
     job = facts(steps(range(2), 2), timeout(0), timeout(1, collective="broadcast"))
     result = explain_facts(job)
