@@ -167,6 +167,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         default=None,
         help="open the TUI on a fleet: a folder of captures/reports, nodes worst first",
     )
+    parser.add_argument(
+        "--explain",
+        metavar="PATH",
+        default=None,
+        help="open the TUI on the explanation of a failed job (its folder; see pcidoc explain)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for names, add in _SUBCOMMANDS:
         if command is None or command in names:
@@ -350,6 +356,12 @@ def _add_fleet(sub: Any) -> None:
     add_fleet_commands(sub, _HIDDEN_DEBUG)
 
 
+def _add_explain(sub: Any) -> None:
+    from pcidoc.explain.command import add_explain_command
+
+    add_explain_command(sub, _HIDDEN_DEBUG)
+
+
 _SUBCOMMANDS: tuple[tuple[tuple[str, ...], Callable[[Any], None]], ...] = (
     (("check",), _add_check),
     (("nccl-topo",), _add_nccl_topo),
@@ -358,6 +370,7 @@ _SUBCOMMANDS: tuple[tuple[tuple[str, ...], Callable[[Any], None]], ...] = (
     (("import",), _add_import),
     (("probe",), _add_probe),
     (("fleet", "diff", "watch"), _add_fleet),
+    (("explain",), _add_explain),
     (("samples",), _add_samples),
     (("schema",), _add_schema),
 )
@@ -855,6 +868,10 @@ def cmd_tui(args: argparse.Namespace) -> int:
         from pcidoc.fleet.commands import run_fleet_tui
 
         return run_fleet_tui(args)
+    if getattr(args, "explain", None):
+        from pcidoc.explain.command import run_explain_tui
+
+        return run_explain_tui(args.explain)
     from pcidoc.tui import TuiCrashed, run_tui
 
     from_file = getattr(args, "from_file", None)
@@ -920,6 +937,13 @@ def _flush_stdout() -> None:
         raise _StdoutFailed(exc.strerror or str(exc)) from None
 
 
+def _explain_command(args: argparse.Namespace) -> int:
+    """``pcidoc explain`` lives in :mod:`pcidoc.explain.command`."""
+    from pcidoc.explain.command import cmd_explain
+
+    return cmd_explain(args, _emit)
+
+
 def _fleet_command(args: argparse.Namespace) -> int:
     """``pcidoc fleet|diff|watch`` live in :mod:`pcidoc.fleet.commands`."""
     from pcidoc.fleet.commands import run_command
@@ -939,6 +963,7 @@ COMMANDS = {
     "fleet": _fleet_command,
     "diff": _fleet_command,
     "watch": _fleet_command,
+    "explain": _explain_command,
 }
 
 
