@@ -262,6 +262,20 @@ FORMATS: tuple[Format, ...] = (
         (json("torch_trace", "looks_like_trace", "parse_trace"),),
     ),
     Format(
+        "setpci-acs",
+        "setpci reads of the ACS Control register (ECAP_ACS+6.w, a PLX port's f2a.w)",
+        "setpci",
+        (text("setpci"),),
+        ("lspci",),
+    ),
+    Format(
+        "rdma-ports",
+        "ibdev2netdev, ibstat and ibv_devinfo (RDMA ports: state, rate, link layer, netdev)",
+        "rdma ports",
+        (text("rdma_ports"),),
+        ("rdma_ports",),
+    ),
+    Format(
         "p2p-integrity",
         "simpleP2P verification, PyTorch peer-copy sessions, IOMMU-group tables",
         "P2P integrity",

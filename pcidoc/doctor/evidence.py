@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         LspciTree,
         NcclTopology,
         PerfRun,
+        RdmaPort,
         SignatureHit,
     )
     from pcidoc.model.kernel import LinkHistory
@@ -54,6 +55,7 @@ class NoEvidence:
     p2p_integrity: tuple[P2PIntegrity, ...] = ()
     kernel_logs: tuple[KernelLog, ...] = ()
     link_histories: tuple[LinkHistory, ...] = ()
+    rdma_ports: tuple[RdmaPort, ...] = ()
     signatures: tuple[SignatureHit, ...] = ()
     mentions: tuple[SignatureHit, ...] = ()
     scanned_lines: int = 0

@@ -329,6 +329,34 @@ class SignatureHit(Quoted):
     """An NVLink number."""
 
 
+class RdmaPort(Model):
+    """One port of an RDMA device as ``ibdev2netdev``, ``ibstat`` or ``ibv_devinfo`` print it
+    (each tool fills what it shows; the check joins them by device and port)."""
+
+    tool: str
+    """``ibdev2netdev``, ``ibstat`` or ``ibv_devinfo``."""
+    hca: str
+    """The RDMA device (``mlx5_0``)."""
+    port: int = 1
+    state: str | None = None
+    """The port's logical state as the tool prints it (``Active``, ``Down``, ``Init``,
+    ``PORT_ACTIVE``)."""
+    active: bool | None = None
+    """True for Active/PORT_ACTIVE, False for Down/Init/Armed/PORT_DOWN..."""
+    physical: str | None = None
+    """The physical state (``LinkUp``, ``Polling``, ``Disabled``)."""
+    rate_gbps: float | None = None
+    """``ibstat``'s ``Rate:`` (the link's data rate in Gb/s)."""
+    link_layer: str | None = None
+    """``InfiniBand`` or ``Ethernet`` (RoCE)."""
+    netdev: str | None = None
+    """The network interface of the port (``ibdev2netdev``: ``ibp26s0``, ``enp27s0f0np0``)."""
+    netdev_up: bool | None = None
+    """``ibdev2netdev``'s ``(Up)``/``(Down)``: the network interface's state, which for an
+    InfiniBand port is the IPoIB interface, not the port."""
+    quote: str | None = None
+
+
 class ImportedEvidence(Model):
     """Everything of the kinds above read from the imported (or live) text."""
 
@@ -349,6 +377,8 @@ class ImportedEvidence(Model):
     kernel_logs: list[KernelLog] = Field(default_factory=list)
     """Kernel logs (``dmesg``, ``journalctl -k``, ``kern.log``; see :mod:`pcidoc.model.kernel`)."""
     link_histories: list[LinkHistory] = Field(default_factory=list)
+    rdma_ports: list[RdmaPort] = Field(default_factory=list)
+    """RDMA device ports (``ibdev2netdev``, ``ibstat``, ``ibv_devinfo``)."""
     """Repeated link readings (``pcidoc watch``, pasted snapshots)."""
     signatures: list[SignatureHit] = Field(default_factory=list)
     """Lines that matched the failure catalogue (:mod:`pcidoc.catalogue`), known-benign ones
@@ -381,6 +411,7 @@ class ImportedEvidence(Model):
             or self.p2p_integrity
             or self.kernel_logs
             or self.link_histories
+            or self.rdma_ports
             or self.signatures
             or self.topo_file_env
         )
