@@ -92,3 +92,45 @@ def test_prefix_found_token_by_token() -> None:
     assert nccl_prefix("x" * 50_000 + " ") is None
     pod = "trainer-" + "a" * 70
     assert nccl_prefix(f"{pod}:12345:12399 [0] ") == (pod, 0)
+
+
+# A socket list with container bridges and veth pairs, wrapped one entry per line as a reply
+# quoting it would (synthetic addresses; the shape of NCCL's NET/Socket list).
+WRAPPED_SOCKET = """Could you set NCCL_SOCKET_IFNAME? We are trying all of these interfaces:
+```
+INFO NET/Socket : Using
+[0]bond0:192.168.1.161<0>
+[1]br-05ab815fa14e:172.19.0.1<0>
+[2]br-d5d80d7dbbad:172.21.0.1<0>
+[3]veth6163fba:fe80::b878:6cff:fe52:abe2%veth6163fba<0>
+```
+Is that intended?
+"""
+
+
+def test_a_socket_list_wrapped_one_entry_per_line_is_read_whole() -> None:
+    cap = load(WRAPPED_SOCKET)
+    (log,) = cap.evidence.nccl_logs  # type: ignore[union-attr]
+    assert [n.name for n in log.socket_nics] == [
+        "bond0",
+        "br-05ab815fa14e",
+        "br-d5d80d7dbbad",
+        "veth6163fba",
+    ]
+    assert log.socket_nics[3].address == "fe80::b878:6cff:fe52:abe2%veth6163fba"
+    r = result(cap, "nccl.network")
+    assert r.severity == "warn"
+    assert "3 container/virtual interface(s)" in r.summary and "besides bond0" in r.summary
+    assert "NCCL_SOCKET_IFNAME=bond0" in " ".join(r.remediation)
+
+
+def test_a_socket_list_of_real_interfaces_is_no_warning() -> None:
+    r = result(load(OLD_SOCKET), "nccl.network")
+    assert r.severity == "info"
+    assert "virtual" not in r.summary
+
+
+def test_the_list_ends_at_the_first_line_that_is_not_an_entry() -> None:
+    text = WRAPPED_SOCKET.replace("[2]br-d5d80d7dbbad", "some words\n[2]br-d5d80d7dbbad")
+    (log,) = load(text).evidence.nccl_logs  # type: ignore[union-attr]
+    assert [n.name for n in log.socket_nics] == ["bond0", "br-05ab815fa14e"]

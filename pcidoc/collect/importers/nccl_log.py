@@ -47,7 +47,16 @@ _PLUGIN_RE = lazy(
 _NETWORK_RE = lazy(r"^Using network\s+(\S.*)$")
 _NET_NAME_RE = lazy(r"^[\w.\- ]+$")
 _IB_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):(\d+)/(IB|RoCE|\w+)")
-_SOCK_ENTRY_RE = lazy(r"\[(\d+)\]\s*([\w.\-]+):([0-9A-Fa-f.:%]+)<")
+_SOCK_ENTRY_RE = lazy(
+    r"(?:\[(\d{1,4})\]\s{0,4}|(?<![\w.\-]))([\w.\-]{1,40}):([0-9A-Fa-f.:]{2,60}(?:%[\w.-]{1,40})?)<"
+)
+_LIST_ONLY_RE = lazy(
+    r"^\s*(?:(?:\[\d{1,4}\])?[\w.\-]{1,40}:[0-9A-Fa-f.:]{2,60}(?:%[\w.-]{1,40})?<\d{1,3}>\s*)"
+    r"{1,64}$"
+)
+"""A line that is only entries of a ``NET/... : Using`` list (a list wrapped one per line)."""
+_BARE_NET_RE = lazy(r"^\s*(?:(INFO|WARN)\s+)?(NET/\w{1,20}\s*:\s*Using\b.*)$")
+"""A ``NET/<net> : Using ...`` message quoted without NCCL's prefix and tag."""
 _ENV_RE = lazy(r"^(NCCL_\w+|CUDA_\w+)\s+set by environment to\s+(.*)$")
 _GDR_OFF_RE = lazy(r"GPU Direct RDMA Disabled for (?:HCA|GPU)", re.IGNORECASE)
 _P2P_OFF_RE = lazy(
@@ -157,12 +166,41 @@ class _Reading:
     seen_conn: set[tuple] = field(default_factory=set)
     seen_lines: set[tuple[str | None, str]] = field(default_factory=set)
     """(host, message) of the refusal lines kept: another rank's copy is the same fact."""
+    wrapped: tuple[str, str] | None = None
+    """(network, quote) of a ``NET/... : Using`` line whose list may go on in the next lines."""
+
+
+def _continued(reading: _Reading, raw: str) -> bool:
+    """A line that goes on the list of the ``NET/... : Using`` line before it (a list wrapped
+    one entry per line); any other line ends the list."""
+    if reading.wrapped is not None and _LIST_ONLY_RE.match(raw):
+        _nics(reading.log, reading.wrapped[0], raw, reading.wrapped[1])
+        return True
+    reading.wrapped = None
+    return False
+
+
+def _bare_net(reading: _Reading, raw: str) -> bool:
+    """``NET/Socket : Using ...`` quoted without NCCL's prefix (``INFO NET/Socket : Using``)."""
+    match = _BARE_NET_RE.match(raw)
+    using = _net_using(match.group(2).strip()) if match else None
+    if using is None:
+        return False
+    quote = _quote(raw)
+    reading.log.lines += 1
+    _nics(reading.log, *using, quote)
+    reading.wrapped = (using[0], quote)
+    return True
 
 
 def _nccl_line(reading: _Reading, raw: str, index: int) -> bool:
     """One line of the text (the walker's handler): an NCCL line is read, others looked past."""
     log = reading.log
+    if _continued(reading, raw):
+        return True
     match = _TAG_RE.search(raw)
+    if match is None and _bare_net(reading, raw):
+        return True
     if match is None or raw.lstrip().startswith("#") or prose_before(raw, match.start()):
         # Not an NCCL line: a header, or a sentence that mentions "NCCL WARN" (issue 27).
         banner = _BANNER_RE.search(raw) if match is None else None
@@ -180,6 +218,9 @@ def _nccl_line(reading: _Reading, raw: str, index: int) -> bool:
     if level in ("WARN", "ERROR") and len(log.warnings) < 50:
         log.warnings.append(Quoted(quote=quote))
     known = _read_message(reading, message, host, quote)
+    using = _net_using(message)
+    if using is not None:
+        reading.wrapped = (using[0], quote)
     if not known and level == "INFO":
         reading.unknown += 1
     return True
@@ -372,9 +413,8 @@ def _nics(log: NcclLog, network: str, rest: str, quote: str) -> None:
         log.socket_quote = log.socket_quote or quote
         for m in _SOCK_ENTRY_RE.finditer(rest):
             if not any(n.name == m.group(2) for n in log.socket_nics):
-                log.socket_nics.append(
-                    NcclNic(index=int(m.group(1)), name=m.group(2), address=m.group(3))
-                )
+                index = int(m.group(1)) if m.group(1) else len(log.socket_nics)
+                log.socket_nics.append(NcclNic(index=index, name=m.group(2), address=m.group(3)))
         return
     for m in _IB_ENTRY_RE.finditer(rest):
         name = m.group(2)

@@ -46,12 +46,65 @@ def _near_nics(ctx: Context) -> list[tuple[str, str, str]]:
     return out
 
 
+_VIRTUAL_IFS = (
+    "docker",
+    "br-",
+    "veth",
+    "virbr",
+    "cni",
+    "flannel",
+    "cali",
+    "cilium",
+    "vxlan",
+    "kube-",
+    "weave",
+    "podman",
+    "lxcbr",
+    "lxdbr",
+    "tun",
+    "tap",
+)
+"""Interface names of container and VM networking: bridges and virtual pairs that reach no
+other node. NCCL's default leaves out only ``docker*`` and ``lo*`` (NCCL_SOCKET_IFNAME)."""
+
+
+def _virtual_interfaces(log: NcclLog) -> list[Finding]:
+    """Socket interfaces of container/VM networking in NCCL's ``NET/Socket : Using`` list."""
+    names = [n.name for n in log.socket_nics if n.name]
+    virtual = [n for n in names if n.startswith(_VIRTUAL_IFS)]
+    if not virtual:
+        return []
+    real = [n for n in names if n not in virtual and not n.startswith("lo")]
+    carries = _socket(log) or not log.ib_nics
+    hint = f"NCCL_SOCKET_IFNAME={real[0]}" if real else "NCCL_SOCKET_IFNAME=<the node's interface>"
+    return [
+        Finding(
+            "warn" if carries else "info",
+            f"NCCL's socket list holds {len(virtual)} container/virtual interface(s) "
+            f"({short_list(virtual, 4)})"
+            + (f" besides {short_list(real, 3)}" if real else "")
+            + (
+                ": connections over them reach no other node (hangs, ncclSystemError)"
+                if carries
+                else "; data goes over the RDMA network, bootstrap may still pick them"
+            ),
+            evidence=[quote(log.socket_quote, "NET/Socket list")] if log.socket_quote else [],
+            remediation=[
+                f"Name the interface that reaches the other nodes: `{hint}` (a prefix, or "
+                "`^docker,br-,veth,lo` to exclude).",
+            ],
+            confidence="medium",
+        )
+    ]
+
+
 @check("nccl.network", "NCCL network between nodes (IB/RoCE, sockets, GPUDirect RDMA)")
 def network(ctx: Context) -> list[Finding]:
     """Socket where RDMA exists; GPUDirect RDMA disabled or unused."""
     findings: list[Finding] = []
     for log in logs(ctx):
         net = [c for c in log.connections if c.transport in ("NET", "COLLNET")]
+        findings += _virtual_interfaces(log)
         if _socket(log):
             signs = [quote(q.quote, "RDMA device unusable") for q in log.ib_unusable[:2]]
             ipoib = (log.bootstrap_if or "").startswith(("ib", "ibp", "ibs"))
