@@ -16,6 +16,7 @@ SAMPLE = ROOT / "pcidoc" / "samples" / "data" / "h800-8gpu-hgx.json"
 _TRACE = r"""
 import contextlib, gc, io, json, sys
 import pcidoc.cli as cli
+import pcidoc.cli.samples as samples_command
 import pcidoc.collect.load as load
 from pcidoc import doctor
 seen = []
@@ -27,8 +28,7 @@ def traced(module, name, label):
     setattr(module, name, wrapper)
 traced(load, "load_machine", "load")
 traced(doctor, "run", "doctor")
-traced(cli, "cmd_samples", "cmd_samples")
-cli.COMMANDS["samples"] = cli.cmd_samples
+traced(samples_command, "run", "cmd_samples")
 entry = sys.argv[1]
 sys.argv = ["pcidoc", *sys.argv[2:]]
 code = None

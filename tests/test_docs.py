@@ -28,7 +28,7 @@ def test_docs_urls_point_at_existing_anchors() -> None:
 def test_usage_documents_every_command() -> None:
     text = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
     for command in COMMANDS:
-        assert f"pcidoc {command}" in text, command
+        assert f"pcidoc {command.name}" in text, command.name
 
 
 def test_readme_links_resolve() -> None:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pcidoc.cli import ascii_json, main
+from pcidoc.cli import main
+from pcidoc.cli.output import ascii_json
 from pcidoc.collect.capture import load_capture, save_capture
 from pcidoc.collect.importers import import_paths, import_texts
 from pcidoc.errors import PcidocError
@@ -336,7 +337,7 @@ def test_interval_must_be_a_finite_number(value: str, capsys: pytest.CaptureFixt
 def test_interval_nan_is_refused_by_the_tui_entry_too() -> None:
     import argparse
 
-    from pcidoc.cli import cmd_tui
+    from pcidoc.cli.tui import run as cmd_tui
 
     with pytest.raises(PcidocError, match=r"at least 0\.2"):
         cmd_tui(argparse.Namespace(interval=float("nan"), from_file=None, demo=""))

@@ -384,8 +384,8 @@ def test_fleet_prom_keeps_owner_and_mode(tmp_path: Path) -> None:
 def test_watch_reports_a_failed_prom_write_and_retries(tmp_path: Path) -> None:
     """A full disk or a read-only folder must not end `watch`: the sample is reported and the
     next one written (here the target is a FIFO for the first samples, then removed)."""
-    from pcidoc.fleet.watch import run_loop
-    from tests.fleet.test_watch import FakeClock, _machine
+    from pcidoc.watch.watcher import run_loop
+    from tests.watch.test_watch import FakeClock, _machine
 
     clock = FakeClock()
     _fake, watcher = _machine(tmp_path, clock)
@@ -464,7 +464,7 @@ def test_check_o_dev_stdout_writes_the_json_report_there(
     ],
 )
 def test_default_capture_name_stays_in_the_folder(hostname: str, expected: str) -> None:
-    from pcidoc.cli import default_capture_name
+    from pcidoc.cli.capture import default_capture_name
 
     name = default_capture_name(hostname, "2026-11-27T12:00:00Z", redact=False)
     assert name.startswith(expected) and "/" not in name and name.endswith(".json")

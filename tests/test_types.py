@@ -34,13 +34,14 @@ CHECKED_PACKAGES = (
     "pcidoc/doctor",
     "pcidoc/fleet",
     "pcidoc/explain",
+    "pcidoc/cli",
+    "pcidoc/watch",
 )
 CHECKED_FILES = (
     "pcidoc/__init__.py",
     "pcidoc/__main__.py",
     "pcidoc/_lazyre.py",
     "pcidoc/_record.py",
-    "pcidoc/cli.py",
     "pcidoc/collect/capture.py",
     "pcidoc/errors.py",
     "pcidoc/fileio.py",

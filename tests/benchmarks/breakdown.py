@@ -48,7 +48,7 @@ load_checks()
 mark("doctor and its check modules")
 from pcidoc.collect.capture import load_capture
 capture = load_capture(sys.argv[1])
-gc.freeze(); gc.enable()  # start-up done (pcidoc.cli._start_up_done)
+gc.freeze(); gc.enable()  # start-up done (pcidoc.cli.start_up_done)
 mark("load and validate the capture")
 from pcidoc.model.report import ReportSource
 report = doctor.run(capture, ReportSource(kind="demo"), [], [], generated_at="x")

@@ -139,7 +139,7 @@ def test_the_blocking_throughput_call_is_spread_over_samples() -> None:
 @pytest.mark.parametrize("branch", sorted(DRIVER_BRANCHES))
 def test_watch_reports_pcie_utilisation_and_no_event_for_a_dozing_link(branch: str) -> None:
     from pcidoc.collect.counters import CounterSampler
-    from pcidoc.fleet.watch import Watcher
+    from pcidoc.watch.watcher import Watcher
 
     fake = _machine(branch)
     assert fake.init() is None

@@ -159,7 +159,8 @@ def test_cli_check_probes_quick_runs_gloo_scaling_and_skips_cuda() -> None:
 
 
 def test_probe_without_a_name_lists_the_probes(capsys) -> None:
-    from pcidoc.cli import PROBE_NAMES, main
+    from pcidoc.cli import main
+    from pcidoc.cli.probe import PROBE_NAMES
 
     # Listing is what `pcidoc probe` alone asks for: on stdout, exit 0 (it was 3, an error).
     assert main(["probe"]) == 0

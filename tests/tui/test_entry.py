@@ -30,9 +30,7 @@ def _pcidoc(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """stdin and stdout count as a terminal (the TUI refuses to start without one)."""
-    import pcidoc.cli as cli
-
-    monkeypatch.setattr(cli, "_isatty", lambda _stream: True)
+    monkeypatch.setattr("pcidoc.cli.output.isatty", lambda _stream: True)
 
 
 @pytest.mark.parametrize(

@@ -115,7 +115,7 @@ def test_an_internal_error_exits_3_in_one_line_with_a_log_of_the_traceback(
     import pcidoc.tui.app as app_module
 
     monkeypatch.setattr(app_module, "PcidocApp", _Broken)
-    monkeypatch.setattr(cli, "_isatty", lambda _stream: True)
+    monkeypatch.setattr("pcidoc.cli.output.isatty", lambda _stream: True)
     monkeypatch.setenv("PCIDOC_LOG_DIR", str(tmp_path / "logs"))
     code = cli.main(["--demo", "autodl-2080ti-2gpu"])
     out, err = capsys.readouterr()

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from pcidoc.collect.nccl_ras_client import RasWatch, parse_reply, query_ras
-from tests.fleet.test_watch import FakeClock, _machine
+from tests.watch.test_watch import FakeClock, _machine
 
 REPORT = {
     "nccl_version": "2.29.1",
@@ -146,9 +146,9 @@ import sys  # noqa: E402
 
 import pytest  # noqa: E402
 
+from pcidoc.cli.watch import ras_users  # noqa: E402
 from pcidoc.collect.nccl_ras_client import RasQuery, peer_uid  # noqa: E402
 from pcidoc.errors import PcidocError  # noqa: E402
-from pcidoc.fleet.watch import ras_users  # noqa: E402
 
 ROOT = os.geteuid() == 0
 
@@ -200,7 +200,7 @@ def test_a_listener_whose_owner_cannot_be_told_is_not_read(tmp_path: Path) -> No
 
 _FOREIGN = """
 import json, os, sys
-from tests.fleet.test_watch_ras import REPORT, FakeRas
+from tests.watch.test_ras import REPORT, FakeRas
 os.setgid(65534)
 os.setuid(65534)  # the listening socket is made by this user
 fake = FakeRas(json.dumps(REPORT), connections=2)

@@ -1,4 +1,5 @@
-"""``pcidoc watch``: a headless loop over the live counters and the live checks.
+"""The loop of ``pcidoc watch`` (the command, its options and its NVML session are
+:mod:`pcidoc.cli.watch`): live counters and live checks of this machine, as change events.
 
 The machine is collected once; then every ``--interval`` seconds the counter sampler
 (:mod:`pcidoc.collect.counters`: one NVML field-values call per GPU, no 20 ms throughput calls)
@@ -21,7 +22,7 @@ line:
 The first line is ``started`` with the initial worst verdict. The ``--prom`` file is rewritten
 atomically after every sample (verdict metrics of :mod:`pcidoc.fleet.prom` plus the time of the
 last sample, and per device the link transitions and transitions per minute). Every change of
-a GPU's or its upstream port's link is kept with its time (:mod:`pcidoc.fleet.flaps`) and judged
+a GPU's or its upstream port's link is kept with its time (:mod:`pcidoc.watch.flaps`) and judged
 by ``pcie.link-flap`` at each diagnosis. Ctrl-C ends the loop with exit code 130, SIGTERM
 with 143 and SIGHUP with 129 (one line on stderr; no temporary file stays behind). Clock, sleep
 and the NVML backend are injectable so that tests drive the loop with the fake backend on a fake
@@ -30,21 +31,18 @@ clock.
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pcidoc.errors import ExitCode, PcidocError
+from pcidoc.model.counters import changed_links
 
 if TYPE_CHECKING:
     from pcidoc.collect.counters import CounterSampler
-    from pcidoc.fleet.flaps import PortReader
     from pcidoc.model.capture import Capture
     from pcidoc.model.counters import CounterSample, GpuCounters, NvLinkCounter
     from pcidoc.model.report import Report
-
-MIN_INTERVAL_S = 0.2
+    from pcidoc.watch.flaps import PortReader
 
 
 def _link(gen: int | None, width: int | None) -> str | None:
@@ -74,7 +72,7 @@ class Watcher:
         ras: Any = None,
         port_reader: PortReader | None = None,
     ) -> None:
-        from pcidoc.fleet.flaps import FlapRecorder
+        from pcidoc.watch.flaps import FlapRecorder
 
         self.capture = capture
         self.ras = ras
@@ -193,11 +191,12 @@ class Watcher:
         events: list[dict[str, Any]] = []
         bus = {g.index: g.bus_id for g in self.capture.gpus}
         before = {g.index: g for g in old.gpus}
+        moved = changed_links(old, new)
         for gpu in new.gpus:
             prev = before.get(gpu.index)
             if prev is not None:
                 who = {"gpu": f"GPU{gpu.index}", "bus_id": bus.get(gpu.index)}
-                events.extend(self._gpu_events(prev, gpu, who, dt))
+                events.extend(self._gpu_events(prev, gpu, who, dt, gpu.index in moved))
         for message in new.errors:
             if message not in self._errors:
                 self._errors.add(message)
@@ -213,12 +212,14 @@ class Watcher:
         return events
 
     def _gpu_events(
-        self, prev: GpuCounters, gpu: GpuCounters, who: dict[str, Any], dt: float
+        self, prev: GpuCounters, gpu: GpuCounters, who: dict[str, Any], dt: float, moved: bool
     ) -> list[dict[str, Any]]:
-        """One GPU's changes between two samples: its link, error counters and NVLinks."""
+        """One GPU's changes between two samples: its link (``moved``: it changed, as
+        :func:`~pcidoc.model.counters.changed_links` tells; reported when both readings are
+        whole), error counters and NVLinks."""
         events = []
         a, b = _link(prev.link_gen, prev.link_width), _link(gpu.link_gen, gpu.link_width)
-        if a is not None and b is not None and a != b:
+        if moved and a is not None and b is not None:
             from pcidoc.model.units import pcie_raw_gbps
 
             rate_a = pcie_raw_gbps(prev.link_gen, prev.link_width) or 0.0
@@ -382,124 +383,3 @@ def run_loop(
             sleep(interval)
     except KeyboardInterrupt as exc:
         return int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
-
-
-def ras_users(names: list[str] | None) -> frozenset[int]:
-    """The uids of ``--ras-user NAME|UID`` (whose RAS listener ``watch`` believes, besides root
-    and the user running it)."""
-    import pwd
-
-    uids = set()
-    for name in names or []:
-        if name.isdecimal():
-            uids.add(int(name))
-            continue
-        try:
-            uids.add(pwd.getpwnam(name).pw_uid)
-        except KeyError:
-            raise PcidocError(f"--ras-user {name}: no such user") from None
-    return frozenset(uids)
-
-
-def watch_command(
-    args: Any,
-    progress: Callable[[str], None],
-    backend_factory: Callable[[], Any] | None = None,
-) -> int:
-    """``pcidoc watch``: collect, then loop until Ctrl-C (130), SIGTERM (143), SIGHUP (129) or
-    ``--count`` samples (0). A signal ends it with one line on stderr; the ``--prom`` file is
-    the last one written whole, and no temporary file stays behind."""
-    from pcidoc.probes.runner import signals_interrupt
-
-    if args.interval < MIN_INTERVAL_S:
-        raise PcidocError(f"--interval must be at least {MIN_INTERVAL_S} seconds")
-    if args.count is not None and args.count < 1:
-        raise PcidocError("--count must be at least 1")
-    trusted = ras_users(getattr(args, "ras_user", None))
-    from pcidoc.fileio import check_output
-
-    for option, path in (("--prom", args.prom), ("--jsonl", args.jsonl)):
-        if path:
-            check_output(path, f"{option} {path}")
-    try:
-        with signals_interrupt():
-            code = _watch(args, progress, backend_factory, trusted)
-    except KeyboardInterrupt as exc:
-        code = int(getattr(exc, "exit_code", ExitCode.INTERRUPTED))
-    if code != ExitCode.OK:
-        progress(_stopped(code))
-    return code
-
-
-def _stopped(code: int) -> str:
-    """``pcidoc: interrupted`` (Ctrl-C), or by which signal."""
-    import signal
-
-    if code == ExitCode.INTERRUPTED:
-        return "pcidoc: interrupted"
-    try:
-        return f"pcidoc: interrupted by {signal.Signals(code - 128).name}"
-    except ValueError:
-        return "pcidoc: interrupted"
-
-
-def _watch(
-    args: Any,
-    progress: Callable[[str], None],
-    backend_factory: Callable[[], Any] | None,
-    trusted: frozenset[int],
-) -> int:
-    import time
-
-    from pcidoc.collect.capture import utc_now
-    from pcidoc.collect.counters import CounterSampler
-    from pcidoc.collect.live import collect_live
-    from pcidoc.collect.nccl_ras_client import RasWatch, trusted_uids
-    from pcidoc.fileio import open_append
-    from pcidoc.fleet.flaps import sysfs_port_link
-
-    if backend_factory is None:
-        from pcidoc.collect.nvml import PynvmlBackend
-
-        backend_factory = PynvmlBackend
-    backend = backend_factory()
-    failure = backend.init()
-    try:
-        capture = collect_live(backend=backend)
-        if failure is not None or not capture.gpus:
-            reason = capture.unavailable.get("gpus") or getattr(failure, "reason", "no GPUs")
-            raise PcidocError(f"watch needs NVML and at least one GPU ({reason})")
-        sampler = CounterSampler.for_capture(backend, capture)
-        ras = RasWatch(trusted=trusted_uids(trusted))
-        watcher = Watcher(capture, sampler, utc_now, ras=ras, port_reader=sysfs_port_link)
-        handle = open_append(args.jsonl) if args.jsonl else None
-        try:
-
-            def emit(event: dict[str, Any]) -> None:
-                line = json.dumps(event, sort_keys=True) + "\n"
-                target = handle or sys.stdout
-                target.write(line)
-                target.flush()
-
-            progress(
-                f"pcidoc: watching {len(capture.gpus)} "
-                f"GPU{'' if len(capture.gpus) == 1 else 's'} every {args.interval:g} s"
-                + (f", metrics in {args.prom}" if args.prom else "")
-                + " (Ctrl-C to stop)"
-            )
-            return run_loop(
-                watcher,
-                interval=args.interval,
-                sleep=time.sleep,
-                unix_time=time.time,
-                emit=emit,
-                prom=args.prom,
-                count=args.count,
-                warn=progress,
-            )
-        finally:
-            if handle is not None and handle is not sys.stdout:
-                handle.close()
-    finally:
-        if failure is None:
-            backend.shutdown()

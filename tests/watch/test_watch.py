@@ -13,9 +13,10 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from pcidoc.cli.watch import watch_command
 from pcidoc.collect.counters import CounterSampler
 from pcidoc.collect.live import collect_live
-from pcidoc.fleet.watch import Watcher, run_loop, watch_command
+from pcidoc.watch.watcher import Watcher, run_loop
 from tests.fakes.fake_nvml import FakeNvmlBackend
 
 
@@ -166,7 +167,7 @@ _CHILD = """
 import os, signal, sys
 from types import SimpleNamespace
 import pcidoc.collect.live as live
-from pcidoc.fleet.watch import watch_command
+from pcidoc.cli.watch import watch_command
 from tests.fakes.fake_nvml import FakeNvmlBackend
 
 root, mode = sys.argv[1], sys.argv[2]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from pcidoc.fleet.flaps import FlapRecorder, sysfs_port_link
 from pcidoc.fleet.prom import write_prom
-from tests.fleet.test_watch import FakeClock, _machine
+from pcidoc.watch.flaps import FlapRecorder, sysfs_port_link
+from tests.watch.test_watch import FakeClock, _machine
 
 
 def _step(watcher, fake, clock: FakeClock, change) -> None:  # type: ignore[no-untyped-def]
