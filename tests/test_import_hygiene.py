@@ -33,8 +33,8 @@ print(json.dumps({{"code": code, "loaded": loaded}}))
 """
 
 
-def _run(argv: list[str]) -> dict:
-    code = _PROBE.format(argv=argv, forbidden=FORBIDDEN)
+def _run(argv: list[str], forbidden: tuple[str, ...] = FORBIDDEN) -> dict:
+    code = _PROBE.format(argv=argv, forbidden=forbidden)
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
     )
@@ -68,6 +68,14 @@ def test_headless_commands_do_not_load_tui_or_torch(
     result = _run(real)
     assert result["code"] in (0, 1, 2), result
     assert result["loaded"] == [], f"{argv} imported {result['loaded']}"
+
+
+def test_check_loads_the_catalogue_only_for_lines_to_judge(capture_file: str) -> None:
+    """A machine without log lines: the failure catalogue's module (~1.5 ms of start-up) and its
+    TOML reader stay unloaded; the checks import it when they have lines to explain."""
+    result = _run(["check", "--json", "--from", capture_file], ("pcidoc.catalogue", "tomllib"))
+    assert result["code"] in (0, 1, 2), result
+    assert result["loaded"] == []
 
 
 @pytest.mark.parametrize(

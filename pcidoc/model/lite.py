@@ -239,6 +239,12 @@ class LiteModel:
         round_trip: bool = False,
         warnings: bool = True,
     ) -> str:
+        if (include, exclude, exclude_unset, exclude_defaults, exclude_none, round_trip) == (
+            None, None, False, False, False, False,
+        ):  # fmt: skip
+            from pcidoc.model.litejson import json_bytes  # writes without the package's import
+
+            return json_bytes(self, indent=indent, by_alias=bool(by_alias)).decode()
         return (
             _serializer(type(self))
             .to_json(

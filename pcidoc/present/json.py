@@ -3,8 +3,8 @@
 Both functions return the text to write to stdout: data only, UTF-8, indent 2, a trailing
 newline, keys in a stable order. This module is on the ``check --json`` and ``topo --json``
 paths, so it imports only the standard library and pcidoc's models (no rich), and it never
-re-validates a model: the report is serialized by pydantic's compiled serializer, the topology
-is read straight off the capture's attributes. The models are imported for type checking only.
+re-validates a model: the report is written by pydantic_core's JSON writer without its package
+(:mod:`pcidoc.model.litejson`), the topology is read straight off the capture's attributes.
 """
 
 from __future__ import annotations
@@ -37,7 +37,13 @@ def report_json(report: Report) -> str:
 def report_json_bytes(report: Report) -> bytes:
     """:func:`report_json` as UTF-8 bytes, as the serializer writes them (a megabyte on a
     72-GPU machine: ``check --json`` writes these to stdout without decoding and re-encoding)."""
-    serializer = type(report).__pydantic_serializer__  # light or pydantic model alike
+    from pcidoc.model.lite import LiteModel
+
+    if isinstance(report, LiteModel):  # the usual case: not the pydantic_core package's import
+        from pcidoc.model.litejson import json_bytes
+
+        return json_bytes(report, by_alias=True, indent=2) + b"\n"
+    serializer = type(report).__pydantic_serializer__  # pydantic models
     return serializer.to_json(report, by_alias=True, indent=2) + b"\n"
 
 

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcidoc import catalogue
 from pcidoc.doctor import config
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.devices import device_label, relation, subject
 from pcidoc.doctor.evidence import line, read_logs
 from pcidoc.doctor.registry import Finding, check
-from pcidoc.doctor.signatures import signature_findings
+from pcidoc.doctor.signatures import catalogue_table, signature_findings
 from pcidoc.doctor.wording import by_card
 from pcidoc.model.evidence import SignatureHit
 from pcidoc.model.kernel import AerEvent, KernelLog
@@ -51,7 +50,7 @@ _LINK_ACTION = (
 def aer_bit(name: str) -> tuple[str, dict[str, Any]] | None:
     """(short name, row) of an error bit as Linux prints it (``CmpltTO`` or ``Completion
     Timeout``); None for a name the table lacks."""
-    rows = catalogue.table("aer_error")
+    rows = catalogue_table("aer_error")
     row = rows.get(name.strip())
     if row is not None and "alias" in row:
         name, row = row["alias"], rows.get(row["alias"])
@@ -79,7 +78,7 @@ def bit_fixes(bits: list[str]) -> list[str]:
 
 def explain_layers(layers: list[str]) -> Evidence | None:
     """What the errors of each layer usually point at."""
-    rows = catalogue.table("aer_layer")
+    rows = catalogue_table("aer_layer")
     known = [f"{layer}: {rows[layer]['meaning']}" for layer in layers if layer in rows]
     return Evidence(label="where to look", value="; ".join(known)) if known else None
 

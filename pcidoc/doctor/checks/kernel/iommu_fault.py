@@ -16,13 +16,12 @@ found no fault.
 
 from __future__ import annotations
 
-from pcidoc import catalogue
 from pcidoc._lazyre import lazy
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.devices import device_label, relation, subject
 from pcidoc.doctor.evidence import line, read_logs
 from pcidoc.doctor.registry import Finding, check
-from pcidoc.doctor.signatures import signature_findings
+from pcidoc.doctor.signatures import catalogue_table, signature_findings
 from pcidoc.model.evidence import SignatureHit
 from pcidoc.model.kernel import IommuFault, KernelLog
 from pcidoc.model.report import Evidence
@@ -49,7 +48,7 @@ def dmar_reason(reason: str | None) -> str | None:
     found = _REASON_RE.match((reason or "").strip())
     if found is None:
         return None
-    rows = catalogue.table("dmar_fault_reason")
+    rows = catalogue_table("dmar_fault_reason")
     text = found.group(3).strip().lower()
     for row in rows.values():
         if text and row["name"].lower() == text:
@@ -65,8 +64,8 @@ def fault_meaning(fault: IommuFault) -> str | None:
     if fault.iommu == "DMAR":
         return dmar_reason(fault.reason)
     if fault.iommu == "AMD-Vi":
-        return catalogue.table("amd_vi_event").get(fault.kind or "", {}).get("meaning")
-    for row in catalogue.table("smmu_v3_event").values():
+        return catalogue_table("amd_vi_event").get(fault.kind or "", {}).get("meaning")
+    for row in catalogue_table("smmu_v3_event").values():
         if row["name"] == fault.kind:
             return str(row["meaning"])
     return None

@@ -27,14 +27,13 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from pcidoc import catalogue
 from pcidoc._lazyre import LazyPattern, lazy
 from pcidoc._record import field, record
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.devices import device_label, subject
 from pcidoc.doctor.evidence import line, read_logs
 from pcidoc.doctor.registry import Finding, check
-from pcidoc.doctor.signatures import signature_findings
+from pcidoc.doctor.signatures import catalogue_table, signature_findings
 from pcidoc.model.evidence import SignatureHit
 from pcidoc.model.kernel import KernelLog, XidEvent
 from pcidoc.model.report import SEVERITY_ORDER, Confidence, Severity
@@ -91,12 +90,12 @@ def _row(code: int, raw: dict[str, Any]) -> XidCode:
 @cache
 def xid_codes() -> dict[int, XidCode]:
     """The ``xid`` table of the catalogue, by code."""
-    return {int(code): _row(int(code), raw) for code, raw in catalogue.table("xid").items()}
+    return {int(code): _row(int(code), raw) for code, raw in catalogue_table("xid").items()}
 
 
 def action(bucket: str) -> str:
     """What NVIDIA's resolution bucket asks for, as one sentence."""
-    text = catalogue.table("xid_action").get(bucket, {}).get("text", bucket)
+    text = catalogue_table("xid_action").get(bucket, {}).get("text", bucket)
     return text[0].upper() + text[1:] + "."
 
 
