@@ -456,8 +456,8 @@ def test_digit_signs_in_the_environment_are_ignored(
 
 
 def test_labels_with_digit_signs_are_not_gpu_numbers_in_the_tui() -> None:
-    from pcidoc.tui.describe import _gpu_index
     from pcidoc.tui.matrix_grid import _gpu_of
+    from pcidoc.tui.panes.topology import _gpu_index
 
     for label in ("GPU²", "GPU①", "GPU1²"):
         assert _gpu_of(label) is None and _gpu_index(label) is None

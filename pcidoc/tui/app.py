@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on, work
-from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.reactive import var
 from textual.worker import Worker, WorkerState, get_current_worker
@@ -35,6 +34,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuRates, changed_links, rates
 from pcidoc.model.report import Report, ReportSource
+from pcidoc.tui._textual_private import CrashHookedApp
 from pcidoc.tui.keyqueue import KeyQueue
 from pcidoc.tui.messages import (
     CountersSampled,
@@ -49,8 +49,9 @@ from pcidoc.tui.messages import (
     ThisMachineCollected,
 )
 from pcidoc.tui.offline_svg import offline_svg
+from pcidoc.tui.panes import PANE_BY_ID, PANES
 from pcidoc.tui.replay import TraceReplaySampler, synthetic_trace
-from pcidoc.tui.screens.main import PANES, MainScreen
+from pcidoc.tui.screens.main import MainScreen
 from pcidoc.tui.services import TuiOptions, TuiServices, utc_now
 from pcidoc.tui.state import Counters, Displayed
 
@@ -104,7 +105,7 @@ def write_crash_log(error: BaseException) -> Path | None:
     return None
 
 
-class PcidocApp(App[int]):
+class PcidocApp(CrashHookedApp):
     """The TUI: header, Topology / Links / Doctor / Host panes, probes and export.
 
     Build it with :func:`make_app`.
@@ -146,10 +147,7 @@ class PcidocApp(App[int]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark,f1", "help", "Help", key_display="?"),
-        Binding("1", "pane('topology')", "Topology", show=False),
-        Binding("2", "pane('links')", "Links", show=False),
-        Binding("3", "pane('doctor')", "Doctor", show=False),
-        Binding("4", "pane('host')", "Host", show=False),
+        *(Binding(pane.number, f"pane('{pane.id}')", pane.title, show=False) for pane in PANES),
         Binding("w", "worst", "Worst"),
         Binding("p", "probes('quick')", "Probes"),
         Binding("P", "probes('full')", "Full probes", show=False),
@@ -305,22 +303,18 @@ class PcidocApp(App[int]):
 
     # ------------------------------------------------------------------ internal errors
 
-    def _handle_exception(self, error: Exception) -> None:
-        """An error nothing handled: keep its traceback in a log file, then let Textual end the
+    def internal_error(self, error: Exception) -> None:
+        """An error nothing handled: keep its traceback in a log file, then Textual ends the
         app (which restores the terminal). :func:`pcidoc.tui.run_tui` then prints one line
         with the log's path and exits 3 instead of a screenful of traceback and exit 0."""
         if self.crash is None:
             self.crash = error
             self.crash_log = write_crash_log(error)
-        super()._handle_exception(error)
 
-    def _print_error_renderables(self) -> None:
+    def print_traceback(self) -> bool:
         """Textual prints the traceback after restoring the terminal; pcidoc prints one line
         instead when the traceback is in the log (``--debug`` keeps Textual's printout)."""
-        if self.crash_log is not None and not self.debug_errors:
-            self._exit_renderables.clear()
-            return
-        super()._print_error_renderables()
+        return self.crash_log is None or self.debug_errors
 
     # ------------------------------------------------------------------ workers
 
@@ -706,38 +700,18 @@ class PcidocApp(App[int]):
     async def on_check_list_jump_requested(self, message: CheckList.JumpRequested) -> None:
         """Enter on a finding: its GPU pair (or GPU) under the Topology pane's cursor (a
         handler by name: the Doctor pane's module loads when the pane first opens)."""
-        from pcidoc.tui.widgets.doctor_pane import jump_target
+        from pcidoc.tui.panes.doctor import jump
 
-        target = jump_target(message.check)
-        if target is None:
-            self.notify(
-                f"{message.check.id} names no GPU or GPU pair to show in the matrix.", timeout=4
-            )
-            return
-        await self.open_pane("topology")
-        matrix = self.main.topology.matrix
-        row, col = target
-        if matrix.grid is not None and row.startswith("NIC") and row not in matrix.grid.labels:
-            self.main.topology.action_toggle_nics()
-            matrix = self.main.topology.matrix
-        matrix.select(row, col)
-        matrix.focus()
+        await jump(self, message.check)
 
     def action_pane_key(self, key: str) -> None:
         """A pane's key clicked in the key bar: act on the pane on display, as the key does."""
         main = self.main
         pane = main.active_pane
-        if pane == "topology" and key in ("c", "n"):
-            if key == "c":
-                main.topology.action_cycle_colour()
-            else:
-                main.topology.action_toggle_nics()
-        elif pane == "links" and key == "o":
-            main.links.action_cycle_sort()
-        elif pane == "doctor" and key == "f":
-            main.doctor.action_toggle_passed()
-        elif pane == "doctor" and key == "/":
-            main.doctor.action_search()
+        hint = PANE_BY_ID[pane].key(key)
+        widget = main.pane(pane)
+        if hint is not None and widget is not None:
+            getattr(widget, f"action_{hint.action}")()
 
     # ------------------------------------------------------------------ actions
 
@@ -761,7 +735,7 @@ class PcidocApp(App[int]):
 
     async def action_pane(self, pane: str) -> None:
         """Switch pane."""
-        if pane in dict(PANES):
+        if pane in PANE_BY_ID:
             await self.open_pane(pane)
 
     def action_toggle_banner(self) -> None:

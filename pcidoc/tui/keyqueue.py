@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events
 
+from pcidoc.tui._textual_private import closing, fail
+
 if TYPE_CHECKING:
     from textual.app import App
     from textual.message_pump import MessagePump
@@ -87,7 +89,7 @@ class KeyQueue:
     async def _run(self) -> None:
         app = self.app
         try:
-            while self._pending and not app._closing:
+            while self._pending and not closing(app):
                 key = self._pending.popleft()
                 handed = events.Key(key.key, key.character)
                 self._current = handed
@@ -96,7 +98,7 @@ class KeyQueue:
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a bug here must end the app like any other
-            app._handle_exception(error)
+            fail(app, error)
         finally:
             self._current = None
 
@@ -125,7 +127,7 @@ class KeyQueue:
         """Wait until every message pump has handled what it held, and nothing new came."""
         quiet = 0
         for _ in range(_MAX_ROUNDS):
-            if self.app._closing:
+            if closing(self.app):
                 return
             await self._round(self._watched(self._pumps()))
             if all(pump.message_queue_size == 0 for pump in self._pumps()):
@@ -145,7 +147,7 @@ class KeyQueue:
             if pump.call_later(done.set):
                 waits[loop.create_task(done.wait())] = pump
         try:
-            while waits and not app._closing:
+            while waits and not closing(app):
                 finished, _ = await asyncio.wait(waits, timeout=_POLL_S)
                 for task in finished:
                     del waits[task]

@@ -8,11 +8,15 @@ panes and its dialogs appears here, so the help cannot fall behind the code.
 
 from __future__ import annotations
 
+from pcidoc.tui.panes import pane_help
+
+_NUMBERS, *_PANE_SECTIONS = pane_help()
+
 KEY_HELP: list[tuple[str, list[tuple[str, str]]]] = [
     (
         "Everywhere",
         [
-            ("1 2 3 4", "Topology, Links, Doctor, Host panes (or click the tabs)"),
+            *_NUMBERS[1],
             ("w", "jump to the worst finding (Doctor pane)"),
             ("p", "run the quick probes (live GPU machine)"),
             ("P", "run the full probes (a few minutes)"),
@@ -25,34 +29,7 @@ KEY_HELP: list[tuple[str, list[tuple[str, str]]]] = [
             ("q ctrl+c", "quit (stops the sampler, cancels probes)"),
         ],
     ),
-    (
-        "Topology pane",
-        [
-            ("arrows hjkl", "move the cell cursor (or click a cell)"),
-            ("home end", "first / last column of the row"),
-            ("pgup pgdn", "eight rows up / down"),
-            ("c", "colour: link class → measured P2P bandwidth → live traffic"),
-            ("n", "show / hide the NICs"),
-        ],
-    ),
-    (
-        "Links pane",
-        [
-            ("up down", "select a GPU (its NVLinks and history chart below)"),
-            ("tab", "to the NVLink table; up/down selects the link drawn in the chart"),
-            ("o", "sort the GPUs: GPU order → most replays → busiest first"),
-        ],
-    ),
-    (
-        "Doctor pane",
-        [
-            ("up down", "select a check (worst first); its evidence and fix on the side"),
-            ("enter", "jump to the finding's GPU or GPU pair in the Topology pane"),
-            ("f", "hide / show the checks that passed or were skipped"),
-            ("/", "search the checks (id, title, summary); escape clears"),
-            ("tab", "to the detail, then pgup/pgdn to scroll it"),
-        ],
-    ),
+    *_PANE_SECTIONS,
     (
         "Fleet",
         [
@@ -68,7 +45,8 @@ KEY_HELP: list[tuple[str, list[tuple[str, str]]]] = [
         ],
     ),
 ]
-"""Sections of ``(keys, what they do)`` of the main screen (the panes)."""
+"""Sections of ``(keys, what they do)`` of the main screen; the number keys' line and each
+pane's section come from the pane table (:data:`pcidoc.tui.panes.PANES`)."""
 
 FLEET_HELP: list[tuple[str, list[tuple[str, str]]]] = [
     (

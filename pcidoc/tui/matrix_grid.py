@@ -21,15 +21,11 @@ from functools import cached_property
 from pcidoc._record import field, record
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import GpuRates
+from pcidoc.model.linkmodel import gpu_pcie_ceiling, pair_ceiling
 from pcidoc.model.links import is_nvlink
 from pcidoc.present._matrix import MatrixView
-from pcidoc.tui.describe import (
-    CELL_STYLES,
-    best_p2p_bandwidth,
-    gpu_pcie_ceiling,
-    p2p_refused,
-    path_ceiling,
-)
+from pcidoc.present.text import CELL_STYLES
+from pcidoc.tui.panes.topology import best_p2p_bandwidth, p2p_refused
 
 COLOUR_MODES: tuple[str, ...] = ("class", "bandwidth", "traffic")
 """Colour modes in the order the ``c`` key cycles them."""
@@ -189,8 +185,7 @@ def _bandwidth_grid(
             if value is None:
                 continue
             values[(i, j)] = value
-            ceiling = path_ceiling(capture, ga, gb, links[i][j])
-            ceilings[(i, j)] = None if ceiling is None else ceiling.gbps
+            ceilings[(i, j)] = pair_ceiling(capture, ga, gb, links[i][j]).gbps
     if not values:
         return cells, "no P2P bandwidth measured for these GPUs"
     best = max(values.values()) or 1.0
@@ -250,7 +245,7 @@ def _traffic_grid(
             r = rates.get(index) if rates else None
             tx = r.pcie_tx_gbps if r else None
             rx = r.pcie_rx_gbps if r else None
-        ceiling, _ = gpu_pcie_ceiling(gpu)
+        ceiling = gpu_pcie_ceiling(gpu).gbps
         if tx is None and rx is None:
             cells[i][i] = GridCell("X", "X", CELL_STYLES["self"])
         else:

@@ -91,8 +91,7 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
     stays down), NVLink states (a link down carries nothing), and the replay, AER and NVLink
     error totals, so the Links pane agrees with the doctor on the same screen.
     """
-    from pcidoc.model.linkmodel import nvlink_per_link
-    from pcidoc.tui.describe import gpu_pcie_ceiling
+    from pcidoc.model.linkmodel import gpu_pcie_ceiling, nvlink_per_link
 
     frames: dict[int, list[Frame]] = {}
     link: dict[int, tuple[int | None, int | None]] = {}
@@ -101,7 +100,7 @@ def synthetic_trace(capture: Capture, steps: int = 4) -> CounterTrace:
     nvlink_errors: dict[int, dict[int, int | None]] = {}
     length = len(_STEP) * steps
     for position, gpu in enumerate(capture.gpus):
-        pcie_gbps, _ = gpu_pcie_ceiling(gpu)
+        pcie_gbps = gpu_pcie_ceiling(gpu).gbps
         pcie = (pcie_gbps or _FALLBACK_PCIE_GBPS) * 1e9
         up = [nv for nv in gpu.nvlinks if nv.state != "down"]
         # An imported `nvidia-smi topo -m` says NV# without per-link facts: the all-reduce

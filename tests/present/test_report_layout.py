@@ -295,7 +295,7 @@ def test_link_class_colours_are_not_severity_colours_in_the_terminal_and_tui() -
 
 
 def test_demo_badge_does_not_outshine_the_verdict() -> None:
-    from pcidoc.tui.describe import BADGE_STYLES
+    from pcidoc.tui.widgets.machine_header import BADGE_STYLES
 
     demo = Style.parse(BADGE_STYLES["demo"])
     assert not demo.bold

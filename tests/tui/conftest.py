@@ -21,8 +21,9 @@ from rich.console import Console
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.location import PyTestLocation
+from textual import events
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from pcidoc._record import field_names
 from pcidoc.model.capture import Capture
@@ -190,3 +191,30 @@ def export_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "out"
     folder.mkdir()
     return folder
+
+
+async def open_pane(pilot: Pilot[Any], key: str) -> None:
+    """Wait for the first screen, press a pane key (``3`` = Doctor) and wait for the pane."""
+    await settle(pilot)
+    await pilot.press(key)
+    await settle(pilot)
+
+
+async def burst(pilot: Pilot[Any], *keys: str) -> None:
+    """Keys that arrive in one read (a slow SSH link): all queued before any is handled."""
+    characters = {"enter": "\r", "escape": "\x1b", "slash": "/", "question_mark": "?"}
+    for key in keys:
+        character = characters.get(key, key if len(key) == 1 else None)
+        pilot.app.post_message(events.Key(key, character))
+    await pilot.pause()
+
+
+async def export_as(pilot: Pilot[Any], path: str | None = None) -> None:
+    """Export with ``e``: ``path`` over the proposed name (``None`` keeps it), then enter, and
+    wait until everything it caused is done."""
+    await pilot.press("e")
+    await pilot.pause()
+    if path is not None:
+        pilot.app.screen.query_one("#export-path", Input).value = path
+    await pilot.press("enter")
+    await settle(pilot)

@@ -15,7 +15,7 @@ from pcidoc.tui.screens.help import HelpScreen
 from pcidoc.tui.screens.samples import SamplePicker
 from pcidoc.tui.widgets.pane_tabs import PaneTabs
 from pcidoc.tui.widgets.topology_matrix import TopologyMatrix
-from tests.tui.conftest import demo_app, make_app, plain, settle
+from tests.tui.conftest import demo_app, export_as, make_app, plain, settle
 from tests.tui.machines import NO_DRIVER, acs_machine, acs_source, no_gpu_machine
 
 
@@ -322,12 +322,7 @@ async def test_export_to_a_missing_folder_is_a_notification(export_dir: Path) ->
     app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        await pilot.press("e")
-        await pilot.pause()
-        field = app.screen.query_one("#export-path")
-        field.value = "no/such/folder/report"
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_as(pilot, "no/such/folder/report")
         assert app.is_running
         errors = [m for severity, m in app.notices if severity == "error"]
         assert errors and "does not exist" in errors[0]
@@ -346,11 +341,7 @@ async def test_export_to_an_unwritable_folder_is_a_notification(export_dir: Path
 
             if os.access(locked, os.W_OK):  # running as root: permissions do not apply
                 (locked / "report.md").mkdir()  # a directory where the file should go
-            await pilot.press("e")
-            await pilot.pause()
-            app.screen.query_one("#export-path").value = "report"
-            await pilot.press("enter")
-            await settle(pilot)
+            await export_as(pilot, "report")
             assert app.is_running
             errors = [m for severity, m in app.notices if severity == "error"]
             assert errors and "could not write" in errors[0]

@@ -18,7 +18,7 @@ from pcidoc.model.facts import NvLink
 from pcidoc.model.report import ReportSource
 from pcidoc.samples import load_sample
 from tests.builders import machine
-from tests.tui.conftest import make_app, plain, settle
+from tests.tui.conftest import export_as, make_app, plain, settle
 
 
 def _links(up: int, total: int, version: str = "4.0", speed: float = 26.562) -> list[NvLink]:
@@ -108,7 +108,7 @@ async def test_every_view_rates_an_nvlink_at_the_link_models_nominal_rate() -> N
         links = app.main.query_one("#nvlink-table", DataTable)
         rated = {str(links.get_cell(str(k.link), "speed")) for k in cap.gpus[0].nvlinks}
         assert rated == {"25.0", "—"}
-    from pcidoc.tui.describe import describe_cell
+    from pcidoc.tui.panes.topology import describe_cell
 
     gpu_detail = describe_cell(cap, "GPU0", "GPU0").plain
     assert "12 of 12 up, 6 more not wired in this design" in gpu_detail
@@ -129,11 +129,7 @@ async def test_the_export_dialog_keeps_the_typed_path_after_a_missing_folder(
     app = make_app(acs_machine(), acs_source(), export_dir=tmp_path)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        await pilot.press("e")
-        await pilot.pause()
-        app.screen.query_one("#export-path").value = typed
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_as(pilot, typed)
         assert any("does not exist" in m for s, m in app.notices if s == "error")
         await pilot.press("e")
         await pilot.pause()
@@ -169,10 +165,7 @@ async def test_the_default_reports_folder_is_made_private_at_the_first_export(tm
     app = make_app(acs_machine(), acs_source(), export_dir=folder)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        await pilot.press("e")
-        await pilot.pause()
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_as(pilot)
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
     assert sorted(p.suffix for p in folder.iterdir()) == [".html", ".json", ".md", ".svg"]
 
@@ -187,10 +180,7 @@ async def test_the_exported_svg_loads_no_font_from_the_network(tmp_path) -> None
     app = make_app(acs_machine(), acs_source(), export_dir=tmp_path)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        await pilot.press("e")
-        await pilot.pause()
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_as(pilot)
     (svg,) = tmp_path.glob("*.svg")
     text = svg.read_text(encoding="utf-8")
     assert "url(" not in text and "cdnjs" not in text
@@ -222,7 +212,7 @@ async def test_a_links_pane_without_gpus_says_why(kind: str) -> None:
 def test_the_host_pane_says_how_many_more_source_files() -> None:
     """The list of an imported capture's source files stopped at 6 without a word."""
     from pcidoc.model.capture import OriginSource
-    from pcidoc.tui.describe import host_detail
+    from pcidoc.tui.panes.host import host_detail
 
     cap = load_sample("h100-pcie-nvlink-bridge")
     cap.origin.sources = [OriginSource(path=f"/tmp/paste-{i}.txt") for i in range(9)]

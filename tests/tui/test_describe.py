@@ -9,17 +9,14 @@ from rich.console import Console
 
 from pcidoc.doctor import run
 from pcidoc.model.counters import GpuRates
+from pcidoc.model.linkmodel import pair_ceiling
 from pcidoc.model.report import ReportSource
+from pcidoc.model.units import format_gbps
 from pcidoc.samples.synthetic import synthetic_16
-from pcidoc.tui.describe import (
-    check_line,
-    describe_cell,
-    header_text,
-    path_ceiling,
-    source_badge,
-    worst_line,
-)
 from pcidoc.tui.matrix_grid import build_grid
+from pcidoc.tui.panes.doctor import check_line
+from pcidoc.tui.panes.topology import describe_cell
+from pcidoc.tui.widgets.machine_header import header_text, source_badge, worst_line
 from tests.builders import machine
 from tests.tui.machines import acs_machine, acs_source
 
@@ -103,17 +100,17 @@ def test_traffic_grid_static_and_live() -> None:
     assert live.cells[1][1].text == "0%"
 
 
-def test_path_ceiling_nvlink_and_pcie() -> None:
+def test_the_pair_detail_states_the_link_models_ceiling() -> None:
     capture = machine(2, link="NV18")
-    ceiling = path_ceiling(capture, 0, 1, "NV18")
-    assert ceiling is not None and ceiling.gbps == pytest.approx(18 * 25.0)
+    ceiling = pair_ceiling(capture, 0, 1, "NV18")
+    assert ceiling.gbps == pytest.approx(18 * 25.0)
     assert "18 × NVLink 4.0" in ceiling.basis
+    said = f"ceiling: {format_gbps(ceiling.gbps)} per direction = {ceiling.basis}"
+    assert said in _text(describe_cell(capture, "GPU0", "GPU1"))
     capture.gpus[1].pcie.current_gen, capture.gpus[1].pcie.current_width = 4, 8
-    pcie = path_ceiling(capture, 0, 1, "PIX")
-    assert (
-        pcie is not None and pcie.gbps == pytest.approx(15.75, abs=0.01) and "Gen4 x8" in pcie.basis
-    )
-    assert path_ceiling(capture, 0, 5, "PIX") is None
+    pcie = pair_ceiling(capture, 0, 1, "PIX")
+    assert pcie.gbps == pytest.approx(15.75, abs=0.01) and "Gen4 x8" in pcie.basis
+    assert pair_ceiling(capture, 0, 5, "PIX").gbps is None
 
 
 def test_pair_detail_without_facts_says_what_is_missing() -> None:
@@ -131,7 +128,6 @@ def test_wording_of_the_pair_detail() -> None:
     """Latency rows say latency, the PCIe capability is named and explained, and an NVLink pair's
     P2P traffic is not said to turn around at a PCIe switch."""
     from pcidoc.samples import load_sample
-    from pcidoc.tui.describe import describe_cell
 
     capture = load_sample("autodl-2080ti-2gpu")
     text = describe_cell(capture, "GPU0", "GPU1").plain
@@ -153,7 +149,6 @@ def test_nothing_wrong_offers_p_only_on_this_machine() -> None:
     from pcidoc import doctor
     from pcidoc.model.report import ReportSource
     from pcidoc.samples import load_sample
-    from pcidoc.tui.describe import worst_line
 
     capture = load_sample("h100-pcie-nvlink-bridge")  # its worst finding is info
     demo = doctor.run(capture, ReportSource(kind="demo", name="x"), generated_at=STAMP)
@@ -165,7 +160,7 @@ def test_nothing_wrong_offers_p_only_on_this_machine() -> None:
 
 def test_gpu_processes_show_their_cpu_placement_against_the_gpus_numa_node() -> None:
     from pcidoc.model.facts import GpuProcess, NumaNode
-    from pcidoc.tui.describe import host_detail, process_placement
+    from pcidoc.tui.panes.host import host_detail, process_placement
     from tests.tui.machines import acs_machine
 
     capture = acs_machine()
@@ -190,7 +185,7 @@ def test_gpu_processes_show_their_cpu_placement_against_the_gpus_numa_node() -> 
 
 def test_a_capture_without_processes_says_so() -> None:
     from pcidoc.samples import load_sample
-    from pcidoc.tui.describe import host_detail
+    from pcidoc.tui.panes.host import host_detail
 
     text = host_detail(load_sample("synthetic-16gpu"), "x").plain
     assert "GPU processes" in text and "not in this capture" in text.split("GPU processes")[1]
@@ -216,7 +211,7 @@ def test_the_header_breaks_only_between_phrases() -> None:
 
 def test_checks_waiting_for_probes_count_only_measuring_checks_missing_input() -> None:
     from pcidoc.model.report import CheckResult, Report
-    from pcidoc.tui.describe import attention_text, probe_checks_waiting
+    from pcidoc.tui.panes.topology import attention_text, probe_checks_waiting
 
     cap = machine(2, link="NV4")
     report = run(cap, ReportSource(kind="demo"), [], [], generated_at="2026-01-01T00:00:00Z")

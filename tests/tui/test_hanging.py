@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.text import Text
 
 from pcidoc.model.facts import PcieHop
-from pcidoc.tui.describe import _hop_line
 from pcidoc.tui.hanging import Hanging
+from pcidoc.tui.panes.topology import _hop_line
 
 
 def _render(renderable: object, width: int) -> list[str]:

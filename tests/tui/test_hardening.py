@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from textual import events
 from textual.binding import Binding, BindingType
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
@@ -16,24 +15,17 @@ from pcidoc.tui.app import PcidocApp
 from pcidoc.tui.screens.export import ExportScreen
 from pcidoc.tui.screens.main import MainScreen
 from pcidoc.tui.screens.samples import SamplePicker
-from tests.tui.conftest import demo_app, make_app, plain, refused_pix_pair_app, settle
+from tests.tui.conftest import (
+    burst,
+    demo_app,
+    export_as,
+    make_app,
+    open_pane,
+    plain,
+    refused_pix_pair_app,
+    settle,
+)
 from tests.tui.machines import acs_machine, acs_source, hgx_live
-
-
-async def open_pane(pilot: Pilot[Any], key: str) -> None:
-    """Wait for the first screen, press a pane key (``3`` = Doctor) and wait for the pane."""
-    await settle(pilot)
-    await pilot.press(key)
-    await settle(pilot)
-
-
-async def burst(pilot: Pilot[Any], *keys: str) -> None:
-    """Keys that arrive in one read (a slow SSH link): all queued before any is handled."""
-    characters = {"enter": "\r", "escape": "\x1b", "slash": "/", "question_mark": "?"}
-    for key in keys:
-        character = characters.get(key, key if len(key) == 1 else None)
-        pilot.app.post_message(events.Key(key, character))
-    await pilot.pause()
 
 
 async def test_two_enters_in_the_export_dialog_export_once(export_dir: Path) -> None:
@@ -133,10 +125,7 @@ async def test_the_export_notification_names_the_files_once(export_dir: Path) ->
     app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
-        await pilot.press("e")
-        await pilot.pause()
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_as(pilot)
     (wrote,) = [m for _, m in app.notices if m.startswith("Wrote")]
     assert "pcidoc-report-acs-box-20260101T120000Z.{md,html,json,svg}" in wrote
     assert wrote.endswith(f"in {export_dir}")
@@ -381,11 +370,7 @@ async def test_export_to_a_folder_writes_inside_it(export_dir: Path) -> None:
     app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("e")
-        await pilot.pause()
-        app.screen.query_one("#export-path").value = "reports"
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_as(pilot, "reports")
     inside = sorted(p.name for p in target.iterdir())
     assert inside == [
         f"pcidoc-report-acs-box-20260101T120000Z{s}" for s in (".html", ".json", ".md", ".svg")
@@ -399,11 +384,7 @@ async def test_export_over_existing_files_asks_before_replacing_them(export_dir:
     app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("e")
-        await pilot.pause()
-        app.screen.query_one("#export-path").value = "mine"
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_as(pilot, "mine")
         assert isinstance(app.screen, ExportScreen)  # still asking
         warning = plain(app.screen.query_one("#export-warning", Static))
         assert "mine.md already in" in warning and "y replaces it" in warning
@@ -450,11 +431,7 @@ async def test_a_failed_export_says_how_to_try_again(export_dir: Path) -> None:
     app = make_app(acs_machine(), acs_source(), export_dir=export_dir)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press("e")
-        await pilot.pause()
-        app.screen.query_one("#export-path").value = "no/such/folder/report"
-        await pilot.press("enter")
-        await settle(pilot)
+        await export_as(pilot, "no/such/folder/report")
     errors = [m for severity, m in app.notices if severity == "error"]
     assert errors and errors[0].endswith("press e to correct the path")
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pcidoc.collect.importers import import_texts
-from pcidoc.tui.describe import host_detail, kernel_events, link_changes
+from pcidoc.tui.panes.host import host_detail, kernel_events
+from pcidoc.tui.panes.links import link_changes
 
 QUERY = (
     "==============NVSMI LOG==============\n\nAttached GPUs : 1\n"

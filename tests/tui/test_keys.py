@@ -13,8 +13,7 @@ import pytest
 from textual.pilot import Pilot
 
 from pcidoc.tui.screens.main import MainScreen
-from tests.tui.conftest import demo_app, settle
-from tests.tui.test_hardening import burst
+from tests.tui.conftest import burst, demo_app, settle
 
 WAYS = pytest.mark.parametrize("together", [False, True], ids=["press", "one-read"])
 

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static
 
 from pcidoc.samples import default_demo, list_samples
 from pcidoc.tui.widgets.topology_matrix import MARK_CHARS, TopologyMatrix
-from tests.tui.conftest import demo_app, make_app, plain, settle, wait_until
+from tests.tui.conftest import demo_app, export_as, make_app, plain, settle, wait_until
 from tests.tui.machines import no_gpu_machine
 
 SIZES = [(80, 24), (100, 30), (120, 40), (130, 40), (160, 48), (220, 60)]
@@ -210,10 +210,7 @@ async def test_host_pane_shows_its_scrollbar_on_first_display_at_80x24(collect: 
 
 async def _export_with_toasts(pilot, app) -> None:  # type: ignore[no-untyped-def]
     await settle(pilot)
-    await pilot.press("e")
-    await pilot.pause()
-    await pilot.press("enter")
-    await settle(pilot)
+    await export_as(pilot)
     await wait_until(pilot, lambda: bool(app.screen.query("Toast")))
 
 

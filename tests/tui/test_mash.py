@@ -22,8 +22,7 @@ from pcidoc.tui.screens.fleet import FleetScreen
 from pcidoc.tui.screens.help import HelpScreen
 from pcidoc.tui.screens.main import MainScreen
 from pcidoc.tui.screens.samples import SamplePicker
-from tests.tui.conftest import demo_app, make_app, plain, settle, wait_until
-from tests.tui.test_hardening import burst
+from tests.tui.conftest import burst, demo_app, make_app, plain, settle, wait_until
 
 
 def fleet_report(tmp_path: Path, single: bool = False) -> Any:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.widgets import DataTable
 
 from pcidoc.model.counters import rates
+from pcidoc.model.linkmodel import gpu_pcie_ceiling
 from pcidoc.samples import load_sample
-from pcidoc.tui.describe import gpu_pcie_ceiling
 from pcidoc.tui.replay import SYNTHETIC_LABEL, TraceReplaySampler, synthetic_trace
 from tests.tui.conftest import demo_app, plain, settle
 from tests.tui.machines import ManualClock
@@ -29,7 +29,7 @@ def test_the_trace_replays_as_counters_whose_rates_are_its_frames() -> None:
         seen.append(by_gpu[0].pcie_rx_gbps)
         for gpu in capture.gpus:
             rate = by_gpu[gpu.index]
-            ceiling, _ = gpu_pcie_ceiling(gpu)
+            ceiling = gpu_pcie_ceiling(gpu).gbps
             assert ceiling is not None
             assert 0 < rate.pcie_tx_gbps <= ceiling and 0 < rate.pcie_rx_gbps <= ceiling
             # Never invented errors: the capture's totals, unchanged (None where unknown).
@@ -136,7 +136,7 @@ def test_the_all_reduce_stays_off_pcie_where_the_matrix_shows_nvlink() -> None:
         assert not any(gpu.nvlinks for gpu in capture.gpus)
         trace = synthetic_trace(capture)
         gpu = capture.gpus[0]
-        ceiling, _ = gpu_pcie_ceiling(gpu)
+        ceiling = gpu_pcie_ceiling(gpu).gbps
         assert ceiling is not None
         busiest = max(
             max(frame.pcie_tx, frame.pcie_rx)

@@ -2,7 +2,7 @@
 in a table (the culprit first), and below it the highlighted rank's way to its GPU, the
 evidence, the timeline or what to do.
 
-The explanation is computed before the app starts (:func:`pcidoc.explain.command.run_explain_tui`),
+The explanation is computed before the app starts (:func:`pcidoc.cli.tui.run_explain_tui`),
 so this screen only renders a :class:`~pcidoc.explain.verdict.Explanation`, as the fleet screen
 renders a fleet report. Everything from the job's files was cleaned where it was read and is
 shown as plain text.
@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Static
 from pcidoc.explain.render import chain_line, moment_line
 from pcidoc.explain.verdict import Explanation, RankRow
 from pcidoc.sanitize import clean_line
+from pcidoc.tui._textual_private import CrashHookedApp
 
 _ROLE_STYLE = {
     "culprit": "bold red",
@@ -147,7 +148,7 @@ class ExplainScreen(Screen[None]):
         ] or ["(no evidence line for this rank)"]
 
 
-class ExplainApp(App[int]):
+class ExplainApp(CrashHookedApp):
     """A small app around :class:`ExplainScreen` (``pcidoc --explain PATH``)."""
 
     TITLE = "pcidoc explain"
@@ -162,20 +163,17 @@ class ExplainApp(App[int]):
     def on_mount(self) -> None:
         self.push_screen(ExplainScreen(self.result, self.source))
 
-    def _handle_exception(self, error: Exception) -> None:
+    def internal_error(self, error: Exception) -> None:
         """As the main TUI: the traceback goes to a log file, one line to the terminal."""
         if self.crash is None:
             from pcidoc.tui.app import write_crash_log
 
             self.crash = error
             self.crash_log = write_crash_log(error)
-        super()._handle_exception(error)
 
-    def _print_error_renderables(self) -> None:
-        if self.crash_log is not None:
-            self._exit_renderables.clear()
-            return
-        super()._print_error_renderables()
+    def print_traceback(self) -> bool:
+        """Only when the traceback could not be logged."""
+        return self.crash_log is None
 
 
 def run_explain_app(result: Explanation, source: str = "") -> int:

@@ -1,6 +1,8 @@
 """The main screen: header, optional no-GPU banner, four panes in tabs, and the key footer.
 
-The panes are bound to the app's reactive state (:class:`pcidoc.tui.app.PcidocApp`'s
+The panes come from one table (:data:`pcidoc.tui.panes.PANES`): their containers, tabs,
+widgets, focus and keys here, each pane's binding in its module (``pcidoc.tui.panes.<id>``).
+They are bound to the app's reactive state (:class:`pcidoc.tui.app.PcidocApp`'s
 ``displayed``, ``report``, ``counters``, ``this_machine``, ``no_gpu_reason``, ``status`` and
 ``probes_running``): each pane (and the key bar) watches the values it shows, through
 Textual's ``watch``, from the moment it is mounted (a lazy pane opened later shows the current
@@ -10,9 +12,7 @@ into a pane by name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from importlib import import_module
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from textual.app import ComposeResult
 from textual.containers import Container
@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import ContentSwitcher
 
+from pcidoc.tui.panes import PANE_BY_ID, PANES
 from pcidoc.tui.widgets.key_bar import KeyBar, KeyHint
 from pcidoc.tui.widgets.machine_header import MachineHeader
 from pcidoc.tui.widgets.no_gpu_banner import NoGpuBanner
@@ -27,20 +28,11 @@ from pcidoc.tui.widgets.pane_tabs import PaneTabs
 from pcidoc.tui.widgets.topology_pane import TopologyPane
 
 if TYPE_CHECKING:
-    from pcidoc.model.report import Report
     from pcidoc.tui.app import PcidocApp
-    from pcidoc.tui.state import Counters, Displayed
+    from pcidoc.tui.state import Displayed
     from pcidoc.tui.widgets.doctor_pane import DoctorPane
     from pcidoc.tui.widgets.host_pane import HostPane
     from pcidoc.tui.widgets.links_pane import LinksPane
-
-PANES: tuple[tuple[str, str], ...] = (
-    ("topology", "1 Topology"),
-    ("links", "2 Links"),
-    ("doctor", "3 Doctor"),
-    ("host", "4 Host"),
-)
-"""Pane ids and tab labels, in key order."""
 
 COMMON_KEYS: list[KeyHint] = [
     ("?", "Help", "app.help"),
@@ -50,46 +42,26 @@ COMMON_KEYS: list[KeyHint] = [
     ("q", "Quit", "app.quit"),
     ("s", "Samples", "app.samples"),
 ]
-PANE_KEYS: dict[str, list[KeyHint]] = {
-    "topology": [("c", "Colour", "app.pane_key('c')"), ("n", "NICs", "app.pane_key('n')")],
-    "links": [("o", "Sort", "app.pane_key('o')")],
-    "doctor": [("f", "Filter", "app.pane_key('f')"), ("/", "Search", "app.pane_key('/')")],
-}
-"""The keys of each pane (the key bar shows them before the common ones)."""
 FLEET_KEY: KeyHint = ("esc", "Fleet", "app.fleet")
 """``pcidoc --fleet DIR``: escape goes back to the node list."""
 CANCEL_KEY: KeyHint = ("x", "Cancel probes", "app.cancel_probes")
 
 
-LAZY_PANES: dict[str, tuple[str, str]] = {
-    "links": ("pcidoc.tui.widgets.links_pane", "LinksPane"),
-    "doctor": ("pcidoc.tui.widgets.doctor_pane", "DoctorPane"),
-    "host": ("pcidoc.tui.widgets.host_pane", "HostPane"),
-}
-"""Panes mounted the first time they are opened (the Topology pane is the first screen), by
-module and class: their modules load then too, not before the first screen."""
-
-
 class MainScreen(Screen[None]):
     """Everything the app shows, each pane bound to the part of the app's state it renders."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.topology_stale = False
-        """The matrix lags behind the state (a report or rates arrived while another pane was
-        on display): it is redrawn when the Topology pane is opened, not on every report a
-        probe run produces (a hidden 72-GPU matrix is not worth a UI pause)."""
 
     def compose(self) -> ComposeResult:
         yield MachineHeader(id="header")
         yield NoGpuBanner("", id="banner")
-        yield PaneTabs(PANES, id="tabs")
-        with ContentSwitcher(id="panes", initial="topology"):
-            with Container(id="topology"):
-                yield TopologyPane(id="topology-pane")
-            # Built when first opened: a quarter of the widgets, none of them on the first screen.
-            for pane, _label in PANES[1:]:
-                yield Container(id=pane)
+        yield PaneTabs(tuple((pane.id, pane.tab) for pane in PANES), id="tabs")
+        with ContentSwitcher(id="panes", initial=PANES[0].id):
+            for pane in PANES:
+                if pane.lazy:
+                    # Built when first opened: none of its widgets is on the first screen.
+                    yield Container(id=pane.id)
+                    continue
+                with Container(id=pane.id):
+                    yield pane.widget_class()(id=pane.widget_id)
         yield KeyBar(id="footer")
 
     def on_mount(self) -> None:
@@ -99,7 +71,9 @@ class MainScreen(Screen[None]):
         self.query_one(KeyBar).watch(self.state, "probes_running", self.show_keys)
         self._bind_header(self.header)
         self._bind_banner(self.banner)
-        self._bind_topology(self.topology)
+        for pane in PANES:
+            if not pane.lazy:
+                pane.module().bind(self, self.query_one(f"#{pane.widget_id}"))
 
     def on_resize(self) -> None:
         """A small terminal (under 30 rows) gives the no-GPU banner two rows, not four."""
@@ -108,7 +82,9 @@ class MainScreen(Screen[None]):
     def show_keys(self) -> None:
         """The key bar for the pane on display (and ``x`` while probes run)."""
         pane = self.active_pane
-        hints = list(PANE_KEYS.get(pane, []))
+        hints: list[KeyHint] = [
+            (key.key, key.label, f"app.pane_key('{key.key}')") for key in PANE_BY_ID[pane].keys
+        ]
         if self.state.probes_running:
             hints.append(CANCEL_KEY)
         if self.state.fleet is not None:
@@ -158,37 +134,27 @@ class MainScreen(Screen[None]):
     async def ensure_pane(self, name: str) -> bool:
         """Mount a lazy pane, bound to the app's state (so it shows the current state at once);
         True when it was mounted just now."""
-        if name not in LAZY_PANES or self.pane(name) is not None:
+        pane = PANE_BY_ID.get(name)
+        if pane is None or not pane.lazy or self.pane(name) is not None:
             return False
-        module, cls = LAZY_PANES[name]
-        pane = getattr(import_module(module), cls)(id=f"{name}-pane")
-        await self.query_one(f"#panes > #{name}").mount(pane)
-        binders: dict[str, Callable[[Any], None]] = {
-            "links": self._bind_links,
-            "doctor": self._bind_doctor,
-            "host": self._bind_host,
-        }
-        binders[name](pane)
+        widget = pane.widget_class()(id=pane.widget_id)
+        await self.query_one(f"#panes > #{name}").mount(widget)
+        pane.module().bind(self, widget)
         return True
 
     def activate(self, pane: str) -> None:
-        """Switch the tabs to a pane and focus its main widget (a stale matrix is redrawn
-        first)."""
-        if pane == "topology" and self.topology_stale:
-            self._redraw_topology()
+        """Switch the tabs to a pane and focus its main widget (the pane catches up with the
+        state first: a stale matrix is redrawn)."""
+        widget = self.pane(pane)
+        if widget is not None:
+            PANE_BY_ID[pane].module().shown(self, widget)
         self.query_one(ContentSwitcher).current = pane
         self.query_one(PaneTabs).show(pane)
         self.focus_pane(pane)
 
     def focus_pane(self, pane: str) -> None:
         """Focus the main widget of a pane."""
-        targets = {
-            "topology": "#matrix",
-            "links": "#gpu-table",
-            "doctor": "#checks",
-            "host": "#host-pane",
-        }
-        found = self.query(targets[pane])
+        found = self.query(PANE_BY_ID[pane].focus)
         if found:
             found.first().focus()
 
@@ -225,97 +191,3 @@ class MainScreen(Screen[None]):
 
         banner.watch(state, "displayed", draw)
         banner.watch(state, "no_gpu_reason", lambda: draw(state.displayed), init=False)
-
-    def _bind_topology(self, topology: TopologyPane) -> None:
-        state = self.state
-
-        def machine(displayed: Displayed | None) -> None:
-            if displayed is None:
-                return  # the matrix keeps its first placeholder
-            topology.replay = displayed.replay
-            capture = displayed.capture
-            if capture is None:
-                topology.show_capture(None)
-                return
-            from pcidoc.doctor.topology_notes import topology_notes
-
-            topology.show_capture(capture, topology_notes(capture))
-
-        def report(old: Report | None, new: Report | None) -> None:
-            topology.show_report(new)
-            if old is not None and new is not None:
-                # A later report of the same machine (probes measured): its capture carries
-                # the measurements the matrix colours by. Not the first: it has the facts.
-                self._topology_changed()
-
-        def counters(value: Counters | None) -> None:
-            displayed = state.displayed
-            if value is None or value.rates is None:
-                return
-            if displayed is not None and displayed.replay is not None:
-                # A replayed SYNTHETIC trace stays in the Links pane, which labels it; the
-                # matrix's traffic colours show only counters read from GPUs.
-                return
-            if self.active_pane == "topology":
-                topology.show_rates(value.rates)
-            else:
-                self.topology_stale = True
-
-        # Bound at mount, before anything is on display: the composed pane is the empty state.
-        topology.watch(state, "displayed", machine)
-        topology.watch(state, "report", report, init=False)
-        topology.watch(state, "counters", counters, init=False)
-
-    def _topology_changed(self) -> None:
-        if self.active_pane == "topology":
-            self.topology.show_capture(self.state.capture)
-        else:
-            self.topology_stale = True
-
-    def _redraw_topology(self) -> None:
-        """Bring a stale matrix up to the state: the latest rates and the latest capture."""
-        self.topology_stale = False
-        state = self.state
-        displayed = state.displayed
-        real = displayed is None or displayed.replay is None
-        self.topology.show_rates((state.rates or None) if real else None)
-        self.topology.show_capture(state.capture)
-
-    def _bind_links(self, links: LinksPane) -> None:
-        state = self.state
-
-        def machine(displayed: Displayed | None) -> None:
-            if displayed is None:
-                links.show_capture(None, False, None)
-                return
-            links.show_capture(
-                displayed.capture,
-                displayed.moving_counters,
-                displayed.interval,
-                replay=displayed.replay,
-            )
-
-        def counters(value: Counters | None) -> None:
-            if value is not None:
-                links.show_sample(value.sample, value.rates or {}, value.link_changes, value.since)
-
-        links.watch(state, "displayed", machine)
-        links.watch(state, "counters", counters)
-
-    def _bind_doctor(self, doctor: DoctorPane) -> None:
-        doctor.watch(self.state, "report", doctor.show_report)
-
-    def _bind_host(self, host: HostPane) -> None:
-        state = self.state
-
-        def draw() -> None:
-            displayed = state.displayed
-            title = "Host of the machine on display"
-            if displayed is not None and displayed.source.kind != "live":
-                title += f" ({displayed.source.describe()})"
-            capture = displayed.capture if displayed is not None else None
-            host.show(state.this_machine, capture, title, state.no_gpu_reason)
-
-        host.watch(state, "displayed", draw)
-        host.watch(state, "this_machine", draw, init=False)
-        host.watch(state, "no_gpu_reason", draw, init=False)

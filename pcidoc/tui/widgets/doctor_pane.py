@@ -21,7 +21,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from pcidoc.model.report import CheckResult, Report
-from pcidoc.tui.describe import check_detail, check_line
+from pcidoc.tui.panes.doctor import check_detail, check_line
 from pcidoc.tui.widgets.probe_panel import ProbePanel
 
 _PAIR = re.compile(r"^((?:GPU|NIC)\d+)-((?:GPU|NIC)\d+)$")

@@ -8,8 +8,8 @@ from textual.containers import Container, VerticalScroll
 from textual.widgets import Static
 
 from pcidoc.model.capture import Capture
-from pcidoc.tui.describe import host_detail
 from pcidoc.tui.hanging import Hanging
+from pcidoc.tui.panes.host import host_detail
 
 WIDE_MIN_COLUMNS = 120
 """From this width on, this machine and the machine on display stand side by side."""

@@ -22,10 +22,15 @@ from textual.widgets import DataTable, Static
 from pcidoc.model.capture import Capture
 from pcidoc.model.counters import CounterSample, GpuCounters, GpuRates
 from pcidoc.model.facts import Gpu
-from pcidoc.model.linkmodel import nvlink_link_rate_gbps, unwired_nvlinks
+from pcidoc.model.linkmodel import (
+    gpu_model_of,
+    gpu_pcie_ceiling,
+    nvlink_link_rate_gbps,
+    unwired_nvlinks,
+)
 from pcidoc.model.units import link_label
-from pcidoc.tui.describe import gpu_pcie_ceiling, link_changes, live_link_changes
 from pcidoc.tui.hanging import Phrases
+from pcidoc.tui.panes.links import link_changes, live_link_changes
 
 HISTORY = 120
 """Samples kept per series for the chart."""
@@ -120,7 +125,11 @@ def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Te
         if _model_link(gpu):
             # No negotiated link in the capture: Util % is against the GPU model's own link
             # (the link model's ceiling), so say which, marked as not read from this GPU.
-            _, label = gpu_pcie_ceiling(gpu)
+            model = gpu_model_of(gpu)
+            if model is not None:
+                label = link_label(model.pcie_gen, model.pcie_width)
+            else:
+                label = link_label(pcie.max_gen, pcie.max_width)
             return Text(f"{label}?", style="dim")
         return Text("not known", style="dim")
     now = link_label(gen, width)
@@ -141,13 +150,11 @@ def _link_cell(gpu: Gpu, gen: int | None = None, width: int | None = None) -> Te
 
 def _model_link(gpu: Gpu) -> bool:
     """The GPU's PCIe ceiling comes from its model, not from a link read on it."""
-    from pcidoc.model.linkmodel import gpu_pcie_ceiling as ceiling_of
-
     pcie = gpu.pcie
     return (
         pcie.current_gen is None
         and pcie.current_width is None
-        and ceiling_of(gpu).provenance == "model"
+        and gpu_pcie_ceiling(gpu).provenance == "model"
     )
 
 
@@ -167,7 +174,7 @@ def _util(
         # The same rate table as the doctor and the pair detail (pcidoc.model.linkmodel).
         ceiling = pcie_rate_gbps(gen, width)
     else:
-        ceiling, _ = gpu_pcie_ceiling(gpu)
+        ceiling = gpu_pcie_ceiling(gpu).gbps
     if not ceiling:
         return Text("—", style="dim", justify="right")  # no link known: no ceiling to divide by
     share = max(tx or 0.0, rx or 0.0) / ceiling * 100

@@ -18,9 +18,9 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.counters import GpuRates
 from pcidoc.model.report import Report
 from pcidoc.present._matrix import MatrixView, finding_marks
-from pcidoc.tui.describe import attention_text, bullet_lines, describe_cell
 from pcidoc.tui.hanging import Hanging, Phrases
 from pcidoc.tui.matrix_grid import COLOUR_MODES, MODE_TITLES, MatrixGrid, build_grid
+from pcidoc.tui.panes.topology import attention_text, bullet_lines, describe_cell
 from pcidoc.tui.widgets.topology_matrix import TopologyMatrix
 
 WIDE_MIN_COLUMNS = 120
@@ -53,6 +53,11 @@ class TopologyPane(Container):
         """The trace the Links pane replays on this machine (SYNTHETIC...), which the traffic
         colours never show; ``None`` for a live machine or a capture."""
         self.grid: MatrixGrid | None = None
+        self.stale = False
+        """The matrix lags behind the state (a report or rates arrived while another pane was
+        on display): it is redrawn when the pane is opened (:func:`pcidoc.tui.panes.topology.
+        shown`), not on every report a probe run produces (a hidden 72-GPU matrix is not worth
+        a UI pause)."""
         self._view: MatrixView | None = None
         self._notes: list[str] = []
 
