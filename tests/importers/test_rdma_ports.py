@@ -105,3 +105,21 @@ def test_a_healthy_ibstat_passes() -> None:
     assert [(f.severity, f.summary) for f in findings] == [
         ("pass", "1 RDMA port(s) active at 400 Gb/s")
     ]
+
+
+def test_ibdev2netdev_verbose_carries_the_ports_own_state() -> None:
+    text = (
+        "$ ibdev2netdev -v\n"
+        "0000:3b:00.0 mlx5_0 (MT4123 - MCX653105A-HDAT) ConnectX-6 VPI adapter card fw "
+        "20.28.1002 port 1 (ACTIVE) ==> ib0 (Down)\n"
+        "0000:5e:00.0 mlx5_1 (MT4123 - MCX653105A-HDAT) ConnectX-6 VPI adapter card fw "
+        "20.28.1002 port 1 (DOWN) ==> ib1 (Down)\n"
+    )
+    ports, findings = _check(text)
+    assert [(p.hca, p.state, p.active, p.netdev_up) for p in ports] == [
+        ("mlx5_0", "ACTIVE", True, False),
+        ("mlx5_1", "DOWN", False, False),
+    ]
+    # mlx5_0's IPoIB interface being down says nothing: its port is active.
+    assert not any("IPoIB" in f.summary for f in findings)
+    assert any(f.severity == "warn" and "mlx5_1 port 1 (DOWN)" in f.summary for f in findings)

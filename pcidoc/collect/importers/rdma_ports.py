@@ -21,9 +21,12 @@ FORMAT = "rdma-ports"
 
 _HCA = r"[A-Za-z][\w.-]{0,40}"
 _IBDEV2NETDEV_RE = lazy(
-    rf"^\s*(?P<hca>{_HCA})\s+port\s+(?P<port>\d{{1,3}})\s+==>\s+(?P<netdev>\S{{1,40}})\s+"
-    r"\((?P<state>Up|Down)\)"
+    rf"^\s*(?:[0-9a-fA-F]{{4,8}}:[0-9a-fA-F]{{2}}:[0-9a-fA-F]{{2}}\.[0-7]\s+)?(?P<hca>{_HCA})"
+    r"(?:\s+\([^)\n]{0,120}\)[^\n]{0,160}?)?\s+port\s+(?P<port>\d{1,3})\s+"
+    r"(?:\((?P<pstate>[A-Z_]{2,20})\)\s+)?==>\s+(?P<netdev>\S{1,40})\s+\((?P<state>Up|Down)\)"
 )
+"""``mlx5_0 port 1 ==> ib0 (Up)``; with ``-v``: ``0000:3b:00.0 mlx5_0 (MT4123 - MCX653105A) ...
+fw 20.28.1002 port 1 (ACTIVE) ==> ib0 (Up)``, where ``(ACTIVE)`` is the port's own state."""
 _IBSTAT_CA_RE = lazy(rf"^\s*CA\s+'(?P<hca>{_HCA})'\s*$")
 _DEVINFO_CA_RE = lazy(rf"^\s*hca_id:\s*(?P<hca>{_HCA})\s*$")
 _IBSTAT_PORT_RE = lazy(r"^\s*Port\s+(?P<port>\d{1,3}):\s*$")
@@ -73,11 +76,15 @@ def _ibdev2netdev(state: _State, line: str, index: int) -> bool:
         return False
     state.current = state.hca = None
     if len(state.ports) < _MAX_PORTS:
+        pstate = match.group("pstate")
+        word = (pstate or "").lower()
         state.ports.append(
             RdmaPort(
                 tool="ibdev2netdev",
                 hca=match.group("hca"),
                 port=int(match.group("port")),
+                state=pstate,
+                active=_ACTIVE.get(word, False if word in _INACTIVE else None) if pstate else None,
                 netdev=match.group("netdev"),
                 netdev_up=match.group("state") == "Up",
                 quote=" ".join(line.split())[:200],

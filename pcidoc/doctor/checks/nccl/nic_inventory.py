@@ -53,7 +53,7 @@ def _not_active(ports: list[RdmaPort]) -> list[Finding]:
     down = [p for p in ports if p.active is False]
     if not down:
         return []
-    ib = [p for p in down if (p.link_layer or "").lower() == "infiniband"]
+    ib = [p for p in down if _ipoib(p)]
     shown = [f"{_name(p)} ({', '.join(x for x in (p.state, p.physical) if x)})" for p in down]
     return [
         Finding(
