@@ -30,7 +30,7 @@ _MOVE_RE = lazy(
     r"|\.to\(\s*['\"]cpu['\"]\s*\))+"
 )
 _TARGET_RE = lazy(r"\.(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?(\d+)['\"]?\s*\)")
-_OUTPUT_RE = lazy(r"tensor\(\[([^\]]{0,2000})\](?:,\s*device='cuda:(\d+)')?")
+_OUTPUT_RE = lazy(r"^tensor\(\[([^\]]{0,2000})\](?:,\s*device='cuda:(\d+)')?")
 _ASSIGN_RE = lazy(r"^(\w+)\s*=\s*(\w+)\s*\.\s*(?:to|cuda)\(")
 _COMPARE_RE = lazy(r"torch\.(?:equal|allclose)\(|\.(?:equal|allclose)\(|==")
 _PEER_RE = lazy(r"\.(?:to|cuda)\(\s*(?:device\s*=\s*)?['\"]?(?:cuda:)?\d")
