@@ -50,6 +50,9 @@ VERDICTS: dict[str, str] = {
 }
 """Short verdict shown in titles, from the report's worst severity."""
 
+MAX_FIRST = 5
+"""How many findings "What to do first" lists before pointing at the rest (every presenter)."""
+
 
 def hostname(capture: Capture) -> str:
     """The machine's host name, or a placeholder that says why there is none."""

@@ -30,6 +30,7 @@ from pcidoc.model.report import CheckResult, Report
 from pcidoc.present._common import (
     EXIT_MEANINGS,
     MARKS,
+    MAX_FIRST,
     VERDICTS,
     attention,
     docs_link,
@@ -60,8 +61,6 @@ from pcidoc.present._sections import (
 FULL_MATRIX_MAX_LABELS = 20
 """Beyond this many devices the matrix is drawn as the compact one-character grid."""
 
-MAX_FIRST = 6
-"""How many findings "What to do first" lists before pointing at the rest."""
 
 SEVERITY_COLOURS: dict[str, str] = {
     "fail": "#b3261e",

@@ -29,6 +29,7 @@ from pcidoc.model.report import CheckResult, Report
 from pcidoc.present._common import (
     EXIT_MEANINGS,
     MARKS,
+    MAX_FIRST,
     VERDICTS,
     attention,
     docs_link,
@@ -59,8 +60,6 @@ from pcidoc.present._sections import (
 FULL_MATRIX_MAX_LABELS = 20
 """Beyond this many devices the matrix is shown in its compact one-character form."""
 
-MAX_FIRST = 6
-"""How many findings "What to do first" lists before pointing at the rest."""
 
 _WHITESPACE = re.compile(r"\s+")
 _MD_SPECIAL = re.compile(r"([\\`*\[\]#~|@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")

@@ -26,6 +26,7 @@ from pcidoc.present._common import (
     ASCII_MARKS,
     EXIT_MEANINGS,
     MARKS,
+    MAX_FIRST,
     attention,
     docs_link,
     evidence_text,
@@ -75,8 +76,6 @@ SEVERITY_STYLES: dict[str, str] = {
 CODE_STYLE = "bold cyan"
 """Style of `inline code` (commands) in summaries and remediation."""
 
-_MAX_FIRST_STEPS = 5
-"""How many findings get their first remediation step in the short report."""
 
 _MAX_SKIP_ROWS = 2
 """Beyond this many skipped checks the short report folds them into one row of ids."""
@@ -600,7 +599,7 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
             grid.add_column(no_wrap=True)
             grid.add_column(no_wrap=True, style="bold")
             grid.add_column(ratio=1, overflow="fold")
-            for check in worst[:_MAX_FIRST_STEPS]:
+            for check in worst[:MAX_FIRST]:
                 step = _inline(check.remediation[0], backticks=ticks)
                 grid.add_row(
                     Text(marks[check.severity], style=SEVERITY_STYLES[check.severity]),
@@ -608,11 +607,9 @@ def render_report(report: Report, console: Console, verbose: bool = False) -> No
                     step,
                 )
             _print_trimmed(console, grid)
-            if len(worst) > _MAX_FIRST_STEPS:
+            if len(worst) > MAX_FIRST:
                 console.print(
-                    Text(
-                        f"  … and {len(worst) - _MAX_FIRST_STEPS} more (see --verbose)", style="dim"
-                    )
+                    Text(f"  … and {len(worst) - MAX_FIRST} more (see --verbose)", style="dim")
                 )
         _print_next_inputs(console, report, ticks)
         skipped = [c for c in report.checks if c.severity == "skip"]

@@ -476,5 +476,5 @@ def test_what_to_do_first_stays_short(render) -> None:  # type: ignore[no-untype
     ]
     text = render(report)
     section = text[text.index("What to do first") : text.index("Machine")]
-    assert "… and 5 more findings below." in section  # 3 + 8 = 11 findings, 6 listed
-    assert "warning 3" in section and "warning 4" not in section  # worst first, then by id
+    assert "… and 6 more findings below." in section  # 3 + 8 = 11 findings, 5 listed
+    assert "warning 2" in section and "warning 3" not in section  # worst first, then by id

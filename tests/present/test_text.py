@@ -451,3 +451,24 @@ def test_an_ascii_stream_gets_readable_typography_not_question_marks() -> None:
     stream.flush()
     header = stream.buffer.getvalue().decode("ascii").splitlines()[0]  # type: ignore[attr-defined]
     assert "?" not in header and " x " in header, header
+
+
+def test_what_to_do_first_lists_as_many_as_the_other_presenters() -> None:
+    """One limit for every presenter (issue 29: the terminal listed 5, Markdown and HTML 6)."""
+    from pcidoc.model import CheckResult
+    from pcidoc.present._common import MAX_FIRST
+
+    report = small_report()
+    report.checks += [
+        CheckResult(
+            id=f"pcie.errors-{n}",
+            title="t",
+            severity="warn",
+            summary=f"warning {n}",
+            remediation=[f"fix {n}"],
+        )
+        for n in range(8)
+    ]
+    text = plain(report)
+    worst = [c for c in report.checks if c.severity in ("fail", "error", "warn") and c.remediation]
+    assert f"… and {len(worst) - MAX_FIRST} more (see --verbose)" in text
