@@ -7,11 +7,15 @@ is the IPoIB interface, not the port).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pcidoc.doctor.checks.nccl._shared import evidence, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import short_list
-from pcidoc.model.evidence import RdmaPort
+
+if TYPE_CHECKING:
+    from pcidoc.model.evidence import RdmaPort
 
 _PORT_ADVICE = (
     "Look at the port's cable and switch port (`ibstat`, `iblinkinfo`, `mlxlink -d <dev> -p "
