@@ -291,16 +291,7 @@ def _on_timer(_signum: int, _frame: object) -> None:
 
 def cpu_time(pattern: re.Pattern[str], text: str, limit_s: float) -> float | None:
     """CPU seconds of ``finditer`` over ``text``; None when it ran past ``limit_s``."""
-    signal.setitimer(signal.ITIMER_PROF, limit_s)
-    start = time.process_time()
-    try:
-        for _ in pattern.finditer(text):
-            pass
-    except _OverLimit:
-        return None
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-    return time.process_time() - start
+    return batch_time(pattern, text, 1, limit_s)
 
 
 def batch_time(pattern: re.Pattern[str], text: str, times: int, limit_s: float) -> float | None:
