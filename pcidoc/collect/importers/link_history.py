@@ -26,7 +26,7 @@ from typing import Any
 
 from pcidoc.catalogue.lines import prose_before
 from pcidoc.collect.importers.fragment import Context, Fragment
-from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id, to_float, to_int
+from pcidoc.collect.importers.text import BUS_ID, Doc, lazy, normalize_bus_id, to_float, to_int
 from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.kernel import LinkHistory, LinkSample, LinkTrace
 
@@ -37,22 +37,21 @@ MAX_SAMPLES = 20_000
 
 _GTS_TO_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
-_BUS = r"(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
 _CSV_HEADER_RE = lazy(r"pcie\.link\.(?:gen|width)\.(?:current|gpucurrent)")
-_CSV_BUS_RE = lazy(rf"^{_BUS}$")
-_Q_GPU_RE = lazy(rf"^GPU\s+({_BUS})\s*$")
+_CSV_BUS_RE = lazy(rf"^{BUS_ID}$")
+_Q_GPU_RE = lazy(rf"^GPU\s+({BUS_ID})\s*$")
 _Q_KEY_RE = lazy(r"^\s*(Max|Current|Device Current|Device Max|Host Max)\s*:\s*(\S+)")
 _Q_SECTION_RE = lazy(r"^\s*(PCIe Generation|Link Width|Utilization)\s*$")
 _Q_UTIL_RE = lazy(r"^\s*Gpu\s*:\s*(\d+(?:\.\d+)?)\s*%")
-_LSPCI_HEAD_RE = lazy(rf"^({_BUS})\s+\S.*:")
+_LSPCI_HEAD_RE = lazy(rf"^({BUS_ID})\s+\S.*:")
 _LNK_RE = lazy(r"^\s*Lnk(Cap|Sta):.{0,200}?Speed\s*([\d.]+)\s*GT/s.{0,200}?Width\s*x(\d+)")
 _SYSFS_RE = lazy(
-    rf"/sys/(?:bus/pci/devices|devices/\S{{0,400}}?)/({_BUS})/(current|max)_link_(speed|width)"
+    rf"/sys/(?:bus/pci/devices|devices/\S{{0,400}}?)/({BUS_ID})/(current|max)_link_(speed|width)"
     r"(?:\s*<==|:\s*(\S.*))"
 )
 # Monitoring lines: "GPU3 ... Gen4 ... x16", nvtop's "Device 1 [GTX 1080 Ti] PCIe GEN 1@16x".
 _MONITOR_RE = lazy(
-    rf"(?:\b(?:GPU|Device)\s*(?P<gpu>\d+)\b|(?P<bus>{_BUS})).{{0,200}}?\bGen\s*(?P<gen>[1-6])\b"
+    rf"(?:\b(?:GPU|Device)\s*(?P<gpu>\d+)\b|(?P<bus>{BUS_ID})).{{0,200}}?\bGen\s*(?P<gen>[1-6])\b"
     r"(?:\s*@\s*(?P<at>\d{1,2})x\b|.{0,200}?\bx\s*(?P<width>\d{1,2})\b)",
     re.IGNORECASE,
 )

@@ -13,7 +13,7 @@ interface's state, never as the port's.
 from __future__ import annotations
 
 from pcidoc.collect.importers.fragment import Context, Fragment
-from pcidoc.collect.importers.text import Doc, lazy, to_float
+from pcidoc.collect.importers.text import BUS_ID, Doc, lazy, to_float
 from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.evidence import RdmaPort
 
@@ -21,7 +21,7 @@ FORMAT = "rdma-ports"
 
 _HCA = r"[A-Za-z][\w.-]{0,40}"
 _IBDEV2NETDEV_RE = lazy(
-    rf"^\s*(?:[0-9a-fA-F]{{4,8}}:[0-9a-fA-F]{{2}}:[0-9a-fA-F]{{2}}\.[0-7]\s+)?(?P<hca>{_HCA})"
+    rf"^\s*(?:{BUS_ID}\s+)?(?P<hca>{_HCA})"
     r"(?:\s+\([^)\n]{0,120}\)[^\n]{0,160}?)?\s+port\s+(?P<port>\d{1,3})\s+"
     r"(?:\((?P<pstate>[A-Z_]{2,20})\)\s+)?==>\s+(?P<netdev>\S{1,40})\s+\((?P<state>Up|Down)\)"
 )
@@ -33,7 +33,7 @@ _IBSTAT_PORT_RE = lazy(r"^\s*Port\s+(?P<port>\d{1,3}):\s*$")
 _DEVINFO_PORT_RE = lazy(r"^\s*port:\s*(?P<port>\d{1,3})\s*$")
 _KEY_RE = lazy(r"^\s*(?P<key>[A-Za-z][A-Za-z_ ]{1,30}?)\s*:\s*(?P<value>\S[^\n]{0,80}?)\s*$")
 
-_ACTIVE = {"active": True, "port_active": True}
+_ACTIVE = frozenset({"active", "port_active"})
 _INACTIVE = frozenset(
     {"down", "init", "initializing", "armed", "port_down", "port_init", "port_armed", "polling"}
 )
@@ -51,6 +51,14 @@ _MAX_PORTS = 4096
 def _state_word(value: str) -> str:
     """``PORT_ACTIVE (4)`` -> ``PORT_ACTIVE``; ``Active`` stays."""
     return value.split("(")[0].strip()
+
+
+def _is_active(state: str | None) -> bool | None:
+    """True for an active port, False for a known inactive state, None when not told."""
+    word = (state or "").lower()
+    if word in _ACTIVE:
+        return True
+    return False if word in _INACTIVE else None
 
 
 class _State:
@@ -77,14 +85,13 @@ def _ibdev2netdev(state: _State, line: str, index: int) -> bool:
     state.current = state.hca = None
     if len(state.ports) < _MAX_PORTS:
         pstate = match.group("pstate")
-        word = (pstate or "").lower()
         state.ports.append(
             RdmaPort(
                 tool="ibdev2netdev",
                 hca=match.group("hca"),
                 port=int(match.group("port")),
                 state=pstate,
-                active=_ACTIVE.get(word, False if word in _INACTIVE else None) if pstate else None,
+                active=_is_active(pstate),
                 netdev=match.group("netdev"),
                 netdev_up=match.group("state") == "Up",
                 quote=" ".join(line.split())[:200],
@@ -119,8 +126,7 @@ def _field(state: _State, line: str, index: int) -> bool:
     value = match.group("value")
     if name == "state":
         port.state = _state_word(value)
-        word = port.state.lower()
-        port.active = _ACTIVE.get(word, False if word in _INACTIVE else None)
+        port.active = _is_active(port.state)
         port.quote = f"{port.hca} port {port.port}: {line.strip()}"
     elif name == "physical":
         port.physical = _state_word(value)

@@ -21,22 +21,21 @@ from __future__ import annotations
 import re
 
 from pcidoc.collect.importers.fragment import Context, Fragment
-from pcidoc.collect.importers.text import Doc, lazy, normalize_bus_id
+from pcidoc.collect.importers.text import BUS_ID, Doc, lazy, normalize_bus_id
 from pcidoc.collect.importers.walk import each_line
 from pcidoc.model.evidence import LspciDevice
 
 FORMAT = "setpci-acs"
 
-_BUS = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
 _SETPCI_RE = lazy(r"\bsetpci\b(?P<args>[^;|&\n]{0,400})")
 _NAMED_RE = lazy(
     r"(?<![\w+])(?:ECAP_ACS|ECAP0{0,2}d)\s*\+\s*(?:0x)?0{0,3}6\.w\b(?!\s*=)", re.IGNORECASE
 )
 _RAW_RE = lazy(r"(?<![\w+:])(?P<off>[0-9a-fA-F]{2,3})\.w\b(?!\s*=)")
-_SELECTOR_RE = lazy(rf"(?:^|\s)-s\s*(?P<bus>{_BUS})(?![\w:.])")
+_SELECTOR_RE = lazy(rf"(?:^|\s)-s\s*(?P<bus>{BUS_ID})(?![\w:.])")
 _VALUE_RE = lazy(r"^\s*(?:0x)?(?P<hex>[0-9a-fA-F]{4})\s*$")
 _VERBOSE_RE = lazy(
-    rf"^\s*(?P<bus>{_BUS})\b[^@\n]{{0,80}}@(?P<off>[0-9a-fA-F]{{2,3}})\s*=\s*(?:0x)?"
+    rf"^\s*(?P<bus>{BUS_ID})\b[^@\n]{{0,80}}@(?P<off>[0-9a-fA-F]{{2,3}})\s*=\s*(?:0x)?"
     r"(?P<hex>[0-9a-fA-F]{4})\s*$"
 )
 _ACS_WORD_RE = lazy(r"\bACS\b")

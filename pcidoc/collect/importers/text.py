@@ -26,6 +26,9 @@ _NUMBER_RE = lazy(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 
 
 _NUMBER_CHARS = frozenset("0123456789.eE+-")
+BUS_ID = r"(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
+"""A PCI bus id as the tools print it (``0000:3b:00.0``, ``3b:00.0``; NVML's 8-digit domain), for
+patterns to embed (``rf"...{BUS_ID}..."``)."""
 _DIGITS = frozenset("0123456789")
 
 
