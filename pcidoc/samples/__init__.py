@@ -8,12 +8,12 @@ marks as default the real sample with the most to diagnose.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 
 from pcidoc.errors import PcidocError
 from pcidoc.model.capture import Capture, SampleInfo
+from pcidoc.model.compiled import core
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 INDEX_FILE = DATA_DIR / "index.json"
@@ -22,7 +22,8 @@ INDEX_FILE = DATA_DIR / "index.json"
 @lru_cache(maxsize=1)
 def _index() -> list[dict[str, object]]:
     try:
-        entries = json.loads(INDEX_FILE.read_text(encoding="utf-8"))
+        # The models' JSON parser (loaded anyway to read the sample): not the json module.
+        entries = core().from_json(INDEX_FILE.read_bytes())
     except (OSError, ValueError) as exc:  # a broken install, not user input
         raise PcidocError(f"bundled samples are missing or damaged ({INDEX_FILE}: {exc})") from None
     return list(entries)
