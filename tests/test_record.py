@@ -199,3 +199,24 @@ def test_field_names_lists_the_fields_in_init_order() -> None:
 
     _data, rec = _both()
     assert field_names(rec) == ("kind", "rate", "tags", "note", "fn")
+
+
+def test_init_is_compiled_at_the_first_construction_then_used_as_is() -> None:
+    @_record(frozen=True)
+    class Base:
+        a: int
+        b: int = 2
+
+    @_record(frozen=True)
+    class Child(Base):
+        c: int = 3
+
+    placeholder = Base.__dict__["__init__"]
+    assert Child(1, c=5) == Child(1, 2, 5)  # the child first: the base is still deferred
+    assert Base.__dict__["__init__"] is placeholder
+    with pytest.raises(TypeError):  # a bad first call compiles, then fails as a dataclass's
+        Base()
+    compiled = Base.__dict__["__init__"]
+    assert compiled is not placeholder and compiled.__qualname__ == placeholder.__qualname__
+    assert Base(7).b == 2 and Base.__dict__["__init__"] is compiled
+    assert list(compiled.__code__.co_varnames[:3]) == ["self", "a", "b"]

@@ -28,10 +28,11 @@ and ``{"$tuple": [...]}``.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from importlib import import_module
 from typing import Any
+
+from pcidoc._lazyre import lazy
 
 STORE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compiled.jsonl")
 JSON_SCHEMA_ROOTS = (
@@ -54,7 +55,7 @@ _MODULES = (
 )
 """Modules whose source decides the classes and their schemas (fingerprinted in the store)."""
 
-_REF_ID = re.compile(r":\d+$")
+_REF_ID = lazy(r":\d+$")  # used when the store is generated, not at run time
 _TAGS = "$tags"
 """Key of an entry's list of paths to its tagged nodes (see :func:`tag_paths`)."""
 _SCHEMA_OF = "$schema-of"
