@@ -89,3 +89,17 @@ def test_evidence_subjects_count_in_english_and_quoted_values_are_left_alone() -
     evidence = merge_findings(spec, findings).evidence
     assert [e.subject for e in evidence] == ["1 bucket", "4 buckets", "GPU0"]
     assert evidence[2].value == quoted
+
+
+@pytest.mark.parametrize("name", ["synthetic-72gpu", "h800-8gpu-hgx", "a100-sxm4-8gpu-nvswitch"])
+def test_the_report_built_from_its_parts_is_the_validated_report(name: str) -> None:
+    from pcidoc.model.report import Report
+    from pcidoc.present.json import report_json
+    from pcidoc.samples import load_sample
+
+    report = run(load_sample(name), ReportSource(kind="demo"), generated_at="t")
+    parts = {field: getattr(report, field) for field in report.model_fields_set}
+    validated = Report(**parts)
+    assert report.model_fields_set == validated.model_fields_set
+    assert report == validated
+    assert report_json(report) == report_json(validated)
