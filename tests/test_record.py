@@ -97,7 +97,9 @@ def test_frozen_records_refuse_assignment_and_mutable_ones_are_unhashable() -> N
     assert thing.kind == "nvlink"
 
 
-def test_inheritance_and_field_order_rules() -> None:
+def _base_and_child() -> tuple[type, type]:
+    """A record class and a record subclass of it, new (their ``__init__`` not compiled yet)."""
+
     @_record(frozen=True)
     class Base:
         a: int
@@ -107,7 +109,12 @@ def test_inheritance_and_field_order_rules() -> None:
     class Child(Base):
         c: int = 3
 
-    assert repr(Child(1)) == "test_inheritance_and_field_order_rules.<locals>.Child(a=1, b=2, c=3)"
+    return Base, Child
+
+
+def test_inheritance_and_field_order_rules() -> None:
+    Base, Child = _base_and_child()
+    assert repr(Child(1)) == "_base_and_child.<locals>.Child(a=1, b=2, c=3)"
     assert Child(1, c=4) != Base(1)  # another class: not equal, as dataclasses
     with pytest.raises(TypeError, match="non-default argument 'd'"):
 
@@ -202,15 +209,7 @@ def test_field_names_lists_the_fields_in_init_order() -> None:
 
 
 def test_init_is_compiled_at_the_first_construction_then_used_as_is() -> None:
-    @_record(frozen=True)
-    class Base:
-        a: int
-        b: int = 2
-
-    @_record(frozen=True)
-    class Child(Base):
-        c: int = 3
-
+    Base, Child = _base_and_child()
     placeholder = Base.__dict__["__init__"]
     assert Child(1, c=5) == Child(1, 2, 5)  # the child first: the base is still deferred
     assert Base.__dict__["__init__"] is placeholder
