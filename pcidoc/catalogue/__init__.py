@@ -54,7 +54,7 @@ _ENTRY_KEYS = frozenset(
         "id", "title", "shape", "not_shape", "markers", "pattern", "flags", "severity", "when",
         "lookup",
         "meaning", "causes", "fix", "check", "source", "reader", "confidence", "example",
-        "example_source", "not_example", "examples", "reader_shape",
+        "example_source", "not_example", "examples", "reader_shape", "carrier",
     }
 )  # fmt: skip
 _REQUIRED = ("id", "title", "markers", "pattern", "severity", "meaning", "fix", "source")
@@ -92,6 +92,11 @@ class Entry:
     """Packaging that excludes a line (``nccl``: a line NCCL printed belongs to NCCL's own
     entries, even when its message would match)."""
     confidence: str = "high"
+    carrier: bool = False
+    """The line reports a failure whose cause another line of the same log names (an NCCL
+    result code after NCCL's own warning, torchrun's summary of a failed worker): the findings
+    of specific entries come first
+    (:func:`pcidoc.doctor.signatures.signature_findings`)."""
     examples: tuple[str, ...] = ()
     not_examples: tuple[str, ...] = ()
     example_source: str = ""
@@ -165,6 +170,13 @@ def _flags(raw: dict[str, Any], where: str) -> int:
     return flags
 
 
+def _flag(raw: dict[str, Any], key: str, where: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise CatalogueError(f"{where}: {key} is true or false")
+    return value
+
+
 def _entry(raw: dict[str, Any], family: str, where: str) -> Entry:
     unknown = set(raw) - _ENTRY_KEYS
     missing = [key for key in _REQUIRED if key not in raw]
@@ -206,6 +218,7 @@ def _entry(raw: dict[str, Any], family: str, where: str) -> Entry:
         reader_shape=reader_shape,
         not_shapes=not_shapes,
         confidence=raw.get("confidence", "high"),
+        carrier=_flag(raw, "carrier", where),
         examples=examples,
         not_examples=_strings(raw.get("not_example", []), "not_example", where),
         example_source=raw.get("example_source", ""),

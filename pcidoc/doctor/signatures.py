@@ -112,9 +112,10 @@ def _finding(ctx: Context, verdict: Verdict, hits: list[SignatureHit]) -> Findin
 def signature_findings(
     ctx: Context, check_id: str, keep: Callable[[SignatureHit], bool] | None = None
 ) -> list[Finding]:
-    """One finding per (entry, severity, looked-up value) of the hits ``check_id`` reports;
-    known-benign lines give none. ``keep`` leaves out hits a structured reader already turned
-    into the check's own events (the kernel checks)."""
+    """One finding per (entry, severity, looked-up value) of the hits ``check_id`` reports, in
+    the order of their first lines, carrier entries last; known-benign lines give none.
+    ``keep`` leaves out hits a structured reader already turned into the check's own events
+    (the kernel checks)."""
     hits = all_hits(ctx)
     if not hits:
         return []
@@ -129,4 +130,7 @@ def signature_findings(
             continue
         key = (verdict.entry.id, verdict.severity, verdict.detail)
         groups.setdefault(key, (verdict, []))[1].append(hit)
-    return [_finding(ctx, verdict, hits) for verdict, hits in groups.values()]
+    # A line that only carries its cause (an NCCL result code, a bare CUDA error) follows the
+    # specific entries of the same check: the cause leads when both lines are in the paste.
+    ordered = sorted(groups.values(), key=lambda group: group[0].entry.carrier)
+    return [_finding(ctx, verdict, hits) for verdict, hits in ordered]

@@ -74,3 +74,15 @@ def test_a_lookup_finds_a_row_by_its_other_spellings() -> None:
     assert catalogue.lookup("nvml_return", "NVMLError_GpuIsLost") == ("15", rows["15"])
     assert catalogue.lookup("nvml_return", "gpu is lost.") == ("15", rows["15"])
     assert catalogue.lookup("nvml_return", "Unknown") is None
+
+
+def test_carrier_is_true_or_false(tmp_path: Path) -> None:
+    cases = (("true", True), ("false", True), ('"yes"', False), ("1", False))
+    for n, (value, ok) in enumerate(cases):
+        entry = ENTRY.format(id="a.b", markers='"x"', pattern="x", extra=f"carrier = {value}")
+        (tmp_path / str(n)).mkdir()
+        if ok:
+            assert folder(tmp_path / str(n), entry).entries[0].carrier is (value == "true")
+        else:
+            with pytest.raises(catalogue.CatalogueError, match="carrier is true or false"):
+                folder(tmp_path / str(n), entry)

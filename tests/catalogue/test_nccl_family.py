@@ -191,3 +191,20 @@ def test_a_plugin_that_exists_but_misses_a_library_is_not_benign() -> None:
     )
     hit = catalogue.match_line(line)
     assert hit is not None and hit.entry.id == "nccl.plugin.load-failed"
+
+
+def test_the_cause_leads_over_the_nccl_result_that_carries_it() -> None:
+    # PyTorch prints the NCCL result first and the cause after "Last error:".
+    text = (
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled "
+        "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "Last error:\n"
+        "Cuda failure 'peer access is not supported between these two devices'\n"
+    )
+    assert catalogue.entry("nccl.result.error").carrier  # type: ignore[union-attr]
+    assert not catalogue.entry("cuda.peer-access-unsupported").carrier  # type: ignore[union-attr]
+    found = checks(text, "log.signatures")
+    assert [s for s, _ in found] == ["fail", "fail"]
+    assert found[0][1].startswith("GPUs cannot reach each other's memory (CUDA 217")
+    assert found[1][1].startswith("NCCL call failed")
