@@ -657,7 +657,7 @@ def test_staged_like_latency_confirms_the_weak_gain() -> None:
 
 
 def test_fallback_pairs_of_unknown_path_at_pcie_rates_are_not_called_nvlink() -> None:
-    cap = machine(2)
+    cap = machine(2, gpu_fields={"name": "NVIDIA L40S"})
     cap.topology.labels, cap.topology.links = [], []
     cap.measurements.p2p = [
         matrix("bandwidth", "enabled", pair_matrix(2, 25.0)),
@@ -667,6 +667,35 @@ def test_fallback_pairs_of_unknown_path_at_pcie_rates_are_not_called_nvlink() ->
     assert r.severity == "pass"
     assert "every pair" in r.summary
     assert "NVLink" not in r.summary
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("NVIDIA A100-SXM4-80GB", True),  # HGX boards: NVSwitch or a full 4-GPU mesh
+        ("NVIDIA H100 80GB HBM3", True),
+        ("NVIDIA A100-PCIE-40GB", False),  # bridges are optional
+        ("Tesla V100-SXM2-32GB", False),  # DGX-1's hybrid cube-mesh leaves pairs without NVLink
+        ("NVIDIA L40S", False),
+    ],
+)
+def test_sxm_pairs_at_pcie_rates_without_a_topology_warn_nvlink_unused(
+    name: str, expected: bool
+) -> None:
+    cap = machine(2, gpu_fields={"name": name})
+    cap.topology.labels, cap.topology.links = [], []
+    cap.measurements.p2p = [matrix("bandwidth", "enabled", pair_matrix(2, 18.4, 1530.0))]
+    r = result(cap, "p2p.fallback")
+    found = [f for f in r.findings if "NVLink not used" in f.summary]
+    if not expected:
+        assert not found and "NVLink" not in r.summary
+        return
+    assert r.severity == "warn" and r.confidence == "medium"
+    assert "GPU0→GPU1, GPU1→GPU0" in r.summary and name in r.summary
+    assert "topology is not in the capture" in r.summary
+    # At NVLink rates the same pair passes (NVLink inferred from the speed).
+    cap.measurements.p2p = [matrix("bandwidth", "enabled", pair_matrix(2, 180.0, 1530.0))]
+    assert result(cap, "p2p.fallback").severity == "pass"
 
 
 def test_fallback_nvlink_at_pcie_rate_fails() -> None:

@@ -160,6 +160,11 @@ class _Verdicts:
         """Pairs whose bad verdict stronger evidence confirmed (high confidence)."""
         self.nv_inferred: list[float] = []
         """Pairs of unknown path faster than any PCIe x16 link: NVLink without a topology."""
+        self.nv_expected: list[str] = []
+        """Directions of unknown path at PCIe rates between GPUs whose model is only built on
+        NVLink boards (SXM on NVSwitch or a full mesh): NVLink not used, topology to confirm."""
+        self.nv_board = ""
+        """The GPU model named in that finding."""
 
 
 @check("p2p.fallback", "P2P enabled vs staged copies", needs="probe")
@@ -256,6 +261,13 @@ def _judge_direction(
         _judge_nvlink_direction(ctx, a, b, on, link or "", v)
         return
     available = ctx.p2p_available(a, b)
+    board = _board_nvlink(ctx, a, b) if link is None else None
+    if board and on < config.NVLINK_AT_PCIE_RATE_GBPS:
+        arrow = f"GPU{a}→GPU{b}"
+        v.nv_expected.append(arrow)
+        v.nv_board = board
+        v.evidence.append(_ev(f"P2P {arrow}, path not in the capture", on, "GB/s", arrow))
+        return
     if link is None and on > _pcie_x16_limit(bool(enabled[0].bidirectional)):
         v.nv_inferred.append(on)
         return
@@ -288,6 +300,18 @@ def _judge_direction(
         v.ok_speedups.append(speedup)
         if link is None:
             v.ok_unknown_path.append(on)
+
+
+def _board_nvlink(ctx: Context, a: int, b: int) -> str | None:
+    """The GPU model of ``a`` and ``b`` when both are one model made only for NVLink boards
+    (SXM modules of NVSwitch boards, whose 4-GPU boards mesh every pair directly): any two of
+    them in one machine are joined by NVLink."""
+    models = {ctx.gpu_model(ctx.gpu_by_index.get(i)) for i in (a, b)}
+    model = models.pop() if len(models) == 1 else None
+    if model is None or model.form_factor != "sxm" or model.nvlink_via != "nvswitch":
+        return None
+    gpu = ctx.gpu_by_index.get(a)
+    return gpu.name if gpu is not None and gpu.name else model.key
 
 
 def _judge_nvlink_direction(
@@ -399,6 +423,26 @@ def _fallback_findings(ctx: Context, v: _Verdicts, mode: str) -> list[Finding]:
                     "NVSwitch systems (nvlink.fabric) and that `NCCL_P2P_DISABLE`/"
                     "`NCCL_P2P_LEVEL` are not set (env.nccl); then re-measure.",
                 ],
+            )
+        )
+    if v.nv_expected:
+        findings.append(
+            Finding(
+                "warn",
+                f"NVLink not used, it seems: {_list(v.nv_expected)} measured below "
+                f"{config.NVLINK_AT_PCIE_RATE_GBPS:.0f} GB/s (PCIe rates) between "
+                f"{v.nv_board} GPUs, which every board made for them joins by NVLink (the "
+                "topology is not in the capture to confirm it)",
+                subjects=sorted({_unordered(x) for x in v.nv_expected}),
+                evidence=[e for e in v.evidence if "path not in the capture" in e.label][:6],
+                remediation=[
+                    "Paste `nvidia-smi topo -m` and `nvidia-smi nvlink -s` (or run `pcidoc check` "
+                    "on the machine): NV# between the pair and links up confirm NVLink. Then "
+                    "check the fabric manager on NVSwitch systems (nvlink.fabric), that "
+                    "`NCCL_P2P_DISABLE`/`NCCL_P2P_LEVEL` are not set (env.nccl) and, in a VM, "
+                    "that the provider passes NVLink through.",
+                ],
+                confidence="medium",
             )
         )
     if v.nv_slow:
