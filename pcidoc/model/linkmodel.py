@@ -203,6 +203,14 @@ class GpuModel:
         return pcie_rate_gbps(self.pcie_gen, self.pcie_width)
 
     @property
+    def nvlink_on_every_board(self) -> bool:
+        """Every board made for this model joins each pair of its GPUs in a machine by NVLink:
+        SXM modules of NVSwitch boards (their 4-GPU boards mesh every pair directly). Not
+        V100/P100 SXM2 (DGX-1's hybrid cube-mesh leaves pairs without a link) nor PCIe cards
+        (bridges are optional)."""
+        return self.form_factor == "sxm" and self.nvlink_via == "nvswitch"
+
+    @property
     def nvlink_gbps(self) -> float | None:
         """Nominal per-direction NVLink rate of all the links this form factor carries."""
         return nvlink_rate_gbps(self, self.nvlink_links)

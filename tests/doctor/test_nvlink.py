@@ -218,7 +218,7 @@ def test_a_pair_with_fewer_bridge_links_warns():
 
 
 def test_pcie_only_gpus_are_info_not_failure():
-    cap = machine(2, link="PHB")
+    cap = machine(2, link="PHB", gpu_fields={"name": "NVIDIA L40S"})
     for g in cap.gpus:
         g.mark_unavailable("nvlinks", "NVML reports 0 NVLinks on this GPU")
     res = result(cap, "nvlink.state")
@@ -226,6 +226,31 @@ def test_pcie_only_gpus_are_info_not_failure():
     assert "no NVLink" in res.summary
     assert result(cap, "nvlink.errors").severity == "skip"
     assert result(cap, "nvlink.fabric").severity == "skip"
+
+
+@pytest.mark.parametrize(
+    ("name", "severity"),
+    [
+        ("NVIDIA H100 80GB HBM3", "warn"),
+        ("NVIDIA A100-SXM4-80GB", "warn"),
+        ("Tesla V100-SXM2-32GB", "info"),  # DGX-1's cube-mesh: not every pair is linked
+        ("NVIDIA A100-PCIE-40GB", "info"),
+    ],
+)
+def test_gpus_of_an_nvlink_board_model_without_any_nvlink_warn(name: str, severity: str):
+    for facts in (True, False):
+        cap = machine(2, link="PHB", gpu_fields={"name": name})
+        if facts:
+            for g in cap.gpus:
+                g.mark_unavailable("nvlinks", "NVML reports 0 NVLinks on this GPU")
+        res = result(cap, "nvlink.state")
+        assert res.severity == severity, (name, facts, res.summary)
+        assert "no NVLink" in res.summary
+        if severity == "warn":
+            assert name in res.summary and res.subjects == ["GPU0", "GPU1"]
+            assert res.confidence == "medium"
+    one = machine(1, gpu_fields={"name": "NVIDIA H100 80GB HBM3"})
+    assert result(one, "nvlink.state").severity not in ("warn", "fail")
 
 
 def test_no_nvlink_facts_is_a_skip():

@@ -395,6 +395,37 @@ def _amd_fabric(ctx: Context) -> Finding | None:
     return None
 
 
+def _no_nvlink(ctx: Context, gpus: list[Gpu], facts_known: bool) -> Finding:
+    """No NVLink between any GPUs: PCIe-only GPUs (info), or two or more GPUs of one model
+    whose every board joins them by NVLink, whose links are then down or not set up (warn)."""
+    models = {ctx.gpu_model(g) for g in gpus}
+    model = models.pop() if len(models) == 1 and len(gpus) > 1 else None
+    if model is None or not model.nvlink_on_every_board:
+        reasons = sorted({g.why("nvlinks") or "" for g in gpus} - {""})
+        return Finding(
+            "info",
+            "no NVLink: the GPUs talk to each other over PCIe only"
+            + (f" ({'; '.join(reasons)})" if reasons else ""),
+            evidence=[_ev("GPU pairs with NVLink", 0, "pairs")],
+            confidence="high" if facts_known else "medium",
+        )
+    name = gpus[0].name or model.key
+    return Finding(
+        "warn",
+        f"no NVLink between the {len(gpus)} {name} GPUs, which every board made for them joins "
+        "by NVLink: the links are down or not set up, and GPU-to-GPU traffic crosses PCIe",
+        subjects=[g.label for g in gpus],
+        evidence=[_ev("GPU pairs with NVLink", 0, "pairs"), _ev("GPU model", name)],
+        remediation=[
+            "Check the links (`nvidia-smi nvlink -s`: Inactive or no links) and, on NVSwitch "
+            "boards, the Fabric Manager (`systemctl status nvidia-fabricmanager`, nvlink.fabric); "
+            "in a VM or container, ask whether the provider's NVLink partition includes these "
+            "GPUs. A reboot after a fabric error often brings the links back.",
+        ],
+        confidence="medium",
+    )
+
+
 @check("nvlink.state", "NVLink state", needs="facts")
 def nvlink_state(ctx: Context) -> list[Finding]:
     """Find NVLinks down or missing, against identical peers and the topology (MIG-aware).
@@ -444,16 +475,7 @@ def nvlink_state(ctx: Context) -> list[Finding]:
         topo_known and ctx.has_nvlink_pair
     )
     if not any_links:
-        reasons = sorted({g.why("nvlinks") or "" for g in judged} - {""})
-        findings.append(
-            Finding(
-                "info",
-                "no NVLink: the GPUs talk to each other over PCIe only"
-                + (f" ({'; '.join(reasons)})" if reasons else ""),
-                evidence=[_ev("GPU pairs with NVLink", 0, "pairs")],
-                confidence="high" if facts_known else "medium",
-            )
-        )
+        findings.append(_no_nvlink(ctx, judged, bool(facts_known)))
         return _with_gap(ctx, findings)
 
     groups = _groups(judged)

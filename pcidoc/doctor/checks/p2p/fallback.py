@@ -303,12 +303,11 @@ def _judge_direction(
 
 
 def _board_nvlink(ctx: Context, a: int, b: int) -> str | None:
-    """The GPU model of ``a`` and ``b`` when both are one model made only for NVLink boards
-    (SXM modules of NVSwitch boards, whose 4-GPU boards mesh every pair directly): any two of
-    them in one machine are joined by NVLink."""
+    """The name of ``a`` and ``b``'s model when both are one model whose every board joins
+    each pair by NVLink (``GpuModel.nvlink_on_every_board``), else ``None``."""
     models = {ctx.gpu_model(ctx.gpu_by_index.get(i)) for i in (a, b)}
     model = models.pop() if len(models) == 1 else None
-    if model is None or model.form_factor != "sxm" or model.nvlink_via != "nvswitch":
+    if model is None or not model.nvlink_on_every_board:
         return None
     gpu = ctx.gpu_by_index.get(a)
     return gpu.name if gpu is not None and gpu.name else model.key
