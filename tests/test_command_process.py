@@ -1,5 +1,6 @@
 """What only the ``pcidoc`` command's own process does (``pcidoc.cli.run``), and ``main`` never:
-the garbage collector waits until start-up is done, then runs as usual."""
+the garbage collector waits until start-up is done, then runs as usual; the process ends after
+every atexit handler without the interpreter's teardown."""
 
 from __future__ import annotations
 
@@ -110,3 +111,64 @@ def test_the_json_report_written_as_bytes_is_the_report_json_text() -> None:
     expected = report_json(report)
     assert not expected.isascii()  # the bytes hold UTF-8 text (host↔device...)
     assert proc.stdout.decode("utf-8") == expected
+
+
+# The command's end: every atexit handler runs, then the process ends without the interpreter's
+# teardown (an audit hook sees the interpreter's state cleared only when teardown runs).
+_EXIT = r"""
+import atexit, os, sys
+notes = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+def note(what, write=os.write, notes=notes):
+    write(notes, (what + "\n").encode())
+def hook(event, args, note=note):
+    if event == "cpython.PyInterpreterState_Clear":
+        note("torn down")
+sys.addaudithook(hook)
+if sys.argv[1] == "early":  # as a coverage tool started with the interpreter does
+    atexit.register(note, "registered before the command")
+import pcidoc.cli as cli
+import pcidoc.cli.check as check
+original = check.run
+def run(args):
+    atexit.register(note, "registered by the command")
+    return original(args)
+check.run = run
+sys.argv = ["pcidoc", *sys.argv[3:]]
+cli.run()
+"""
+
+
+def _end(tmp_path: Path, when: str, *argv: str) -> tuple[subprocess.CompletedProcess[bytes], list]:
+    notes = tmp_path / f"{when}.txt"
+    proc = subprocess.run(
+        [sys.executable, "-c", _EXIT, when, str(notes), *argv],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    return proc, notes.read_text(encoding="utf-8").splitlines() if notes.exists() else []
+
+
+def test_the_command_ends_after_every_atexit_handler_without_teardown(tmp_path: Path) -> None:
+    from pcidoc.cli import main
+
+    expected = main(["check", "--json", "--from", str(SAMPLE)])
+    proc, notes = _end(tmp_path, "late", "check", "--json", "--from", str(SAMPLE))
+    assert proc.returncode == expected, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["machine"]["gpus"]  # the whole report, flushed
+    assert notes == ["registered by the command"]  # the handler ran; teardown did not
+    bad, notes = _end(tmp_path, "bad", "check", "--from", str(ROOT / "no-such-file.json"))
+    assert bad.returncode == 3 and b"no such file" in bad.stderr
+    assert notes == ["registered by the command"]
+
+
+def test_a_handler_registered_before_the_command_keeps_the_usual_end(tmp_path: Path) -> None:
+    proc, notes = _end(tmp_path, "early", "check", "--json", "--from", str(SAMPLE))
+    assert proc.returncode in (0, 1, 2), proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["schema"] == "pcidoc.report/1"
+    assert notes == [
+        "registered by the command",
+        "registered before the command",
+        "torn down",
+    ]

@@ -205,7 +205,7 @@ def start_up_done() -> None:
 def run() -> NoReturn:
     """The ``pcidoc`` command (console script, ``python -m pcidoc``): :func:`main`, then exit.
 
-    Two things only a process of pcidoc's own may do, so they are here and never in
+    Three things only a process of pcidoc's own may do, so they are here and never in
     :func:`main`, which tests and other programs call in their own long-lived processes:
 
     * the garbage collector waits until start-up is done (:func:`start_up_done`: after the
@@ -215,12 +215,19 @@ def run() -> NoReturn:
       72 GPUs) to find nothing to free;
     * before the interpreter's teardown the collector is told to leave every object alone
       (``gc.freeze``): its final collection at exit would walk the whole capture and report,
-      about 7 ms on a 72-GPU machine, to free what the end of the process frees anyway.
-      atexit handlers, flushing and module teardown are untouched.
+      about 7 ms on a 72-GPU machine, to free what the end of the process frees anyway;
+    * the process ends without the interpreter's teardown (:func:`_end_without_teardown`):
+      clearing ~200 modules, their classes, validators and caches cost ~4.7 ms of CPU of
+      every command (``check --json`` on 72 GPUs, 21 paired runs) and frees only memory.
+      Every atexit handler still runs, and standard output and error are flushed first.
     """
-    global _collection_deferred
+    global _collection_deferred, _exit_status
+    import atexit
     import gc
 
+    handlers = getattr(atexit, "_ncallbacks", None)  # CPython's count of atexit handlers
+    if handlers is not None and handlers() == 0:
+        atexit.register(_end_without_teardown)
     gc.disable()
     _collection_deferred = True
     try:
@@ -230,7 +237,33 @@ def run() -> NoReturn:
     import gc
 
     gc.freeze()
+    _exit_status = code
     raise SystemExit(code)
+
+
+_exit_status: int | None = None
+"""The code :func:`run` exits with, once :func:`main` returned it."""
+
+
+def _end_without_teardown() -> None:
+    """The last atexit handler: flush standard output and error, then end the process with
+    :func:`run`'s exit code, skipping the interpreter's module teardown.
+
+    atexit runs its handlers last registered first, and :func:`run` registers this one first
+    (only when no handler was registered before it, such as a coverage tool's started with
+    the interpreter, which would otherwise be skipped): every handler a library or pcidoc
+    registers while the command runs has run when this one ends the process, after the
+    interpreter joined the non-daemon threads. Without a code (:func:`main` raised) or when a
+    flush fails, it returns and the interpreter ends as usual, reporting what went wrong.
+    """
+    if _exit_status is None:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(_exit_status)
 
 
 def main(argv: list[str] | None = None) -> int:
