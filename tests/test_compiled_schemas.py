@@ -3,6 +3,7 @@ those match the sources, and as pydantic models otherwise; both must behave the 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -324,15 +325,32 @@ def test_stored_entries_decode_at_their_tag_paths() -> None:
 
     nested = {"a": [{"pair": ({"cls": Gpu}, 2)}], "b": {"$tuple": [1]}, "c": {"x": list}}
     encoded = compiled.encode(nested)
-    store = compiled._Store(
-        "\n".join(
-            [
-                json.dumps({"pydantic_core": "", "sources": {}, "lines": {"k": 1}}),
-                json.dumps({**encoded, "$tags": compiled.tag_paths(encoded)}),
-            ]
-        )
+    text = "\n".join(
+        [
+            json.dumps({"pydantic_core": "", "sources": {}, "lines": {"k": 1}}),
+            json.dumps({**encoded, "$tags": compiled.tag_paths(encoded)}),
+        ]
     )
+    store = compiled._Store(io.BytesIO(text.encode("ascii")))
     assert store.entry("k") == {"a": [{"pair": ({"cls": Gpu}, 2)}], "b": (1,), "c": {"x": list}}
+
+
+def test_the_store_reads_the_class_lines_and_the_json_schemas_only_when_asked() -> None:
+    with open(compiled.STORE_FILE, "rb") as handle:
+        whole = handle.read().split(b"\n")
+        handle.seek(0)
+        store = compiled._Store(handle)
+        classes = [k for k in store.lines if not k.startswith("json-schema:")]
+        last = max(store.lines[k] for k in classes)
+        assert last < len(whole) - 2  # JSON Schema lines follow the class lines
+        assert handle.tell() == sum(len(line) + 1 for line in whole[: last + 1])  # not read
+    assert len(store.raw) == last + 1
+    assert all(store.raw[store.lines[k]] == whole[store.lines[k]] for k in classes)
+    from pcidoc.model.capture import Capture
+
+    schema = store.entry("json-schema:" + compiled.class_key(Capture))
+    assert schema is not None and schema["title"] == "Capture"
+    assert store.raw == whole
 
 
 _PYDANTIC_ENTRIES = r"""

@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
-from typing import Any
+from typing import Any, BinaryIO
 
 from pcidoc._lazyre import lazy
 
@@ -66,18 +66,28 @@ _lite: bool | None = None
 
 
 class _Store:
-    """The parsed header and the raw lines of :data:`STORE_FILE`, read once."""
+    """The parsed header and the class lines of :data:`STORE_FILE`, read once; the JSON Schema
+    lines after them (half the file, for ``pcidoc schema`` only) when one is first asked for."""
 
-    def __init__(self, text: str | bytes) -> None:
+    def __init__(self, handle: BinaryIO) -> None:
         # Lines stay bytes (the store is ASCII JSON): the engine parses bytes, and decoding the
-        # whole file for the few entries a command needs cost more than reading it.
-        data = text.encode("utf-8") if isinstance(text, str) else text
-        self.raw = data.split(b"\n")
-        header = core().from_json(self.raw[0])  # the json module is not loaded on the way
+        # whole file for the few entries a command needs cost more than reading it. Reading
+        # and splitting the JSON Schemas too cost ~120 page faults of every start.
+        header = core().from_json(handle.readline())  # the json module is not loaded on the way
         self.core: str = header["pydantic_core"]
         self.sources: dict[str, str] = header["sources"]
         self.lines: dict[str, int] = header["lines"]
+        classes = [n for key, n in self.lines.items() if not key.startswith(_JSON_SCHEMA_PREFIX)]
+        self.raw = [b""] + [handle.readline().rstrip(b"\n") for _ in range(max(classes, default=0))]
         self._entries: dict[str, dict[str, Any]] = {}
+
+    def _line(self, number: int) -> bytes:
+        """Line ``number`` of the store (the rest of the file is read on the first line past
+        the class lines)."""
+        if number >= len(self.raw):
+            with open(STORE_FILE, "rb") as handle:
+                self.raw = handle.read().split(b"\n")
+        return self.raw[number]
 
     def fresh(self) -> bool:
         """True when the running ``pydantic_core`` and every model module's source are the ones
@@ -98,7 +108,7 @@ class _Store:
             return None
         # The engine's JSON parser, then the tagged nodes at the paths stored with the entry:
         # several times faster than an ``object_hook`` called on every one of its objects.
-        entry: dict[str, Any] = core().from_json(self.raw[line])
+        entry: dict[str, Any] = core().from_json(self._line(line))
         for path in entry.pop(_TAGS, ()):
             parent: Any = entry
             for part in path[:-1]:
@@ -136,7 +146,7 @@ def lite_mode() -> bool:
         if enabled():
             try:
                 with open(STORE_FILE, "rb") as handle:
-                    store = _Store(handle.read())
+                    store = _Store(handle)
                 if store.fresh():
                     _store, _lite = store, True
             except (OSError, ValueError, KeyError, IndexError):
