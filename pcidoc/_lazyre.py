@@ -15,7 +15,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 _SPECIAL = frozenset("\\.^$*+?{}[]|()")
 _OPTIONAL_NEXT = frozenset("*?{")

@@ -25,8 +25,6 @@ not fields. Not supported (and not used): ``InitVar``, ``KW_ONLY``, ordering, sl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 __all__ = ["FrozenRecordError", "field", "field_names", "record"]
 
 
@@ -198,9 +196,11 @@ def _record(cls: Any = None, /, *, frozen: bool = False, eq: bool = True) -> Any
     return wrap if cls is None else wrap(cls)
 
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from dataclasses import dataclass as record
     from dataclasses import field
+    from typing import Any
 else:
     record = _record
     field = _field

@@ -48,10 +48,13 @@ import errno
 import os
 import stat
 import sys
-from typing import BinaryIO, TextIO
 
 from pcidoc._record import record
 from pcidoc.errors import PcidocError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import BinaryIO, TextIO
 
 __all__ = [
     "MAX_CAPTURE_BYTES",

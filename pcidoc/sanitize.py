@@ -28,9 +28,12 @@ Clean text is then rendered as text (never as Rich console markup) by the presen
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pcidoc._lazyre import lazy
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "clean_data",

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, NoReturn
 
 from pcidoc import __version__
 from pcidoc._record import record
 from pcidoc.errors import ExitCode, PcidocError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
     from types import ModuleType
+    from typing import NoReturn
 
 
 @record(frozen=True)

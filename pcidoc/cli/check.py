@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
 
 from pcidoc.cli.machine import resolve_machine
 from pcidoc.cli.options import add_probe_options, add_source_options
 from pcidoc.cli.output import emit, stderr, wrote
 from pcidoc.errors import PcidocError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.fileio import WriteResult
     from pcidoc.model.report import Report

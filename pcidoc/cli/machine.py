@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from pcidoc.cli.output import stderr
 from pcidoc.errors import PcidocError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.model.capture import Capture
     from pcidoc.model.report import ReportSource

@@ -7,9 +7,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, NoReturn
 
 from pcidoc.errors import ExitCode
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 # `--debug` is accepted after the subcommand too; SUPPRESS keeps the top-level value.
 HIDDEN_DEBUG: dict[str, Any] = {

@@ -8,8 +8,8 @@ import errno
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.fileio import WriteResult
 

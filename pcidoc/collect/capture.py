@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
 
 from pcidoc import __version__
 from pcidoc._lazyre import lazy
@@ -18,8 +17,10 @@ from pcidoc.errors import PcidocError
 from pcidoc.model.formats import CAPTURE_MAJOR
 from pcidoc.sanitize import clean_line
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from pcidoc.model.capture import Capture
 

@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Iterator
 from functools import cached_property
 from itertools import repeat
-from typing import ClassVar
 
 from pcidoc.doctor.finding import Finding
 from pcidoc.model import linkmodel
@@ -20,6 +19,10 @@ from pcidoc.model.cpulist import parse_cpulist
 from pcidoc.model.facts import Gpu, Nic
 from pcidoc.model.links import is_nvlink
 from pcidoc.model.measurements import P2PMatrixMeasurement, ProbeError, TransferMeasurement
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 
 class Context:

@@ -3,14 +3,13 @@ capture has none), the NCCL logs, the kernel logs, and quoting a line of them.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.finding import Finding
 from pcidoc.model.evidence import NcclLog
 from pcidoc.model.kernel import KernelLog
 from pcidoc.model.report import Evidence
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.model.evidence import (
         AmdTopology,

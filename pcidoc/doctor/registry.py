@@ -9,11 +9,11 @@ id (worst finding first).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from pcidoc._record import field, record
 from pcidoc.doctor.finding import Finding
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.doctor.context import Context
 

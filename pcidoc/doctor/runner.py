@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from pcidoc import __version__
 from pcidoc.doctor.context import Context
@@ -13,6 +12,7 @@ from pcidoc.model.capture import Capture
 from pcidoc.model.report import SEVERITY_ORDER, CheckResult, FindingNote, Report, ReportSource
 from pcidoc.model.units import plurals
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.model.report import Severity
 

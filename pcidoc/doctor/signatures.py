@@ -12,7 +12,6 @@ warning lines are matched here, so an old capture is judged as a new import of i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.devices import device_label, subject
@@ -20,7 +19,10 @@ from pcidoc.doctor.finding import Finding
 from pcidoc.model.evidence import SignatureHit
 from pcidoc.model.report import Evidence
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from pcidoc.catalogue import Verdict
 
 MAX_QUOTED = 3

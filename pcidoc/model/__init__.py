@@ -7,7 +7,6 @@ Names are resolved lazily (PEP 562) so that importing a light submodule such as
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
 _WHERE: dict[str, str] = {
     "AcsControl": "facts",
@@ -105,7 +104,10 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-if TYPE_CHECKING:  # pragma: no cover
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
+
     from pcidoc.model.capture import (
         CAPTURE_SCHEMA,
         Capture,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pcidoc.model.base import Field, Model
+from pcidoc.model.base import Field, Literal, Model
 from pcidoc.model.evidence import ImportedEvidence
 from pcidoc.model.facts import Driver, Gpu, Host, Nic, P2PStatus, Topology
 from pcidoc.model.formats import CAPTURE_MAJOR, CAPTURE_SCHEMA

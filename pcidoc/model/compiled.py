@@ -30,9 +30,12 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
-from typing import Any, BinaryIO
 
 from pcidoc._lazyre import lazy
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 STORE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compiled.jsonl")
 JSON_SCHEMA_ROOTS = (

@@ -8,9 +8,7 @@ the sysfs form ``dddd:bb:dd.f`` in lower case.
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pcidoc.model.base import FactModel, Field, Model
+from pcidoc.model.base import FactModel, Field, Literal, Model
 
 LinkState = Literal["up", "down", "sleep"]
 """NVLink state; ``sleep`` is a trained link in its low-power state (field 165 = 2): neither

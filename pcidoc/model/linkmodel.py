@@ -34,12 +34,13 @@ Source tags (research/checks.md): [A] vendor datasheet, whitepaper, spec or vend
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
 
 from pcidoc._lazyre import LazyPattern
 from pcidoc._record import field, record
+from pcidoc.model.base import Literal
 from pcidoc.model.units import pcie_raw_gbps
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.model.capture import Capture
     from pcidoc.model.facts import Gpu, NvLink

@@ -13,11 +13,12 @@ pydantic's model API pcidoc uses: construction, ``model_validate``, ``model_vali
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
-
 from pcidoc.model.compiled import core
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any, ClassVar
+
     from pydantic_core import CoreConfig, SchemaSerializer, SchemaValidator
 else:
     SchemaSerializer = core().SchemaSerializer
@@ -120,6 +121,21 @@ class _ModelSerializer:
 
     def __get__(self, obj: Any, owner: type) -> SchemaSerializer:
         return _serializer(owner)
+
+
+class _AnnotationOnly:
+    """``typing.Any`` and ``typing.Literal`` where the models are light classes: their
+    annotations are never evaluated (the stored schemas validate), so a name such as
+    ``Severity = Literal["pass", ...]`` only has to exist for the modules that import it."""
+
+    def __getitem__(self, item: object) -> _AnnotationOnly:
+        return self
+
+    def __repr__(self) -> str:
+        return "<annotation only: light models>"
+
+
+ANNOTATION_ONLY = _AnnotationOnly()
 
 
 class LiteModel:

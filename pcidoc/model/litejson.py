@@ -22,13 +22,24 @@ compare both writers on every sample and on odd values in every field.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from pcidoc.model.compiled import core
 from pcidoc.model.lite import LiteModel, _entry, _serializer
 
-Convert = Callable[[Any], Any]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Convert = Callable[[Any], Any]
+    _Plan = tuple[
+        frozenset[str],
+        dict[str, str],
+        list[tuple[str, str]],
+        list[tuple[str, str]],
+        list[tuple[str, str, Convert]],
+    ]
+    """A model's field names, the keys its aliases rename, its ``int`` and ``float`` fields
+    (name, key) and its other fields whose values need a conversion (name, key, conversion)."""
 """A value of a field's type to what the engine's plain-data writer writes the same way."""
 
 _LEAVES = frozenset({"str", "bool", "literal", "any", "none"})
@@ -158,17 +169,6 @@ def _model_dumper(cls: type, node: dict[str, Any], defs: dict[str, Any], by_alia
 
     _DUMPERS[(cls, by_alias)] = dump
     return dump
-
-
-_Plan = tuple[
-    frozenset[str],
-    dict[str, str],
-    list[tuple[str, str]],
-    list[tuple[str, str]],
-    list[tuple[str, str, Convert]],
-]
-"""A model's field names, the keys its aliases rename, its ``int`` and ``float`` fields (name,
-key) and its other fields whose values need a conversion (name, key, conversion)."""
 
 
 def _model_plan(node: dict[str, Any], defs: dict[str, Any], by_alias: bool) -> _Plan:

@@ -7,9 +7,7 @@ if pcidoc had measured it. Bandwidth is GB/s = 10^9 B/s, latency microseconds.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pcidoc.model.base import Field, Model
+from pcidoc.model.base import Any, Field, Literal, Model
 
 Direction = Literal["h2d", "d2h", "d2d"]
 Memory = Literal["pinned", "pageable", "device"]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pcidoc.model.base import Field, Model
+from pcidoc.model.base import Field, Literal, Model
 from pcidoc.model.capture import Capture
 from pcidoc.model.formats import REPORT_SCHEMA
 

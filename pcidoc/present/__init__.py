@@ -12,10 +12,10 @@ demand so that ``pcidoc check --json`` never loads rich.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from pcidoc.errors import PcidocError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.model.report import Report
 

@@ -9,9 +9,10 @@ re-validates a model: the report is written by pydantic_core's JSON writer witho
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
+    from typing import Any
+
     from pcidoc.model.capture import Capture
     from pcidoc.model.report import Report
 

@@ -21,8 +21,6 @@ and never reach this log, so the pass says so with low confidence.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pcidoc.doctor import config
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.devices import device_label, relation, subject
@@ -33,6 +31,10 @@ from pcidoc.doctor.wording import by_card
 from pcidoc.model.evidence import SignatureHit
 from pcidoc.model.kernel import AerEvent, KernelLog
 from pcidoc.model.report import Evidence
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 CHECK_ID = "kernel.aer"
 

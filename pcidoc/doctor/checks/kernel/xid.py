@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
 
 from pcidoc._lazyre import LazyPattern, lazy
 from pcidoc._record import field, record
@@ -37,6 +36,10 @@ from pcidoc.doctor.signatures import catalogue_table, signature_findings
 from pcidoc.model.evidence import SignatureHit
 from pcidoc.model.kernel import KernelLog, XidEvent
 from pcidoc.model.report import SEVERITY_ORDER, Confidence, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 CHECK_ID = "kernel.xid"
 REPEAT_PROCESSES = 3

@@ -3,10 +3,12 @@ and ``nccl.watchdog``: who a rank is (host, GPU, bus id) wherever the evidence s
 
 from __future__ import annotations
 
-from typing import Any
-
 from pcidoc.doctor.checks.nccl._shared import evidence
 from pcidoc.doctor.context import Context
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def ras_reports(ctx: Context) -> list[Any]:

@@ -6,8 +6,6 @@ across nodes are bound by the network, which the link model does not cover.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pcidoc.doctor import config
 from pcidoc.doctor.busbw import allreduce_model
 from pcidoc.doctor.checks._common import ev
@@ -17,6 +15,10 @@ from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import gbps, short_list
 from pcidoc.model.report import Severity
 from pcidoc.model.units import format_bytes
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _label(r: Any) -> str:

@@ -5,8 +5,6 @@ and ``NET/IB`` channels without ``/GDRDMA`` (staged through host memory).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pcidoc.doctor.checks.nccl._shared import (
     _NO_LOG,
     RDMA_PREFIXES,
@@ -21,6 +19,7 @@ from pcidoc.doctor.signatures import signature_findings
 from pcidoc.doctor.wording import short_list
 from pcidoc.model.evidence import NcclLog
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.model.report import Severity
 

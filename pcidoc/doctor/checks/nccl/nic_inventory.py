@@ -7,13 +7,12 @@ is the IPoIB interface, not the port).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pcidoc.doctor.checks.nccl._shared import evidence, quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import short_list
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.model.evidence import RdmaPort
 

@@ -6,14 +6,16 @@ stalled ones are the majority it does not list.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pcidoc.doctor.checks._common import ev
 from pcidoc.doctor.checks.nccl._runtime import ras_reports, switch_pair_step, watchdogs, who
 from pcidoc.doctor.checks.nccl._shared import quote
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import short_list
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 _STUCK_STEPS = [
     "Query RAS again (`ncclras`, or `pcidoc watch` on the node): counts that still differ after "

@@ -5,8 +5,6 @@ collective that never finished, not a faulty GPU: the rank that never reached it
 
 from __future__ import annotations
 
-from typing import Any
-
 from pcidoc.doctor.checks._common import ev
 from pcidoc.doctor.checks.nccl._runtime import (
     bus_id_of,
@@ -20,6 +18,10 @@ from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.signatures import signature_findings
 from pcidoc.doctor.wording import short_list
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 _STEPS = [
     "The watchdog names the collective that never completed, not a bad GPU: find the rank that "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pcidoc.doctor.checks._common import ev as _ev
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
@@ -12,6 +10,7 @@ from pcidoc.model.cpulist import format_cpulist
 from pcidoc.model.facts import Gpu
 from pcidoc.model.report import Evidence
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
 if TYPE_CHECKING:
     from pcidoc.model.report import Confidence
 

@@ -7,8 +7,6 @@ forcing P2P where it does not work), joined with the IOMMU/ACS facts to say why.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pcidoc.doctor.checks._common import ev
 from pcidoc.doctor.checks.p2p._shared import pair_label
 from pcidoc.doctor.checks.p2p.fallback import static_causes
@@ -16,6 +14,10 @@ from pcidoc.doctor.context import Context
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.wording import short_list
 from pcidoc.model.report import Evidence
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 FIX = [
     "Stop-gap now: `NCCL_P2P_DISABLE=1` (NCCL stages through host memory; for vLLM also "
