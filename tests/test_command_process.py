@@ -172,3 +172,19 @@ def test_a_handler_registered_before_the_command_keeps_the_usual_end(tmp_path: P
         "registered before the command",
         "torn down",
     ]
+
+
+def test_a_closed_standard_output_ends_without_a_traceback(tmp_path: Path) -> None:
+    """Python sets ``sys.stdout`` to None when descriptor 1 is closed at start: the last atexit
+    handler must not fail on it (the command's own message stays one line)."""
+    proc = subprocess.run(
+        f'"{sys.executable}" -m pcidoc samples 1>&-',
+        shell=True,
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 3
+    assert b"Traceback" not in proc.stderr and b"Exception ignored" not in proc.stderr
+    assert proc.stderr.count(b"\n") == 1, proc.stderr

@@ -260,8 +260,9 @@ def _end_without_teardown() -> None:
     if _exit_status is None:
         return
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: the descriptor was closed when Python started
+                stream.flush()
     except (OSError, ValueError):
         return
     os._exit(_exit_status)
