@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pcidoc.doctor.context import Context
 from pcidoc.doctor.finding import Finding
+from pcidoc.doctor.registry import bare_of
 from pcidoc.model.evidence import NcclLog
 from pcidoc.model.kernel import KernelLog
 from pcidoc.model.report import Evidence
@@ -91,32 +92,30 @@ def readable_logs(ctx: Context) -> list[KernelLog]:
     return [log for log in kernel_logs(ctx) if log.read]
 
 
-def read_logs(ctx: Context, what: str) -> tuple[Finding | None, list[KernelLog], list[str]]:
+def read_logs(ctx: Context, check_id: str) -> tuple[Finding | None, list[KernelLog], list[str]]:
     """What every ``kernel.*`` check starts from: the skip for a capture without a readable
     kernel log (``None`` when there is one), the readable logs, and the bus ids the nvidia
     driver named in them."""
     logs = readable_logs(ctx)
     if not logs:
-        return _no_log(ctx, what), [], []
+        return _no_log(ctx, check_id), [], []
     return None, logs, log_gpus(logs)
 
 
-def _no_log(ctx: Context, what: str) -> Finding:
-    """The skip for a capture without a readable kernel log (``what`` is what stays unknown)."""
+def _no_log(ctx: Context, check_id: str) -> Finding:
+    """The skip for a capture without a readable kernel log: the check's evidence-less skip
+    (:data:`pcidoc.doctor.registry.CHECKS`), or why the log could not be read."""
+    bare = bare_of(check_id)
     logs = kernel_logs(ctx)
     refused = next((log.unreadable for log in logs if not log.read and log.unreadable), None)
     if refused:
         return Finding(
             "skip",
-            f"the kernel log could not be read ({refused}): {what} unknown",
+            f"the kernel log could not be read ({refused}): {bare.unknown} unknown",
             needs="run `sudo pcidoc capture`, or import `sudo dmesg` / `journalctl -k -b`",
             confidence="low",
         )
-    return Finding(
-        "skip",
-        f"no kernel log in the capture: {what} unknown",
-        needs="import `sudo dmesg -T` or `journalctl -k -b` (pcidoc import dmesg.txt)",
-    )
+    return bare.finding()
 
 
 def line(text: str | None, subject_: str | None = None) -> Evidence:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from pcidoc import __version__
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import CHECK_IDS, CheckSpec, Finding, load_checks
+from pcidoc.doctor.registry import CHECK_IDS, REGISTRY, CheckSpec, Finding
 from pcidoc.errors import PcidocError
 from pcidoc.model.capture import Capture
 from pcidoc.model.report import SEVERITY_ORDER, CheckResult, FindingNote, Report, ReportSource
@@ -109,7 +109,11 @@ def merge_findings(spec: CheckSpec, findings: list[Finding]) -> CheckResult:
 
 
 def run_check(spec: CheckSpec, ctx: Context) -> CheckResult:
-    """Run one check; an exception becomes an ``error`` result with the message."""
+    """Run one check; an exception becomes an ``error`` result with the message. A check that
+    reads only evidence is not run on a capture that carries none: its result is the skip
+    :data:`pcidoc.doctor.registry.CHECKS` states for it (what its code returns then)."""
+    if spec.bare is not None and ctx.capture.evidence is None:
+        return merge_findings(spec, [spec.bare.finding()])
     try:
         outcome = spec.function(ctx)
     except Exception as exc:  # a crashing check must not stop the others
@@ -146,9 +150,8 @@ def run(
         generated_at: ISO time stamp of the report, given by the caller (the doctor never
             reads the clock, so the same capture always gives the same report).
     """
-    registry = load_checks()
     ctx = Context(capture, probes_requested=probes_requested)
-    results = [run_check(registry[cid], ctx) for cid in select_checks(only, skip)]
+    results = [run_check(REGISTRY[cid], ctx) for cid in select_checks(only, skip)]
     summary = {sev: 0 for sev in ("pass", "info", "warn", "fail", "skip", "error")}
     for result in results:
         summary[result.severity] += 1

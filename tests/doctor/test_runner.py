@@ -30,7 +30,7 @@ def test_run_uses_the_callers_timestamp() -> None:
 
 
 def test_merge_keeps_first_seen_order_without_duplicates() -> None:
-    spec = CheckSpec("pcie.errors", "t", "facts", lambda ctx: [])
+    spec = CheckSpec("pcie.errors", "t")
     findings = [
         Finding("warn", "a", subjects=["GPU1", "GPU0"], remediation=["x", "y"]),
         Finding("fail", "b", subjects=["GPU0", "GPU2"], remediation=["y", "z"]),
@@ -62,7 +62,7 @@ def test_counted_words_are_singular_or_plural_by_their_count(text: str, expected
 
 
 def test_merged_results_resolve_plurals_in_summary_and_remediation() -> None:
-    spec = CheckSpec("p2p.capability", "t", "facts", lambda ctx: [])
+    spec = CheckSpec("p2p.capability", "t")
     result = merge_findings(
         spec, [Finding("warn", "1 pair(s) refused", remediation=["fix 2 GPU(s)"])]
     )
@@ -73,7 +73,7 @@ def test_merged_results_resolve_plurals_in_summary_and_remediation() -> None:
 def test_evidence_subjects_count_in_english_and_quoted_values_are_left_alone() -> None:
     from pcidoc.model.report import Evidence
 
-    spec = CheckSpec("scaling.efficiency", "t", "facts", lambda ctx: [])
+    spec = CheckSpec("scaling.efficiency", "t")
     quoted = "NCCL INFO 1 peer(s) found"  # a log line: data, never reworded
     findings = [
         Finding(

@@ -41,15 +41,14 @@ ROLE_NAMES: dict[str, str] = {
 def probe_checks_waiting(report: Report) -> int:
     """Checks that measure (``needs="probe"``) and skipped for want of a measurement; a check
     that does not apply (one GPU, no NVLink) says so without naming a missing input."""
-    from pcidoc.doctor.registry import load_checks
+    from pcidoc.doctor.registry import REGISTRY
 
-    specs = load_checks()
     return sum(
         1
         for c in report.checks
         if c.severity == "skip"
         and c.needs
-        and (spec := specs.get(c.id)) is not None
+        and (spec := REGISTRY.get(c.id)) is not None
         and spec.needs == "probe"
     )
 

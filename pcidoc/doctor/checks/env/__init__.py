@@ -7,8 +7,3 @@
 * ``env.virtualization``: VM, vGPU, MIG, containers and confidential computing, and what each
   changes for the other checks and for NCCL.
 """
-
-from pcidoc.doctor.checks.env import (  # noqa: F401  (registers on import)
-    nccl,
-    virtualization,
-)

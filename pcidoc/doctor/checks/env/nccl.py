@@ -639,7 +639,7 @@ def _imported_environment(ctx: Context) -> list[Finding]:
     return findings
 
 
-@check("env.nccl", "NCCL and CUDA environment", needs="facts")
+@check("env.nccl")
 def env_nccl(ctx: Context) -> list[Finding]:
     """Find NCCL_*/CUDA_* settings that defeat this machine's topology.
 

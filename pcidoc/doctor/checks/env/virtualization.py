@@ -36,11 +36,7 @@ def _flattened(ctx: Context) -> tuple[bool, list[Evidence]]:
     return all_sys and (one_node or no_node), evidence
 
 
-@check(
-    "env.virtualization",
-    "Virtualization, MIG, containers and confidential computing",
-    needs="facts",
-)
+@check("env.virtualization")
 def env_virtualization(ctx: Context) -> list[Finding]:
     """Say whether this is a VM, vGPU, MIG, container or CC machine and what that changes.
 

@@ -3,5 +3,3 @@
 module per check id; what a code or a bit means is the failure catalogue's, and the log lookups
 and bus-id joins are doctor-level (:mod:`pcidoc.doctor.evidence`, :mod:`pcidoc.doctor.devices`).
 """
-
-from pcidoc.doctor.checks.kernel import aer, iommu_fault, xid  # noqa: F401  (registers on import)

@@ -249,10 +249,10 @@ def _catalogue_lines(ctx: Context, logs: list[KernelLog]) -> list[Finding]:
     return signature_findings(ctx, CHECK_ID, keep)
 
 
-@check(CHECK_ID, "PCIe AER reports in the kernel log")
+@check(CHECK_ID)
 def aer(ctx: Context) -> list[Finding]:
     """Uncorrectable AER = fail; corrected storms per device/port = warn."""
-    missing, logs, gpus = read_logs(ctx, "PCIe AER errors")
+    missing, logs, gpus = read_logs(ctx, CHECK_ID)
     if missing is not None:
         return _catalogue_lines(ctx, []) or [missing]
     findings = (

@@ -97,10 +97,10 @@ def _catalogue_lines(ctx: Context, logs: list[KernelLog]) -> list[Finding]:
     return signature_findings(ctx, CHECK_ID, keep)
 
 
-@check(CHECK_ID, "IOMMU faults in the kernel log")
+@check(CHECK_ID)
 def iommu_fault(ctx: Context) -> list[Finding]:
     """IOMMU faults grouped by device; GPUs and NICs fail."""
-    missing, logs, gpus = read_logs(ctx, "IOMMU faults")
+    missing, logs, gpus = read_logs(ctx, CHECK_ID)
     if missing is not None:
         return _catalogue_lines(ctx, []) or [missing]
     by_device: dict[str | None, list[IommuFault]] = {}

@@ -375,11 +375,11 @@ def _catalogue_lines(ctx: Context, logs: list[KernelLog]) -> list[Finding]:
     return signature_findings(ctx, CHECK_ID, keep)
 
 
-@check(CHECK_ID, "Xid and fallen-off-the-bus events in the kernel log")
+@check(CHECK_ID)
 def xid(ctx: Context) -> list[Finding]:
     """Every Xid code explained (links, memory and firmware warn or fail; application codes
     info), GPUs lost on the bus, NVLink error lines."""
-    missing, logs, gpus = read_logs(ctx, "Xid events")
+    missing, logs, gpus = read_logs(ctx, CHECK_ID)
     if missing is not None:
         return _catalogue_lines(ctx, []) or [missing]
     xids = [e for log in logs for e in log.xids]

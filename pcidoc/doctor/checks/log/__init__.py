@@ -1,5 +1,3 @@
 """The ``log.*`` checks: error lines of any program, read through the failure catalogue
 (:mod:`pcidoc.catalogue`). One module per check id.
 """
-
-from pcidoc.doctor.checks.log import signatures  # noqa: F401  (registers on import)

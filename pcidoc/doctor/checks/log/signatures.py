@@ -8,13 +8,13 @@ order and the fix, from the catalogue entry (which cites its source).
 from __future__ import annotations
 
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.doctor.signatures import all_hits, signature_findings
 
 CHECK_ID = "log.signatures"
 
 
-@check(CHECK_ID, "Known failure lines (the failure catalogue)")
+@check(CHECK_ID)
 def signatures(ctx: Context) -> list[Finding]:
     """Catalogue hits that no other check reports; a pass when every hit is known-benign or
     reported elsewhere."""
@@ -23,14 +23,7 @@ def signatures(ctx: Context) -> list[Finding]:
         return findings
     hits = all_hits(ctx)
     if not hits:
-        return [
-            Finding(
-                "skip",
-                "no error line of a known kind in the evidence",
-                needs="paste the error lines of the job or the machine (a training log, "
-                "`sudo dmesg -T`, the NCCL_DEBUG=INFO output): `pcidoc check --from FILE`",
-            )
-        ]
+        return [bare_skip(CHECK_ID)]
     lines = sum(hit.count for hit in hits)
     return [
         Finding(

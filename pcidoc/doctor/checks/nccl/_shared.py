@@ -46,6 +46,3 @@ def rdma_nics(ctx: Context) -> list[str]:
     for log in logs(ctx):
         names.extend(n.name for n in log.ib_nics)
     return list(dict.fromkeys(names))
-
-
-_NO_LOG = "import an NCCL_DEBUG=INFO log of the job (`pcidoc import nccl.log`)"

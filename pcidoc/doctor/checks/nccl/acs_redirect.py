@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pcidoc.doctor.checks.nccl._shared import evidence, gpu_by_bus, quote
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.doctor.wording import short_list
 
 
@@ -33,18 +33,12 @@ def _gpus_below(ctx: Context, bridges: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-@check("nccl.acs-redirect", "ACS redirect in pasted lspci output")
+@check("nccl.acs-redirect")
 def acs_redirect(ctx: Context) -> list[Finding]:
     """Ports whose ACS control redirects peer-to-peer traffic."""
     devices = [d for d in evidence(ctx).lspci if d.acs_ctl]
     if not devices:
-        return [
-            Finding(
-                "skip",
-                "no ACSCtl line in the evidence",
-                needs="import `sudo lspci -vvv` (or `sudo lspci -vvv | grep ACSCtl`)",
-            )
-        ]
+        return [bare_skip("nccl.acs-redirect")]
     redirect = [d for d in devices if d.acs_redirect]
     if redirect:
         named = [d.bus_id for d in redirect if d.bus_id]

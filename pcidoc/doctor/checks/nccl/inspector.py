@@ -11,7 +11,7 @@ from pcidoc.doctor.busbw import allreduce_model
 from pcidoc.doctor.checks._common import ev
 from pcidoc.doctor.checks.nccl._shared import evidence
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.doctor.wording import gbps, short_list
 from pcidoc.model.report import Severity
 from pcidoc.model.units import format_bytes
@@ -67,7 +67,7 @@ def _judge(
     return low, ok, unjudged
 
 
-@check("nccl.inspector", "Production bus bandwidth (NCCL Inspector)")
+@check("nccl.inspector")
 def inspector(ctx: Context) -> list[Finding]:
     """Inspector records below the link model (large messages, one node)."""
     ev_all = evidence(ctx)
@@ -75,12 +75,9 @@ def inspector(ctx: Context) -> list[Finding]:
     traces = list(getattr(ev_all, "profiler_traces", ()))
     if not records:
         return [
-            Finding(
-                "skip",
-                "no NCCL Inspector bandwidth in the evidence"
-                + (" (the profiler plugin trace holds timings, not bandwidth)" if traces else ""),
-                needs="import the Inspector's JSON or Prometheus output (NCCL_PROFILER_PLUGIN="
-                "inspector, NCCL 2.28+)",
+            bare_skip(
+                "nccl.inspector",
+                (" (the profiler plugin trace holds timings, not bandwidth)" if traces else ""),
             )
         ]
     low, ok, unjudged = _judge(ctx, records)

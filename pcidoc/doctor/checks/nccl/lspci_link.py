@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pcidoc.doctor.checks.nccl._shared import evidence, gpu_by_bus, quote
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.model.evidence import LspciDevice
 
 
@@ -38,7 +38,7 @@ def _target_cap(d: LspciDevice, who: str) -> Finding | None:
     )
 
 
-@check("nccl.lspci-link", "PCIe link state and errors in pasted lspci output")
+@check("nccl.lspci-link")
 def lspci_link(ctx: Context) -> list[Finding]:
     """Downgraded links and AER/DevSta error bits."""
     devices = [
@@ -52,13 +52,7 @@ def lspci_link(ctx: Context) -> list[Finding]:
         or d.devsta_errors
     ]
     if not devices:
-        return [
-            Finding(
-                "skip",
-                "no LnkSta/AER line in the evidence",
-                needs="import `sudo lspci -vvv -s <GPU bus id>`",
-            )
-        ]
+        return [bare_skip("nccl.lspci-link")]
     findings: list[Finding] = []
     for pos, d in enumerate(devices):
         who = _who(ctx, d.bus_id, f"device {pos + 1}")

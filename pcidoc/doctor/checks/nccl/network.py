@@ -6,7 +6,6 @@ and ``NET/IB`` channels without ``/GDRDMA`` (staged through host memory).
 from __future__ import annotations
 
 from pcidoc.doctor.checks.nccl._shared import (
-    _NO_LOG,
     RDMA_PREFIXES,
     gpu_names,
     is_consumer,
@@ -14,7 +13,7 @@ from pcidoc.doctor.checks.nccl._shared import (
     quote,
 )
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.doctor.signatures import signature_findings
 from pcidoc.doctor.wording import short_list
 from pcidoc.model.evidence import NcclLog
@@ -97,7 +96,7 @@ def _virtual_interfaces(log: NcclLog) -> list[Finding]:
     ]
 
 
-@check("nccl.network", "NCCL network between nodes (IB/RoCE, sockets, GPUDirect RDMA)")
+@check("nccl.network")
 def network(ctx: Context) -> list[Finding]:
     """Socket where RDMA exists; GPUDirect RDMA disabled or unused."""
     findings: list[Finding] = []
@@ -234,5 +233,5 @@ def network(ctx: Context) -> list[Finding]:
             )
     findings += signature_findings(ctx, "nccl.network")
     if not findings:
-        return [Finding("skip", "no NCCL network line in the evidence", needs=_NO_LOG)]
+        return [bare_skip("nccl.network")]
     return findings

@@ -147,7 +147,7 @@ def _port_findings(ctx: Context) -> list[Finding]:
     return findings
 
 
-@check("nccl.nic-inventory", "NIC inventory vs GPUs (rails)")
+@check("nccl.nic-inventory")
 def nic_inventory(ctx: Context) -> list[Finding]:
     """Dozens of NICs (VFs, extra ports) hiding the rail NICs."""
     ev = evidence(ctx)

@@ -10,7 +10,7 @@ from pcidoc.doctor.checks._common import ev
 from pcidoc.doctor.checks.nccl._runtime import ras_reports, switch_pair_step, watchdogs, who
 from pcidoc.doctor.checks.nccl._shared import quote
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.doctor.wording import short_list
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
@@ -116,19 +116,13 @@ def _mismatch(ctx: Context, report: Any) -> Finding | None:
     )
 
 
-@check("nccl.ras", "NCCL RAS: dead, missing and stalled ranks")
+@check("nccl.ras")
 def ras(ctx: Context) -> list[Finding]:
     """Dead/missing ranks and count mismatches in RAS reports; RAS OK with a watchdog timeout
     is not a healthy job."""
     reports = ras_reports(ctx)
     if not reports:
-        return [
-            Finding(
-                "skip",
-                "no NCCL RAS report in the evidence",
-                needs="import `ncclras` (or `ncclras -f json`) output from a node of the job",
-            )
-        ]
+        return [bare_skip("nccl.ras")]
     findings = [f for report in reports for f in (_lost(ctx, report), _mismatch(ctx, report)) if f]
     if findings:
         return findings

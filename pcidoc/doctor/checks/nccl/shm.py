@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pcidoc.doctor.checks.nccl._shared import logs, quote
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.doctor.signatures import signature_findings
 
 
-@check("nccl.shm", "NCCL shared memory (/dev/shm)")
+@check("nccl.shm")
 def shm(ctx: Context) -> list[Finding]:
     """``/dev/shm`` too small for NCCL's SHM transport."""
     all_logs = logs(ctx)
@@ -45,10 +45,4 @@ def shm(ctx: Context) -> list[Finding]:
                 confidence="medium",
             )
         ]
-    return [
-        Finding(
-            "skip",
-            "no NCCL shared-memory use or error in the evidence",
-            needs="import the job's NCCL_DEBUG=INFO log",
-        )
-    ]
+    return [bare_skip("nccl.shm")]

@@ -12,11 +12,11 @@ from pcidoc.doctor import config
 from pcidoc.doctor.checks._common import ev
 from pcidoc.doctor.checks.nccl._shared import evidence, quote
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.model.evidence import PerfRun
 
 
-@check("nccl.tests-launch", "nccl-tests launch (ranks per job, hosts)")
+@check("nccl.tests-launch")
 def tests_launch(ctx: Context) -> list[Finding]:
     """1-rank jobs and the spread of a multi-node run."""
     findings: list[Finding] = []
@@ -62,13 +62,7 @@ def tests_launch(ctx: Context) -> list[Finding]:
                 )
             )
     if not findings:
-        return [
-            Finding(
-                "skip",
-                "no nccl-tests/rccl-tests rank lines in the evidence",
-                needs="import the full nccl-tests output (with its `# Using devices` lines)",
-            )
-        ]
+        return [bare_skip("nccl.tests-launch")]
     return findings
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pcidoc.doctor.checks.nccl._shared import evidence, quote
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.doctor.wording import short_list
 
 _REJECTED = ("has no arch", "has no vendor", "GenuineIntel without")
 
 
-@check("nccl.topo-file", "NCCL topology file")
+@check("nccl.topo-file")
 def topo_file(ctx: Context) -> list[Finding]:
     """Problems of the NCCL topology file(s) in the evidence."""
     ev = evidence(ctx)
@@ -102,12 +102,5 @@ def topo_file(ctx: Context) -> list[Finding]:
         if not severe and not minor and not findings:
             findings.append(Finding("pass", f"{name}: every <cpu> node carries what NCCL reads"))
     if not findings:
-        return [
-            Finding(
-                "skip",
-                "no NCCL topology file in the evidence",
-                needs="import the XML (`pcidoc import topo.xml`), or set NCCL_TOPO_FILE on the "
-                "machine",
-            )
-        ]
+        return [bare_skip("nccl.topo-file")]
     return findings

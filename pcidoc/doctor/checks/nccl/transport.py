@@ -9,7 +9,6 @@ choice (a path across the CPU interconnect, ``NCCL_P2P_LEVEL``/``NCCL_P2P_DISABL
 from __future__ import annotations
 
 from pcidoc.doctor.checks.nccl._shared import (
-    _NO_LOG,
     evidence,
     gpu_by_bus,
     gpu_names,
@@ -18,7 +17,7 @@ from pcidoc.doctor.checks.nccl._shared import (
     quote,
 )
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.doctor.signatures import signature_findings
 from pcidoc.model.evidence import NcclConnection, NcclLog
 from pcidoc.model.links import is_nvlink
@@ -103,7 +102,7 @@ def _pair_link(ctx: Context, log: NcclLog, conn: NcclConnection) -> str | None:
     return ctx.gpu_link(a.index, b.index)
 
 
-@check("nccl.transport", "NCCL transport between GPUs of a node")
+@check("nccl.transport")
 def transport(ctx: Context) -> list[Finding]:
     """SHM where P2P should work, and why."""
     findings: list[Finding] = []
@@ -186,7 +185,5 @@ def transport(ctx: Context) -> list[Finding]:
             )
     findings += signature_findings(ctx, "nccl.transport")
     if not findings:
-        return [
-            Finding("skip", "no intra-node NCCL connection line in the evidence", needs=_NO_LOG)
-        ]
+        return [bare_skip("nccl.transport")]
     return findings

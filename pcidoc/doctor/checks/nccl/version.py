@@ -6,7 +6,7 @@ import re
 
 from pcidoc.doctor.checks.nccl._shared import evidence, gpu_names, logs, quote
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.doctor.signatures import signature_findings
 
 # First NCCL release supporting each compute capability (GPU models are resolved by
@@ -34,7 +34,7 @@ def _version(text: str | None) -> tuple[int, int, int] | None:
     return int(match.group(1)), int(match.group(2)), int(match.group(3))
 
 
-@check("nccl.version", "NCCL version vs the GPU architecture")
+@check("nccl.version")
 def version(ctx: Context) -> list[Finding]:
     """An NCCL release older than the GPU architecture, by its number or by the warnings an
     NCCL build too old for the GPU prints (``ncclMaxSharedMem ... exceeds``)."""
@@ -52,14 +52,7 @@ def _by_number(ctx: Context) -> list[Finding]:
         if report.nccl_version:
             found.append((report.nccl_version, f"{report.tool} collect_env"))
     if not found:
-        return [
-            Finding(
-                "skip",
-                "no NCCL version in the evidence",
-                needs="import an NCCL_DEBUG=INFO log (it prints `NCCL version`) or a "
-                "collect_env report",
-            )
-        ]
+        return [bare_skip("nccl.version")]
     names = gpu_names(ctx)
     text, where = found[0]
     have = _version(text)

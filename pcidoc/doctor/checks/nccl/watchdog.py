@@ -15,7 +15,7 @@ from pcidoc.doctor.checks.nccl._runtime import (
 )
 from pcidoc.doctor.checks.nccl._shared import quote
 from pcidoc.doctor.context import Context
-from pcidoc.doctor.registry import Finding, check
+from pcidoc.doctor.registry import Finding, bare_skip, check
 from pcidoc.doctor.signatures import signature_findings
 from pcidoc.doctor.wording import short_list
 
@@ -112,7 +112,7 @@ def _flight_finding(ctx: Context, dumps: list[Any]) -> Finding | None:
     )
 
 
-@check("nccl.watchdog", "PyTorch NCCL watchdog and flight recorder")
+@check("nccl.watchdog")
 def watchdog(ctx: Context) -> list[Finding]:
     """Collective timeouts, which rank is behind, and where those ranks run; the failure
     catalogue's watchdog lines when the reader found no structured timeout."""
@@ -154,10 +154,4 @@ def watchdog(ctx: Context) -> list[Finding]:
                 confidence="medium",
             )
         ]
-    return [
-        Finding(
-            "skip",
-            "no watchdog timeout or flight-recorder dump in the evidence",
-            needs="import the job's stderr (ProcessGroupNCCL lines) or a flight-recorder dump",
-        )
-    ]
+    return [bare_skip("nccl.watchdog")]

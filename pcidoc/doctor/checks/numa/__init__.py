@@ -1,9 +1,3 @@
 """NUMA checks: GPU pairs and GPU↔NIC paths across sockets (``numa.cross-socket``), GPU
 processes bound away from their GPU (``numa.process-affinity``) and GPUs without a near NIC
 (``numa.nic-affinity``)."""
-
-from pcidoc.doctor.checks.numa import (  # noqa: F401  (registers on import)
-    cross_socket,
-    nic_affinity,
-    process_affinity,
-)

@@ -37,7 +37,7 @@ def _flattened(ctx: Context, sys_pairs: list[tuple[int, int]]) -> bool:
 # ---------------------------------------------------------------------- numa.cross-socket
 
 
-@check("numa.cross-socket", "GPU pairs and NIC paths across sockets", needs="facts")
+@check("numa.cross-socket")
 def numa_cross_socket(ctx: Context) -> Finding | list[Finding]:
     """GPU pairs at SYS not bridged by NVLink, and GPU↔NIC paths at SYS."""
     indices = [g.index for g in ctx.gpus]

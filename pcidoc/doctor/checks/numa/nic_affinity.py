@@ -23,7 +23,7 @@ def _rdma_nic(nic: Nic) -> bool:
     return nic.kind == "infiniband" or name.startswith(("mlx", "ib", "bnxt_re", "irdma"))
 
 
-@check("numa.nic-affinity", "GPU↔NIC locality and GPUDirect RDMA", needs="facts")
+@check("numa.nic-affinity")
 def numa_nic_affinity(ctx: Context) -> Finding | list[Finding]:
     """GPUs with no PCIe-local NIC, and GPUDirect RDMA kernel support."""
     if not ctx.gpus:

@@ -13,7 +13,7 @@ from pcidoc.model.facts import Gpu, GpuProcess
 # ------------------------------------------------------------------ numa.process-affinity
 
 
-@check("numa.process-affinity", "GPU processes vs their GPU's NUMA node", needs="facts")
+@check("numa.process-affinity")
 def numa_process_affinity(ctx: Context) -> Finding | list[Finding]:
     """Running GPU processes whose allowed CPUs or memory nodes are away from their GPU."""
     processes = ctx.host.processes

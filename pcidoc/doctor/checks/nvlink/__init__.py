@@ -9,9 +9,3 @@
   not running or does not match the driver, and multi-node NVLink (MNNVL) nodes without a
   clique/cluster.
 """
-
-from pcidoc.doctor.checks.nvlink import (  # noqa: F401  (registers on import)
-    errors,
-    fabric,
-    state,
-)

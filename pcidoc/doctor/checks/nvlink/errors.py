@@ -35,7 +35,7 @@ def _error_class(name: str) -> str:
     return "other"
 
 
-@check("nvlink.errors", "NVLink error counters", needs="facts")
+@check("nvlink.errors")
 def nvlink_errors(ctx: Context) -> list[Finding]:
     """Judge NVLink replay/recovery/CRC counters (cumulative since the driver loaded).
 

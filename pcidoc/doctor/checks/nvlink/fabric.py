@@ -313,7 +313,7 @@ def _fabric_pass(
     )
 
 
-@check("nvlink.fabric", "NVSwitch fabric and Fabric Manager", needs="facts")
+@check("nvlink.fabric")
 def nvlink_fabric(ctx: Context) -> list[Finding]:
     """Judge NVLink fabric registration and the Fabric Manager on NVSwitch systems.
 

@@ -426,7 +426,7 @@ def _no_nvlink(ctx: Context, gpus: list[Gpu], facts_known: bool) -> Finding:
     )
 
 
-@check("nvlink.state", "NVLink state", needs="facts")
+@check("nvlink.state")
 def nvlink_state(ctx: Context) -> list[Finding]:
     """Find NVLinks down or missing, against identical peers and the topology (MIG-aware).
 

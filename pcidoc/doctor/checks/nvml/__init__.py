@@ -6,7 +6,3 @@ GPU's ``nvml_error`` (``GPU_IS_LOST``, ``NO_PERMISSION``...) and the virtualizat
 explain why a container or VM sees fewer GPUs than the bus. Imported captures carry no NVML
 state of the machine as it is now, so they never pass this check.
 """
-
-from pcidoc.doctor.checks.nvml import (  # noqa: F401  (registers on import)
-    health,
-)

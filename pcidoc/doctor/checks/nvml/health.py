@@ -263,7 +263,7 @@ def _missing_gpus(ctx: Context) -> Finding | None:
 # ------------------------------------------------------------------------------ the check
 
 
-@check("nvml.health", "NVML and driver health")
+@check("nvml.health")
 def nvml_health(ctx: Context) -> list[Finding]:
     """Judge whether the driver and every GPU answer NVML.
 

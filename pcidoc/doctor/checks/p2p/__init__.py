@@ -5,10 +5,3 @@ bytes are right (``p2p.integrity``).
 The three link cause and effect both ways: a refused or redirected pair explains a slow copy,
 and a slow copy names the bridge, IOMMU mode or driver policy that explains it.
 """
-
-from pcidoc.doctor.checks.p2p import (  # noqa: F401  (registers on import)
-    acs_iommu,
-    capability,
-    fallback,
-    integrity,
-)

@@ -59,7 +59,7 @@ _VM_ACS_ADVICE = (
 )
 
 
-@check("p2p.acs-iommu", "ACS redirect and IOMMU translation", needs="facts")
+@check("p2p.acs-iommu")
 def p2p_acs_iommu(ctx: Context) -> Finding | list[Finding]:
     """ACS redirect bits on the ports between GPUs and IOMMU translation of GPU DMA."""
     indices = ctx.p2p_gpu_indices()

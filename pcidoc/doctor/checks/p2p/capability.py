@@ -121,7 +121,7 @@ class _Tally:
             self.unknown.append(pair_label(a, b))
 
 
-@check("p2p.capability", "P2P capability vs topology", needs="facts")
+@check("p2p.capability")
 def p2p_capability(ctx: Context) -> Finding | list[Finding]:
     """Pairs that should but cannot do P2P, with the driver's reason code explained."""
     indices = ctx.p2p_gpu_indices()

@@ -167,7 +167,7 @@ class _Verdicts:
         """The GPU model named in that finding."""
 
 
-@check("p2p.fallback", "P2P enabled vs staged copies", needs="probe")
+@check("p2p.fallback")
 def p2p_fallback(ctx: Context) -> Finding | list[Finding]:
     """Peer copies with P2P on that are no faster than staging through the host, NVLink pairs
     not using NVLink and outlier GPUs (wrong bytes are ``p2p.integrity``'s)."""

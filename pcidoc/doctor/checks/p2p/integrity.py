@@ -74,7 +74,7 @@ def _imported_text(item: Any) -> str:
     return text
 
 
-@check("p2p.integrity", "P2P data integrity (byte-verified peer copies)")
+@check("p2p.integrity")
 def integrity(ctx: Context) -> list[Finding]:
     """Wrong bytes or hanging peer copies, measured or imported."""
     bad, evidence, hung = _probe_bad(ctx)

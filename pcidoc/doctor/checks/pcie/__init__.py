@@ -13,10 +13,3 @@
 
 All are pure functions of the capture; every threshold is in :mod:`pcidoc.doctor.config`.
 """
-
-from pcidoc.doctor.checks.pcie import (  # noqa: F401  (registers on import)
-    errors,
-    link_flap,
-    link_speed,
-    shared_uplink,
-)

@@ -324,7 +324,7 @@ def _aer_one(
     return findings
 
 
-@check("pcie.errors", "PCIe replays and AER errors", needs="facts")
+@check("pcie.errors")
 def pcie_errors(ctx: Context) -> list[Finding]:
     """Judge replay counters and AER counters on each GPU and along its PCIe path.
 

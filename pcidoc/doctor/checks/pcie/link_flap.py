@@ -277,7 +277,7 @@ def _history_findings(ctx: Context, gpus: list[str]) -> tuple[list[Finding], int
     return findings, devices, readings
 
 
-@check("pcie.link-flap", "Link flaps and links stuck low over repeated readings")
+@check("pcie.link-flap")
 def link_flap(ctx: Context) -> list[Finding]:
     """Width changes, changes under load, links stuck low; idle downclocking is normal."""
     gpus = log_gpus(kernel_logs(ctx))

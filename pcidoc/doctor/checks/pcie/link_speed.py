@@ -443,7 +443,7 @@ def _upstream_findings(ctx: Context, vm: bool) -> list[Finding]:
     return findings
 
 
-@check("pcie.link-speed", "PCIe link speed and width", needs="facts")
+@check("pcie.link-speed")
 def pcie_link_speed(ctx: Context) -> list[Finding]:
     """Find downtrained links (judged under load/P0 only) and slot-limited GPUs.
 

@@ -256,7 +256,7 @@ def _no_p2p_pairs(ctx: Context, pairs: Iterable[tuple[int, int, str]]) -> list[F
     return findings
 
 
-@check("pcie.shared-uplink", "GPUs sharing a PCIe switch uplink", needs="facts")
+@check("pcie.shared-uplink")
 def pcie_shared_uplink(ctx: Context) -> list[Finding]:
     """Find GPUs that share one switch uplink and quantify the contention.
 

@@ -59,7 +59,7 @@ def _multi_node(ctx: Context, m: CollectiveMeasurement) -> bool:
     return bool(m.ranks and ctx.gpus and m.ranks > len(ctx.gpus))
 
 
-@check("scaling.allreduce", "All-reduce bus bandwidth vs the link model", needs="probe")
+@check("scaling.allreduce")
 def scaling_allreduce(ctx: Context) -> Finding | list[Finding]:
     """All-reduce busbw at large sizes vs NCCL's model of the GPUs' links; cliffs and errors."""
     runs = [

@@ -110,7 +110,7 @@ def _what_ifs(
     return lines, evidence
 
 
-@check("scaling.efficiency", "Data-parallel scaling efficiency", needs="probe")
+@check("scaling.efficiency")
 def scaling_efficiency(ctx: Context) -> Finding | list[Finding]:
     """E(N) = throughput(N) / (N × throughput(1)), explained with the α–β model."""
     findings: list[Finding] = []

@@ -1,9 +1,3 @@
 """Host↔device transfer checks: pinned bandwidth against the negotiated link
 (``transfer.pinned``), the cost of pageable memory (``transfer.pageable``) and the penalty of
 remote-socket host memory (``transfer.remote-numa``)."""
-
-from pcidoc.doctor.checks.transfer import (  # noqa: F401  (registers on import)
-    pageable,
-    pinned,
-    remote_numa,
-)

@@ -71,7 +71,7 @@ def _workload_finding(ctx: Context, w: WorkloadEvidence) -> Finding | None:
     )
 
 
-@check("transfer.pageable", "Pageable vs pinned copies", needs="probe")
+@check("transfer.pageable")
 def transfer_pageable(ctx: Context) -> Finding | list[Finding]:
     """The cost of not pinning host memory, from a micro-benchmark and from a profiler trace."""
     findings: list[Finding] = []

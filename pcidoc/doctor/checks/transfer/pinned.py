@@ -80,7 +80,7 @@ def _environment_caveat(ctx: Context) -> tuple[str, bool]:
 # ------------------------------------------------------------------------ transfer.pinned
 
 
-@check("transfer.pinned", "Pinned host↔device bandwidth vs the link", needs="probe")
+@check("transfer.pinned")
 def transfer_pinned(ctx: Context) -> Finding | list[Finding]:
     """Pinned H2D/D2H per GPU as a share of NCCL's model of the negotiated PCIe link."""
     pinned = [

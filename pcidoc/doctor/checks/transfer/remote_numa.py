@@ -96,7 +96,7 @@ def _placement_finding(
     )
 
 
-@check("transfer.remote-numa", "Pinned copies from the remote socket", needs="probe")
+@check("transfer.remote-numa")
 def transfer_remote_numa(ctx: Context) -> Finding | list[Finding]:
     """Pinned H2D/D2H from the GPU's local NUMA node vs a remote one."""
     pinned = [
