@@ -138,6 +138,20 @@ class _AnnotationOnly:
 ANNOTATION_ONLY = _AnnotationOnly()
 
 
+_IMMUTABLE = (str, int, float, bool, bytes, type(None))
+
+
+def _default_copy(value: Any) -> Any:
+    """A field's default for a new instance: a deep copy, as pydantic makes, except of an
+    immutable scalar (pydantic's own shortcut), which saves importing ``copy`` (and ``weakref``)
+    on ``check --json``'s path, where the report's only plain default is its schema tag."""
+    if type(value) in _IMMUTABLE:
+        return value
+    import copy  # not at the top: copy and weakref cost ~1 ms of every start
+
+    return copy.deepcopy(value)
+
+
 class LiteModel:
     """Base of the light model classes (see the module docstring)."""
 
@@ -195,9 +209,7 @@ class LiteModel:
                 if factory is not None:
                     data[name] = factory()
                 else:
-                    import copy  # not at the top: copy and weakref cost ~1 ms of every start
-
-                    data[name] = copy.deepcopy(schema["default"])
+                    data[name] = _default_copy(schema["default"])
         instance = cls.__new__(cls)
         object.__setattr__(instance, "__dict__", data)
         object.__setattr__(instance, "__pydantic_fields_set__", set(_fields_set or values))
