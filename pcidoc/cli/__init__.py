@@ -274,10 +274,14 @@ def main(argv: list[str] | None = None) -> int:
     # of every installed distribution (7-11 ms in an environment with torch) the first time a
     # validator is built. An explicit setting of the user's is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if sys.stdin is None or sys.stdout is None or sys.stderr is None:
+        from pcidoc.cli.output import closed_standard_streams
+
+        closed_standard_streams()
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser(argv[0] if argv and argv[0] in SUBCOMMAND_NAMES else None)
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     debug = bool(getattr(args, "debug", False)) or os.environ.get("PCIDOC_DEBUG") == "1"
     row = BY_NAME.get(args.command or "")
     handler: Callable[[argparse.Namespace], int] = command_module(
@@ -293,12 +297,30 @@ def main(argv: list[str] | None = None) -> int:
     return _handle(handler, args, debug)
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """The parsed line; ``--help`` or ``--version`` on a closed standard output ends with the
+    one line and the exit code any command gives there."""
+    from pcidoc.cli.output import StdoutFailed, stdout_failed
+
+    try:
+        return parser.parse_args(argv)
+    except StdoutFailed as exc:
+        raise SystemExit(stdout_failed(exc)) from None
+
+
 def _handle(
     handler: Callable[[argparse.Namespace], int], args: argparse.Namespace, debug: bool
 ) -> int:
     """Run a command's handler: its exit code, or one line on stderr and the code of what
     went wrong."""
-    from pcidoc.cli.output import WRITE_ERRORS, StdoutFailed, flush_stdout, silence_stdout, stderr
+    from pcidoc.cli.output import (
+        WRITE_ERRORS,
+        StdoutFailed,
+        flush_stdout,
+        silence_stdout,
+        stderr,
+        stdout_failed,
+    )
 
     try:
         code = int(handler(args))
@@ -325,9 +347,7 @@ def _handle(
         stderr(f"pcidoc: cannot write the output ({exc.strerror or exc})")
         return int(ExitCode.BAD_INPUT)
     except StdoutFailed as exc:
-        silence_stdout()
-        stderr(f"pcidoc: cannot write to standard output ({exc})")
-        return int(ExitCode.BAD_INPUT)
+        return stdout_failed(exc)
     except Exception as exc:
         return _internal_error(exc, debug)
 

@@ -22,6 +22,58 @@ class StdoutFailed(Exception):
     """stdout could not take the data (disk full behind a redirection, I/O error)."""
 
 
+def closed_standard_streams() -> None:
+    """Stand in for a standard stream whose descriptor was closed when the process started
+    (``pcidoc check 1>&-``: Python sets ``sys.stdout`` to None).
+
+    ``/dev/null`` is put on the free descriptor, so that no file pcidoc opens later takes its
+    number (a child process would write into it as its own stdout). Standard input then reads
+    as empty and messages on a closed standard error go nowhere; data written to a closed
+    standard output fails, so a command that prints reports ``cannot write to standard
+    output`` with exit 3, as ``cat`` or ``ls`` do, and one that prints nothing runs as usual.
+    """
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None or not _descriptor_free(fd):
+            continue
+        devnull = os.open(os.devnull, os.O_RDWR)
+        if devnull != fd:
+            os.dup2(devnull, fd)
+            os.close(devnull)
+        if fd == 1:
+            sys.stdout = _ClosedStdout()
+        else:
+            stream = open(fd, "r" if fd == 0 else "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+            setattr(sys, name, stream)
+
+
+def _descriptor_free(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+class _ClosedStdout:
+    """``sys.stdout`` for a descriptor 1 closed at start: every write fails (reported by the
+    command's handler as ``cannot write to standard output``)."""
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def write(self, text: str) -> int:
+        raise StdoutFailed("standard output is closed")
+
+    def flush(self) -> None:
+        return None
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return 1
+
+
 def stderr(message: str) -> None:
     """One message line on stderr."""
     from pcidoc.sanitize import clean_text
@@ -110,6 +162,15 @@ def silence_stdout() -> None:
     with contextlib.suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+
+
+def stdout_failed(exc: StdoutFailed) -> int:
+    """Say that standard output could not take the data; the exit code for it (3)."""
+    from pcidoc.errors import ExitCode
+
+    silence_stdout()
+    stderr(f"pcidoc: cannot write to standard output ({exc})")
+    return int(ExitCode.BAD_INPUT)
 
 
 def flush_stdout() -> None:
