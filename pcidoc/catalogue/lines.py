@@ -60,7 +60,7 @@ _CLOCK_RE = lazy(r"^\s*\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\s+")
 _HOST_RE = lazy(r"^\s*(?P<host>(?=[\w.-]{0,252}\d)[A-Za-z0-9][\w.-]{0,252}):\s")
 _DAEMON_TIME_RE = lazy(r"^\s*\[[A-Z][a-z]{2}\s\d{1,2}\s\d{4}\s\d\d:\d\d:\d\d\]\s*")
 _DMESG_RE = lazy(
-    r"^\s*\[(?:\s*(?:\+\s*)?\d{1,10}\.\d{1,9}|[A-Z][a-z]{2}\s[A-Z][a-z]{2}\s{1,2}\d{1,2}\s"
+    r"^\s*\[(?:\s*(?:\+\s*)?\d{1,10}[.,]\d{1,9}|[A-Z][a-z]{2}\s[A-Z][a-z]{2}\s{1,2}\d{1,2}\s"
     r"\d\d:\d\d:\d\d\s\d{4}|[A-Z][a-z]{2}\s?\d{1,2}\s\d\d:\d\d)\]\s*"
 )
 # Log levels: glog (``E1029 12:00:00.123456 12345 file.cc:12]``), torch's c10

@@ -33,6 +33,8 @@ def _report(text: str) -> Report:
         "[ 1234.567890] ",
         "[Mon Jan  5 10:11:12 2026] ",
         "[  +0.000844] ",
+        "[  +0,000844] ",  # dmesg -H under a locale whose decimal mark is a comma
+        "[ 1234,567890] ",
         "[Jan 5 10:11] ",
         "Jan  5 10:11:12 gpu-node-7 kernel: ",
         "Jan  5 10:11:12 gpu-node-7 kernel: [ 1234.567890] ",
@@ -59,6 +61,8 @@ def test_times_are_seconds_since_boot_or_since_the_first_stamp() -> None:
     assert [e.time_s for e in mono] == [10.5, 70.5]
     rel = _klog(_import(f"[  +1.000000] {XID}\n[  +0.500000] {XID}\n")).xids
     assert [e.time_s for e in rel] == [1.0, 1.5]
+    comma = _klog(_import(f"[  +1,000000] {XID}\n[  +0,500000] {XID}\n")).xids
+    assert [e.time_s for e in comma] == [1.0, 1.5]
     wall = _klog(
         _import(f"Jan  5 10:11:12 h kernel: {XID}\nJan  5 10:12:12 h kernel: {XID}\n")
     ).xids
@@ -479,3 +483,15 @@ def test_an_nvtop_screen_is_one_reading_of_each_link() -> None:
 
     with pytest.raises(PcidocError, match="no supported output"):
         _report(sentence)
+
+
+def test_a_fallen_off_the_bus_message_under_comma_stamps_names_its_gpu() -> None:
+    """The driver's multi-line message in probe, with ``dmesg -H`` stamps of a comma locale."""
+    text = (
+        "[  +0,000150] NVRM: The NVIDIA GPU 0000:04:00.0\n"
+        "              NVRM: (PCI ID: 10de:1140) installed in this system has\n"
+        "              NVRM: fallen off the bus and is not responding to commands.\n"
+        "[  +0,000045] nvidia: probe of 0000:04:00.0 failed with error -1\n"
+    )
+    (event,) = _klog(_import(text)).fallen_off_bus
+    assert event.bus_id == "0000:04:00.0"

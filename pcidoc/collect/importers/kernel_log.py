@@ -70,8 +70,9 @@ _ISO_RE = lazy(
 )
 _KERNEL_TAG_RE = lazy(r"^\s*kernel(?:\[\d+\])?:\s?")
 _FACILITY_RE = lazy(r"^\s*(?:kern|user|daemon|syslog)\s*:\s*[a-z]+\s*:\s?")
-_MONO_RE = lazy(r"^\s*\[\s*(?P<mono>\d+\.\d+)\]\s?")
-_REL_RE = lazy(r"^\s*\[\s*\+\s*(?P<rel>\d+\.\d+)\]\s?")
+# dmesg prints its stamps with the locale's decimal mark (``[  +0,000150]`` under de_DE).
+_MONO_RE = lazy(r"^\s*\[\s*(?P<mono>\d+[.,]\d+)\]\s?")
+_REL_RE = lazy(r"^\s*\[\s*\+\s*(?P<rel>\d+[.,]\d+)\]\s?")
 _WALL_RE = lazy(
     r"^\s*\[(?P<clock>[A-Z][a-z]{2}\s+(?P<mon>[A-Z][a-z]{2})\s+(?P<day>\d{1,2})\s+"
     r"(?P<hms>\d\d:\d\d:\d\d)\s+(?P<year>\d{4}))\]\s?"
@@ -79,6 +80,11 @@ _WALL_RE = lazy(
 _HUMAN_RE = lazy(
     r"^\s*\[(?P<clock>(?P<mon>[A-Z][a-z]{2})\s?(?P<day>\d{1,2})\s+(?P<hm>\d\d:\d\d))\]\s?"
 )
+
+
+def _seconds(stamp: str) -> float | None:
+    """A dmesg stamp's seconds, whichever decimal mark the locale gave it."""
+    return to_float(stamp.replace(",", "."))
 
 
 def _hms(text: str) -> int:
@@ -147,10 +153,10 @@ class _Clock:
     def _stamp(self, line: str) -> tuple[str, float | None, str | None, bool]:
         match = self.mono.match(line)
         if match:
-            return line[match.end() :], to_float(match["mono"]), None, True
+            return line[match.end() :], _seconds(match["mono"]), None, True
         match = self.rel_re.match(line)
         if match:
-            self.rel += to_float(match["rel"]) or 0.0
+            self.rel += _seconds(match["rel"]) or 0.0
             return line[match.end() :], self.rel, None, True
         match = self.wall_re.match(line)
         if match:
