@@ -65,6 +65,20 @@ def test_text_with_nothing_known_is_one_line_of_bad_input(tmp_path: Path, capsys
     assert len(err.strip().splitlines()) == 1 and "no supported output recognised" in err
 
 
+def test_dmesg_lines_are_never_taken_for_json(tmp_path: Path, capsys) -> None:
+    """``[    5.376443] mlx5_core ...`` starts like a JSON array (the stamp alone parses): the
+    text is read as a paste, and what it says when nothing in it is known is the paste's
+    message, not a JSON parser's."""
+    paste = tmp_path / "dmesg.txt"
+    paste.write_text(
+        "[    5.376443] mlx5_core 0000:01:00.0: firmware version: 14.32.1010\n"
+        "[    5.502207] mlx5_core 0000:01:00.0: some message pcidoc does not know\n"
+    )
+    code, out, err = _check(["--from", str(paste)], capsys)
+    assert (code, out) == (3, "")
+    assert "no supported output recognised" in err and "JSON" not in err
+
+
 def test_most_checks_skipped_says_what_to_paste_next(tmp_path: Path, capsys) -> None:
     paste = tmp_path / "ib.txt"
     paste.write_text(IB_LINE)

@@ -46,7 +46,7 @@ def load_machine(path: str) -> Loaded:
     label = STDIN_LABEL if path == "-" else path
     data = read_input(path, limit=MAX_PASTE_BYTES, what="a capture or a pasted output")
     text = decode_text(data, label)
-    if text.lstrip()[:1] not in ("{", "["):
+    if text.lstrip()[:1] != "{":  # a capture is a JSON object; `[  5.37] mlx5_core...` is dmesg
         return Loaded(_import(label, text), imported=True)
     try:
         return Loaded(load_capture_bytes(data, label))
