@@ -136,6 +136,13 @@ def test_clean_log_with_firmware_first_passes_with_low_confidence() -> None:
             "7f3c0000",
         ),
         (
+            "[ 0.9] DMAR: [DMA Read NO_PASID] Request device [0x3b:0x00.0] fault addr 0x7f3c0000 "
+            "[fault reason 0x07] Next page table ptr is invalid",
+            "DMA Read",
+            "0000:3b:00.0",
+            "0x7f3c0000",
+        ),
+        (
             "[ 5.1] nvidia 0000:3b:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x000d "
             "address=0x1f0000000 flags=0x0020]",
             "IO_PAGE_FAULT",

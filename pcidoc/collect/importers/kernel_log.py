@@ -634,7 +634,11 @@ def _iommu_fault(msg: str, base: dict[str, Any]) -> IommuFault | None:
             kind=match["kind"],
             address=match["addr"].lower(),
             reason=" ".join(x for x in (match["reason"], match["rtext"]) if x).strip() or None,
-            **{**base, "bus_id": normalize_bus_id(match["bus"]) or base.get("bus_id")},
+            # Some kernels print the requester as ``[0x00:0x02.0]``.
+            **{
+                **base,
+                "bus_id": normalize_bus_id(match["bus"].replace("0x", "")) or base.get("bus_id"),
+            },
         )
     match = _AMDVI_RE.search(msg)
     if match:
