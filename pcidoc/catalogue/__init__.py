@@ -33,7 +33,15 @@ from typing import Any
 
 from pcidoc._lazyre import LazyPattern, lazy
 from pcidoc._record import field, record
-from pcidoc.catalogue.lines import MESSAGE, SHAPES, Line, prose_before, quoted_at, read_line
+from pcidoc.catalogue.lines import (
+    MESSAGE,
+    SHAPES,
+    Line,
+    messages,
+    prose_before,
+    quoted_at,
+    read_line,
+)
 from pcidoc.model.busid import normalize_bus_id
 from pcidoc.model.evidence import SignatureHit
 
@@ -492,23 +500,29 @@ def scan(lines: list[str], source: str | None = None, numbers: list[int] | None 
     index: dict[tuple[Any, ...], SignatureHit] = {}
     for position, text in enumerate(lines):
         number = numbers[position] if numbers and position < len(numbers) else position + 1
-        hit = match_line(text, number, cat)
-        if hit is None:
-            continue
-        record_ = _record(hit, source)
-        if hit.mention:
-            if len(found.mentions) < MAX_MENTIONS:
-                found.mentions.append(record_)
-            continue
-        key = _key(record_)
-        if key in index:
-            index[key].count += 1
-        elif len(found.hits) < MAX_HITS:
-            index[key] = record_
-            found.hits.append(record_)
-        else:
-            found.dropped += 1
+        for message in messages(text):
+            hit = match_line(message, number, cat)
+            if hit is not None:
+                _count(found, index, _record(hit, source), hit.mention)
     return found
+
+
+def _count(
+    found: Scan, index: dict[tuple[Any, ...], SignatureHit], record_: SignatureHit, mention: bool
+) -> None:
+    """Keep one hit of :func:`scan` (identical hits counted on the first)."""
+    if mention:
+        if len(found.mentions) < MAX_MENTIONS:
+            found.mentions.append(record_)
+        return
+    key = _key(record_)
+    if key in index:
+        index[key].count += 1
+    elif len(found.hits) < MAX_HITS:
+        index[key] = record_
+        found.hits.append(record_)
+    else:
+        found.dropped += 1
 
 
 # ----------------------------------------------------------------------------- judging

@@ -17,6 +17,8 @@ so a line is read in linear time.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from pcidoc._lazyre import lazy
 from pcidoc._record import field, record
 
@@ -277,6 +279,32 @@ def read_line(text: str) -> Line:
     stripped = _strip_exception(line, rest)
     line.message = (stripped if stripped is not None else rest).strip()
     return line
+
+
+# Where a program's message starts inside a line that holds several (a log pasted collapsed
+# onto one line): torch's c10/glog prefix (``[E ProcessGroupNCCL.cpp:460]``,
+# ``[E1029 12:00:00.123 socket.cpp:567]``), NCCL's host:pid:tid tag, a C++ exception's
+# ``what():`` and NCCL's ``Last error:`` (the message of the call that failed).
+_MESSAGE_START_RE = lazy(
+    r"(?<=\s)(?:\[[EWIF](?:\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9}(?:\s+\d{1,10})?)?\s+"
+    r"[\w./-]{1,120}:\d{1,7}\]|[\w.<>-]{1,253}:\d{1,10}:\d{1,10}\s+\[\d{1,6}\]\s+NCCL\s"
+    r"|what\(\):\s|Last error:\s)"
+)
+MAX_MESSAGES = 16
+"""Messages one line is cut into at most (the rest stays with the last)."""
+
+
+def messages(text: str) -> list[str]:
+    """The program messages a line holds: the line itself, or, for a log pasted collapsed
+    onto one line, its pieces cut where a message starts (:data:`_MESSAGE_START_RE`), so
+    that each is read as a line of its own (its packaging, whether a sentence comes before
+    it)."""
+    starts = [m.start() for m in _MESSAGE_START_RE.finditer(text)][: MAX_MESSAGES - 1]
+    if not starts:
+        return [text]
+    bounds = [0, *starts, len(text)]
+    pieces = [text[a:b].strip() for a, b in pairwise(bounds)]
+    return [piece for piece in pieces if piece]
 
 
 def prose_before(text: str, end: int) -> bool:

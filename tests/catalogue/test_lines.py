@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pcidoc.catalogue.lines import code_spans, prose_before, read_line
+from pcidoc.catalogue.lines import code_spans, messages, prose_before, read_line
 
 
 @pytest.mark.parametrize(
@@ -187,3 +187,42 @@ def test_short_spans_do_not_shift_the_pairs_after_them() -> None:
         "nvidia_peermem",
         "INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'",
     ]
+
+
+COLLAPSED = (
+    "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the "
+    "asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted data. "
+    "[E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire process "
+    "down. terminate called after throwing an instance of 'std::runtime_error' what(): NCCL "
+    "error: remote process exited or there was a network error, NCCL version 2.14.3 "
+    "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting "
+    "prematurely. Last error: NET/IB : Got completion from peer 10.1.2.3<39138> with error 12, "
+    "opcode 0, len 0, vendor err 129"
+)  # a log pasted onto one line (synthetic, in PyTorch's and NCCL's formats)
+
+
+def test_a_log_collapsed_onto_one_line_is_cut_into_its_messages() -> None:
+    pieces = messages(COLLAPSED)
+    assert [p.split()[0] for p in pieces] == ["[E", "[E", "what():", "Last"]
+    assert pieces[-1].startswith("Last error: NET/IB : Got completion")
+    assert "".join(pieces).replace(" ", "") == COLLAPSED.replace(" ", "")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "n1:2345:2400 [3] NCCL WARN NET/IB : Got completion from peer 10.1.2.3<39872> error 12",
+        "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out.",
+        "I do not know what the error means, please help",
+        "",
+    ],
+)
+def test_a_line_with_one_message_stays_whole(text: str) -> None:
+    assert messages(text) == [text]
+
+
+def test_each_message_of_a_collapsed_line_is_matched() -> None:
+    from pcidoc import catalogue
+
+    ids = [hit.id for hit in catalogue.scan([COLLAPSED]).hits]
+    assert "nccl.net-ib.completion-error" in ids and "torch.watchdog.operations-failed" in ids
