@@ -279,6 +279,27 @@ def test_iommu_faults_are_explained() -> None:
     assert len(result.findings) == 1  # the catalogue line of the same fault adds nothing
 
 
+IGPU_FAULT = (
+    "[    0.938401] DMAR: [DMA Read NO_PASID] Request device [00:02.0] fault addr 0x70ad5000 "
+    "[fault reason 0x07] Next page table ptr is invalid\n"
+)
+
+
+def test_dmar_faults_of_intels_integrated_graphics_are_info() -> None:
+    """Bus 0, device 2 is Intel's integrated graphics: not a device of the interconnect."""
+    result = _check(IGPU_FAULT, "kernel.iommu-fault")
+    assert (result.severity, result.remediation) == ("info", [])
+    assert "integrated graphics" in result.summary
+    elsewhere = _check(IGPU_FAULT.replace("[00:02.0]", "[3b:00.0]"), "kernel.iommu-fault")
+    assert elsewhere.severity == "warn"  # an unknown device may be a GPU or a NIC
+
+
+def test_a_gpu_the_driver_names_at_00_02_0_is_a_gpu() -> None:
+    """In a VM a passed-through GPU may sit on bus 0: the driver's own line says what it is."""
+    named = "[    0.5] nvidia 0000:00:02.0: enabling device (0000 -> 0003)\n" + IGPU_FAULT
+    assert _check(named, "kernel.iommu-fault").severity == "fail"
+
+
 def test_the_two_line_dmar_format_and_quoted_lines_are_found() -> None:
     old = (
         "[ 301.2] DMAR:[DMA Write] Request device [02:00.0] fault addr 7f3c0000\n"

@@ -40,7 +40,23 @@ _FIX = [
 ]
 
 
-_SEVERITY = {"gpu": "fail", "nic": "fail", "unknown": "warn", "other": "info"}
+_SEVERITY = {"gpu": "fail", "nic": "fail", "unknown": "warn", "other": "info", "igpu": "info"}
+_WHAT = {
+    "other": "not a GPU or NIC, so not peer traffic",
+    "igpu": "Intel's integrated graphics (its fixed address), not a device of the GPU "
+    "interconnect: such faults come from the firmware's or the graphics driver's own mappings "
+    "(often at boot)",
+}
+INTEL_IGPU = "0000:00:02.0"
+"""Intel's integrated graphics device: bus 0, device 2, function 0 on every Intel platform that
+has one (Intel's processor datasheets, "Integrated Graphics Device"); DMAR is Intel's IOMMU."""
+
+
+def _related(ctx: Context, bus: str | None, faults: list[IommuFault], gpus: list[str]) -> str:
+    related = relation(ctx, [bus], faults[0].driver, gpus)
+    if related == "unknown" and faults[0].iommu == "DMAR" and bus == INTEL_IGPU:
+        return "igpu"
+    return related
 
 
 def dmar_reason(reason: str | None) -> str | None:
@@ -112,21 +128,19 @@ def iommu_fault(ctx: Context) -> list[Finding]:
         kinds = ", ".join(dict.fromkeys(f.kind for f in faults if f.kind)) or "fault"
         iommu = faults[0].iommu
         addresses = list(dict.fromkeys(f.address for f in faults if f.address))
-        related = relation(ctx, [bus], faults[0].driver, gpus)
+        related = _related(ctx, bus, faults, gpus)
         findings.append(
             Finding(
                 _SEVERITY[related],  # type: ignore[arg-type]
                 f"{len(faults)} {iommu} IOMMU fault(s) ({kinds}) on {device_label(ctx, bus, gpus)}"
                 f" at {len(addresses)} address(es): "
-                + (
-                    "not a GPU or NIC, so not peer traffic"
-                    if related == "other"
-                    else "its DMA (peer-to-peer or RDMA) goes through the IOMMU and is refused"
+                + _WHAT.get(
+                    related, "its DMA (peer-to-peer or RDMA) goes through the IOMMU and is refused"
                 ),
                 subjects=[s for s in [subject(ctx, bus)] if s],
                 evidence=[line(f.quote, subject(ctx, bus)) for f in faults[:3]]
                 + _explained(faults),
-                remediation=_FIX,
+                remediation=[] if related == "igpu" else _FIX,
                 confidence="high" if related in ("gpu", "nic") else "medium",
             )
         )
