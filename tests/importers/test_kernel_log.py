@@ -267,8 +267,8 @@ def test_iommu_fault_on_another_device_is_info_when_the_gpus_are_known() -> None
         "[fault reason 0x06] PTE Read access is not set\n"
     )
     assert _report(GPU_ENUM + igpu).check("kernel.iommu-fault").severity == "info"  # type: ignore[union-attr]
-    assert _report(igpu).check("kernel.iommu-fault").severity == "warn"  # type: ignore[union-attr]
     on_gpu = igpu.replace("[00:02.0]", "[3b:00.0]")
+    assert _report(on_gpu).check("kernel.iommu-fault").severity == "warn"  # type: ignore[union-attr]
     assert _report(GPU_ENUM + on_gpu).check("kernel.iommu-fault").severity == "fail"  # type: ignore[union-attr]
 
 
