@@ -22,6 +22,15 @@ dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
 t = torch.ones(8)
 dist.all_reduce(t); dist.all_reduce(t); dist.broadcast(t, 0)
 c10d = torch._C._distributed_c10d
+# The recorder marks a collective completed from another thread, after the call returned: wait
+# (bounded) until it shows all three, so the dumps never catch the last one in flight.
+import time
+from pcidoc.explain.flight import read_dump
+deadline = time.monotonic() + 60
+while read_dump(c10d._dump_fr_trace_json(), "t.json")[0].last_completed != 3:
+    if time.monotonic() > deadline:
+        raise SystemExit("the flight recorder never marked the third collective completed")
+    time.sleep(0.01)
 open(os.path.join(sys.argv[1], "nccl_trace_rank_0"), "wb").write(c10d._dump_fr_trace())
 open(os.path.join(sys.argv[1], "trace_rank_0.json"), "wb").write(c10d._dump_fr_trace_json())
 dist.destroy_process_group()
