@@ -339,3 +339,27 @@ def test_a_healthy_vt_d_boot_log_is_recognised_and_quiet() -> None:
     assert all(c.severity not in ("warn", "fail") for c in report.checks), [
         (c.id, c.summary) for c in report.checks if c.severity in ("warn", "fail")
     ]
+
+
+LINK_LOST = (
+    "[ 50.0] pcieport 0000:00:01.2: AER: Uncorrectable (Non-Fatal) error received: 0000:63:00.0\n"
+    "[ 50.1] nvidia 0000:63:00.0: AER: can't recover (no error_detected callback)\n"
+    "[ 50.2] pcieport 0000:62:00.0: AER: device recovery failed\n"
+)
+XID_31 = "[ {t}] NVRM: Xid (PCI:0000:{bus}:00): 31, pid=77, name=python, MMU Fault: FAULT_PDE\n"
+
+
+def test_an_application_xid_after_its_gpus_link_failed_is_read_as_its_consequence() -> None:
+    after = _check(LINK_LOST + XID_31.format(t="60.0", bus="63"), "kernel.xid")
+    assert after.severity == "info"
+    assert "consequence of the lost link" in after.summary and "before it" in after.summary
+    assert after.remediation == [
+        "Act on the link failure first (kernel.aer): this Xid is its consequence."
+    ]
+    before = _check(XID_31.format(t="10.0", bus="63") + LINK_LOST, "kernel.xid")
+    assert "lost link" not in before.summary  # the Xid came first: the program's, as usual
+    other_gpu = _check(LINK_LOST + XID_31.format(t="60.0", bus="3b"), "kernel.xid")
+    assert "lost link" not in other_gpu.summary
+    unstamped = (LINK_LOST + XID_31.format(t="60.0", bus="63")).replace("[ 50.0] ", "")
+    unstamped = "".join(line.split("] ", 1)[-1] + "\n" for line in unstamped.splitlines())
+    assert "in the same log" in _check(unstamped, "kernel.xid").summary

@@ -34,7 +34,7 @@ from pcidoc.doctor.evidence import line, read_logs
 from pcidoc.doctor.registry import Finding, check
 from pcidoc.doctor.signatures import catalogue_table, signature_findings
 from pcidoc.model.evidence import SignatureHit
-from pcidoc.model.kernel import KernelLog, XidEvent
+from pcidoc.model.kernel import KernelEvent, KernelLog, XidEvent
 from pcidoc.model.report import SEVERITY_ORDER, Confidence, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
@@ -214,7 +214,9 @@ def _details(row: XidCode, group: _Group, first_on_device: bool) -> str:
     return text
 
 
-def _remediation(row: XidCode, group: _Group, severity: Severity) -> list[str]:
+def _remediation(row: XidCode, group: _Group, severity: Severity, lost: bool = False) -> list[str]:
+    if lost:
+        return ["Act on the link failure first (kernel.aer): this Xid is its consequence."]
     steps = [action(row.action)]
     if group.caused:
         steps.insert(
@@ -232,15 +234,29 @@ def _remediation(row: XidCode, group: _Group, severity: Severity) -> list[str]:
     return steps
 
 
-def _finding(ctx: Context, row: XidCode, group: _Group, gpus: list[str], first: bool) -> Finding:
+LOST_LINK = (
+    "; this GPU's PCIe link failed {when} (an AER recovery that failed, or the GPU fallen off "
+    "the bus): read it as a consequence of the lost link, not of the program"
+)
+
+
+def _finding(
+    ctx: Context,
+    row: XidCode,
+    group: _Group,
+    gpus: list[str],
+    first: bool,
+    lost: str | None = None,
+) -> Finding:
     label, subj = _where(ctx, group.device, gpus)
     severity = _severity(row, group)
     return Finding(
         severity,
-        f"{_headline(row, group)} on {label}{_details(row, group, first)}: {row.meaning}",
+        f"{_headline(row, group)} on {label}{_details(row, group, first)}: {row.meaning}"
+        + (LOST_LINK.format(when=lost) if lost else ""),
         subjects=[subj] if subj else [],
         evidence=[line(e.quote, subj) for e in group.events[:3]],
-        remediation=_remediation(row, group, severity),
+        remediation=_remediation(row, group, severity, lost is not None),
         confidence=row.confidence if severity != "info" else "high",
     )
 
@@ -291,9 +307,42 @@ def _unknown(ctx: Context, groups: list[_Group], gpus: list[str]) -> list[Findin
     ]
 
 
-def xid_findings(ctx: Context, xids: list[XidEvent], gpus: list[str]) -> list[Finding]:
+def lost_links(logs: list[KernelLog]) -> dict[str, float | None]:
+    """Devices whose PCIe link failed in the logs (an AER recovery that failed, a GPU fallen
+    off the bus, Xid 79), each with the time of its first failure when the log has times."""
+    events: list[KernelEvent] = [
+        e for log in logs for e in log.aer_recovery if e.outcome == "failed"
+    ]
+    events += [e for log in logs for e in log.fallen_off_bus]
+    events += [e for log in logs for e in log.xids if e.code == 79]
+    lost: dict[str, float | None] = {}
+    for event in events:
+        if event.bus_id:
+            seen = lost.get(event.bus_id, event.time_s)
+            times = [x for x in (seen, event.time_s) if x is not None]
+            lost[event.bus_id] = min(times) if times else None
+    return lost
+
+
+def _after_loss(group: _Group, lost: dict[str, float | None]) -> str | None:
+    """When the group's GPU lost its link: ``before it`` (by the log's times), ``in the same
+    log`` (no times to order them); None when it did not, or only after the group's line."""
+    bus = group.device[0]
+    if bus is None or bus not in lost:
+        return None
+    when, first = lost[bus], group.events[0].time_s
+    if when is None or first is None:
+        return "in the same log"
+    return "before it" if first >= when else None
+
+
+def xid_findings(
+    ctx: Context, xids: list[XidEvent], gpus: list[str], lost: dict[str, float | None] | None = None
+) -> list[Finding]:
     """One finding per code and device that warns or fails (the cause of a cascade first), one
-    per code for codes that say nothing about the links, one for codes the table lacks."""
+    per code for codes that say nothing about the links, one for codes the table lacks. A
+    code that says nothing about the links, on a GPU whose link failed before it (``lost``:
+    :func:`lost_links`), gets its own finding that names the link failure as its cause."""
     codes = xid_codes()
     groups = group_events(xids)
     per_device = Counter(g.device for g in groups)
@@ -307,7 +356,10 @@ def xid_findings(ctx: Context, xids: list[XidEvent], gpus: list[str]) -> list[Fi
         known = group.device != (None, None)
         first = known and group.device not in seen and per_device[group.device] > 1
         seen.add(group.device)
-        if _severity(row, group) == "info":
+        after = _after_loss(group, lost or {})
+        if _severity(row, group) == "info" and after:
+            findings.append(_finding(ctx, row, group, gpus, first, after))
+        elif _severity(row, group) == "info":
             quiet.setdefault(row.code, []).append(group)
         else:
             findings.append(_finding(ctx, row, group, gpus, first))
@@ -384,7 +436,7 @@ def xid(ctx: Context) -> list[Finding]:
         return _catalogue_lines(ctx, []) or [missing]
     xids = [e for log in logs for e in log.xids]
     findings = (
-        xid_findings(ctx, xids, gpus)
+        xid_findings(ctx, xids, gpus, lost_links(logs))
         + _fallen(ctx, logs, gpus)
         + _nvlink_lines(ctx, logs)
         + _catalogue_lines(ctx, logs)
