@@ -1,0 +1,48 @@
+"""Lines whose cause is not what a neighbouring generic entry says: PyTorch's NVML asserts, an
+NCCL topology XML without an attribute, verbs calls printed with their arguments (UCX), NCCL's
+"message truncated" cut before its numbers, and ibv_modify_qp failing because the peer NIC
+cannot be reached. Lines are built from the programs' format strings."""
+
+from __future__ import annotations
+
+from pcidoc import catalogue
+from pcidoc.collect.importers import import_texts
+from pcidoc.doctor.runner import run
+from pcidoc.model.report import ReportSource
+
+
+def findings(text: str, only: str) -> list[tuple[str, str]]:
+    """(severity, summary) of every finding of check ``only`` on a pasted text."""
+    capture = import_texts([("paste.txt", text)]).capture
+    report = run(
+        capture, ReportSource(kind="import", path="paste.txt"), only=[only], generated_at="x"
+    )
+    (result,) = [c for c in report.checks if c.id == only]
+    return [(f.severity, f.summary) for f in result.findings]
+
+
+def entry_of(line: str) -> str | None:
+    hit = catalogue.match_line(line)
+    return None if hit is None or hit.mention else hit.entry.id
+
+
+# ---------------------------------------------------------------------- PyTorch and NVML
+
+ALLOCATOR = 'INTERNAL ASSERT FAILED at "../c10/cuda/CUDACachingAllocator.cpp":1123, please report'
+
+
+def test_nvml_that_cannot_start_in_pytorch_is_an_nvml_health_failure() -> None:
+    line = f"RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() {ALLOCATOR} a bug"
+    assert entry_of(line) == "nvml.torch-nvml-init-assert"
+    ((severity, summary),) = findings(line, "nvml.health")
+    assert severity == "fail" and summary.startswith("PyTorch could not initialise NVML")
+
+
+def test_a_failed_nvml_query_in_the_oom_report_only_warns_with_low_confidence() -> None:
+    line = f"[rank0]: RuntimeError: NVML_SUCCESS == r {ALLOCATOR} a bug to PyTorch."
+    assert entry_of(line) == "nvml.torch-nvml-query-assert"
+    entry = catalogue.entry("nvml.torch-nvml-query-assert")
+    assert entry is not None and entry.confidence == "low"
+    assert "out of memory" in entry.causes[0]
+    ((severity, _),) = findings(line, "nvml.health")
+    assert severity == "warn"
