@@ -46,3 +46,45 @@ def test_a_failed_nvml_query_in_the_oom_report_only_warns_with_low_confidence() 
     assert "out of memory" in entry.causes[0]
     ((severity, _),) = findings(line, "nvml.health")
     assert severity == "warn"
+
+
+# --------------------------------------------------------------- NCCL topology XML
+
+ATTRIBUTE = "h1:2196:2275 [1] graph/xml.h:101 NCCL WARN Attribute arch of node cpu not found"
+
+
+def test_a_missing_xml_attribute_points_at_the_injected_topology_not_at_sysfs() -> None:
+    assert entry_of(ATTRIBUTE) == "nccl.topo.xml-attribute-missing"
+    entry = catalogue.entry("nccl.topo.xml-attribute-missing")
+    assert entry is not None and "NCCL_TOPO_FILE" in entry.causes[0]
+    assert "/sys" not in entry.fix
+    text = ATTRIBUTE + "\nh1:2196:2275 [1] NCCL INFO graph/topo.cc:493 -> 3\n"
+    ((severity, summary),) = findings(text, "log.signatures")
+    assert severity == "fail" and summary.startswith("NCCL topology XML lacks an attribute")
+    # the values name what is missing
+    hit = catalogue.match_line(ATTRIBUTE)
+    assert hit is not None and hit.values == {"attribute": "arch", "node": "cpu"}
+
+
+def test_detection_failures_from_sysfs_keep_their_entry() -> None:
+    line = "n1:5:5 [0] NCCL WARN Could not find real path of /sys/class/net/eth0/device"
+    assert entry_of(line) == "nccl.topo.detection-failed"
+
+
+# ------------------------------------------------------------- message truncated
+
+
+def test_a_message_truncated_line_cut_before_its_numbers_is_read() -> None:
+    text = (
+        "transport/net_socket.cc:424 NCCL WARN NET/Socket : peer 192.0.2.30<59210> message "
+        "truncated :\nreceiving 1048576 bytes instead of 65536\n"
+    )
+    ((severity, summary),) = findings(text, "nccl.network")
+    assert severity == "fail" and summary.startswith("Ranks disagree on a message size")
+    entry = catalogue.entry("nccl.net.message-truncated")
+    assert entry is not None and "NCCL_PROTO=SIMPLE" in entry.fix
+
+
+def test_message_truncated_without_nccls_words_is_not_read() -> None:
+    assert entry_of("Message truncated :") is None
+    assert entry_of("grpc: message truncated : too long") is None
