@@ -5,6 +5,8 @@ cannot be reached. Lines are built from the programs' format strings."""
 
 from __future__ import annotations
 
+import pytest
+
 from pcidoc import catalogue
 from pcidoc.collect.importers import import_texts
 from pcidoc.doctor.runner import run
@@ -71,6 +73,31 @@ def test_detection_failures_from_sysfs_keep_their_entry() -> None:
     assert entry_of(line) == "nccl.topo.detection-failed"
 
 
+# ------------------------------------------------------------------ verbs arguments
+
+
+@pytest.mark.parametrize(
+    ("line", "entry"),
+    [
+        ("[n1:42:0:42] ib_iface.c:845  UCX  ERROR ibv_create_cq(cqe=4096) failed: Cannot "
+         "allocate memory", "ibverbs.no-memory"),
+        ("UCX ERROR ibv_reg_mr(address=0x7f3a2c000000, length=4194304, access=0xf) failed: "
+         "Cannot allocate memory", "ibverbs.no-memory"),
+        ("ibv_reg_mr(address=0x7f3a2c000000, length=4194304, access=0xf) failed: Bad address",
+         "ibverbs.reg-mr.bad-address"),
+        ("ERROR ibv_create_qp(qp_type=2) failed: Invalid argument",
+         "nccl.net-ib.verbs-call-failed"),
+    ],
+)  # fmt: skip
+def test_a_verbs_call_printed_with_its_arguments_is_read(line: str, entry: str) -> None:
+    assert entry_of(line) == entry
+
+
+def test_an_argument_list_is_bounded() -> None:
+    line = "ibv_create_cq(" + "x" * 200 + ") failed: Cannot allocate memory"
+    assert entry_of(line) is None
+
+
 # ------------------------------------------------------------- message truncated
 
 
@@ -88,3 +115,44 @@ def test_a_message_truncated_line_cut_before_its_numbers_is_read() -> None:
 def test_message_truncated_without_nccls_words_is_not_read() -> None:
     assert entry_of("Message truncated :") is None
     assert entry_of("grpc: message truncated : too long") is None
+
+
+# ------------------------------------------------------- ibv_modify_qp and its errno
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "n1:7:7 [5] ibvwrap.c:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed "
+        "out, on dev mlx5_3:1, curr state INIT, next state RTR, local GID index 3, local GID "
+        "::ffff:10.0.3.5, remote GID ::ffff:10.0.7.5",
+        "n1:7:7 [5] NCCL WARN Call to ibv_modify_qp failed with 101 Network is unreachable, on dev "
+        "mlx5_3:1, curr state INIT, next state RTR",
+        "n1:7:7 [5] NCCL WARN Call to ibv_modify_qp failed with error No route to host",
+    ],
+)
+def test_an_unreachable_peer_at_modify_qp_has_its_own_meaning(line: str) -> None:
+    assert entry_of(line) == "nccl.net-ib.modify-qp-unreachable"
+    ((severity, summary),) = findings(line, "nccl.network")
+    assert severity == "fail" and "NICs cannot talk to each other" in summary
+    entry = catalogue.entry("nccl.net-ib.modify-qp-unreachable")
+    assert entry is not None and "NCCL_CROSS_NIC=0" in entry.fix
+
+
+def test_the_nic_of_an_unreachable_queue_pair_is_named() -> None:
+    hit = catalogue.scan(
+        [
+            "n1:7:7 [5] NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on "
+            "dev mlx5_3:1, curr state INIT, next state RTR"
+        ]
+    ).hits[0]
+    assert (hit.nic, hit.port) == ("mlx5_3", 1)
+    assert hit.values["errno"] == "110" and hit.values["to_state"] == "RTR"
+
+
+def test_other_modify_qp_errors_stay_with_the_generic_verbs_entry() -> None:
+    line = (
+        "n1:7:7 [5] NCCL WARN Call to ibv_modify_qp failed with 22 Invalid argument, on dev "
+        "mlx5_0:1, curr state INIT, next state RTR"
+    )
+    assert entry_of(line) == "nccl.net-ib.verbs-call-failed"
