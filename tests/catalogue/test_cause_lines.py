@@ -156,3 +156,38 @@ def test_other_modify_qp_errors_stay_with_the_generic_verbs_entry() -> None:
         "mlx5_0:1, curr state INIT, next state RTR"
     )
     assert entry_of(line) == "nccl.net-ib.verbs-call-failed"
+
+
+# ---------------------------------------------------------------------- drivers that cannot probe
+
+MLX5_DMESG = (
+    "[    5.376443] mlx5_core 0000:01:00.0: firmware version: 14.32.1010\n"
+    "[    5.502207] mlx5_core 0000:01:00.0: handle_hca_cap failed\n"
+    "[    5.662202] mlx5_core 0000:01:00.0: mlx5_load_one failed with error code -22\n"
+    "[    5.663152] mlx5_core: probe of 0000:01:00.0 failed with error -22\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "severity"),
+    [
+        ("[ 5.6] mlx5_core: probe of 0000:01:00.0 failed with error -22", "fail"),
+        ("[ 6.1] pci 0000:3b:00.0: probe with driver nvidia failed with error -1", "fail"),
+        ("[ 7.2] snd_hda_intel: probe of 0000:00:1f.3 failed with error -2", "info"),
+        ("[ 7.2] pci 0000:00:1f.3: probe with driver snd_hda_intel failed with error -2", "info"),
+    ],
+)
+def test_a_failed_probe_fails_for_gpu_and_nic_drivers_only(line: str, severity: str) -> None:
+    hit = catalogue.match_line(line)
+    assert hit is not None and hit.entry.id == "kernel.driver.probe-failed"
+    scanned = catalogue.scan([line]).hits[0]
+    verdict = catalogue.judge(scanned)
+    assert verdict is not None and verdict.severity == severity
+
+
+def test_the_nics_own_failing_step_leads_over_the_driver_cores_line() -> None:
+    """A few dmesg lines of an mlx5 NIC that did not come up (too few for a kernel log: the
+    catalogue reads them) lead with the driver's own step; the probe line is its carrier."""
+    (first, *rest) = findings(MLX5_DMESG, "log.signatures")
+    assert first[0] == "fail" and first[1].startswith("ConnectX NIC driver could not initialise")
+    assert rest and "could not take its device" in rest[-1][1]
