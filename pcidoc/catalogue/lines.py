@@ -230,7 +230,8 @@ def _strip_device(line: Line, rest: str) -> str | None:
         line.kinds.append("device")
         line.bus_id = line.bus_id or match["bus"]
         return rest[match.end() :]
-    if rest.startswith(KERNEL_SUBSYSTEMS) and KERNEL not in line.kinds:
+    # dmesg and journalctl indent a message's continuation lines (``      NVRM: ...``).
+    if rest.lstrip().startswith(KERNEL_SUBSYSTEMS) and KERNEL not in line.kinds:
         line.kinds.append(KERNEL)
     return None
 

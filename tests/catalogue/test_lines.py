@@ -226,3 +226,10 @@ def test_each_message_of_a_collapsed_line_is_matched() -> None:
 
     ids = [hit.id for hit in catalogue.scan([COLLAPSED]).hits]
     assert "nccl.net-ib.completion-error" in ids and "torch.watchdog.operations-failed" in ids
+
+
+def test_an_indented_continuation_line_of_a_kernel_message_is_a_kernel_line() -> None:
+    """journalctl and dmesg indent the lines a message continues on (the driver's multi-line
+    NVRM messages)."""
+    line = read_line("                 NVRM: installed in this system requires use of the open")
+    assert "kernel" in line.kinds and line.message.startswith("NVRM:")
