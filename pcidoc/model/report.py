@@ -130,8 +130,10 @@ class Report(Model):
     most useful first."""
 
     def sorted_checks(self) -> list[CheckResult]:
-        """Checks worst first, then by id."""
-        return sorted(self.checks, key=lambda c: (-SEVERITY_ORDER[c.severity], c.id))
+        """Checks worst first, then in the report's order (the check catalogue's: the
+        machine's own checks before those of pasted evidence, and the catch-all of
+        catalogue lines, ``log.signatures``, last)."""
+        return sorted(self.checks, key=lambda c: -SEVERITY_ORDER[c.severity])
 
     def check(self, check_id: str) -> CheckResult | None:
         """The result with ``check_id``, or ``None``."""

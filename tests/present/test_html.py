@@ -83,8 +83,8 @@ def test_title_findings_and_details() -> None:
         "pcie.link-speed",
         "numa.nic-affinity",
         "nvml.health",
-        "transfer.pageable",
         "transfer.pinned",
+        "transfer.pageable",
     ]
     assert '<span class="sev sev-fail">✗ fail</span>' in findings
     # 7 checks + the two folds (passed/skipped rows, their details)

@@ -34,8 +34,8 @@ def test_findings_table_worst_first() -> None:
         "pcie.link-speed",
         "numa.nic-affinity",
         "nvml.health",
-        "transfer.pageable",
         "transfer.pinned",
+        "transfer.pageable",
     ]
     assert rows[2].startswith("| ✗ fail | [`p2p.acs-iommu`](#check-p2p.acs-iommu) |")
     assert rows[-1].startswith("| - skip |")

@@ -22,8 +22,8 @@ ORDER = [
     "pcie.link-speed",
     "numa.nic-affinity",
     "nvml.health",
-    "transfer.pageable",
     "transfer.pinned",
+    "transfer.pageable",
 ]
 
 
