@@ -217,8 +217,11 @@ _AER_LAYER_RE = lazy(r"aer_layer=(?P<layer>[^,]{1,60}),\s*aer_agent=(?P<agent>.+
 _GHES_SEV_RE = lazy(r"\[Hardware Error\]:\s*event severity:\s*(?P<sev>\w+)", re.IGNORECASE)
 _DPC_RE = lazy(r"DPC:\s*containment event|DPC:.{0,300}?(?:uncorrectable|fatal) error detected")
 _GPU_ENUM_RE = lazy(r"\[(?:10de|1002):[0-9a-f]{4}\]\s+type\s+00\s+class\s+0x03", re.IGNORECASE)
+# The blanks around the bit's name are bounded: a line of blanks that ends in something else
+# would otherwise be scanned once per length the name could take (linear, but 80 times over).
 _AER_BIT_RE = lazy(
-    r"^(?:AER:\s*)?\[\s*(?P<n>\d+)\]\s+(?P<name>[A-Za-z][\w ]{0,80}?)\s*(?:\(First\))?$"
+    r"^(?:AER:\s*)?\[\s{0,8}(?P<n>\d{1,3})\]\s{1,60}(?P<name>[A-Za-z][\w ]{0,80}?)\s{0,60}"
+    r"(?:\(First\))?\s{0,8}$"
 )
 _AER_RECOVERY = (
     (lazy(r"can't recover|device recovery failed|recovery failed", re.IGNORECASE), "failed"),
