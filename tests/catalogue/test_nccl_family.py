@@ -13,20 +13,11 @@ from pcidoc import catalogue
 from pcidoc.collect.importers import import_texts
 from pcidoc.doctor.runner import run
 from pcidoc.model.report import ReportSource
+from tests.catalogue.pasted import findings
 
 SHM_BARE = "Error while creating shared memory segment /dev/shm/nccl-Xb2mO1 (size 9637888)"
 SHM_NCCL = f"n1:5:5 [0] NCCL WARN {SHM_BARE}"
 P2P_BARE = "Cuda failure 217 'peer access is not supported between these two devices'"
-
-
-def checks(text: str, only: str) -> list[tuple[str, str]]:
-    """(severity, summary) of every finding of check ``only`` on a pasted text."""
-    capture = import_texts([("paste.txt", text)]).capture
-    report = run(
-        capture, ReportSource(kind="import", path="paste.txt"), only=[only], generated_at="x"
-    )
-    (result,) = [c for c in report.checks if c.id == only]
-    return [(f.severity, f.summary) for f in result.findings]
 
 
 def test_a_line_the_nccl_log_reader_owns_is_left_to_it_when_it_has_nccls_prefix() -> None:
@@ -44,7 +35,7 @@ def test_a_line_the_nccl_log_reader_owns_is_left_to_it_when_it_has_nccls_prefix(
     [(SHM_NCCL, "nccl.shm"), (f"n1:5:5 [0] NCCL WARN {P2P_BARE}", "nccl.transport")],
 )
 def test_an_owned_line_with_nccls_prefix_is_reported_once(text: str, check_id: str) -> None:
-    found = checks(text, check_id)
+    found = findings(text, check_id)
     assert len([f for f in found if f[0] in ("warn", "fail")]) == 1, found
 
 
@@ -56,7 +47,7 @@ def test_an_owned_line_with_nccls_prefix_is_reported_once(text: str, check_id: s
 def test_an_owned_line_without_nccls_prefix_is_a_diagnosis_of_the_same_check(
     text: str, check_id: str
 ) -> None:
-    ((severity, summary),) = checks(text, check_id)
+    ((severity, summary),) = findings(text, check_id)
     assert severity == "fail", summary
 
 
@@ -124,8 +115,8 @@ def test_a_pytorch_traceback_gives_the_result_and_the_last_error() -> None:
         "nccl.net.connection-closed",
     ]
     assert hits[2].rank == 1
-    assert [s for s, _ in checks(text, "nccl.network")] == ["warn"]
-    assert "fail" in [s for s, _ in checks(text, "log.signatures")]
+    assert [s for s, _ in findings(text, "nccl.network")] == ["warn"]
+    assert "fail" in [s for s, _ in findings(text, "log.signatures")]
 
 
 def test_a_line_with_a_specific_last_error_is_claimed_by_the_specific_entry() -> None:
@@ -204,7 +195,7 @@ def test_the_cause_leads_over_the_nccl_result_that_carries_it() -> None:
     )
     assert catalogue.entry("nccl.result.error").carrier  # type: ignore[union-attr]
     assert not catalogue.entry("cuda.peer-access-unsupported").carrier  # type: ignore[union-attr]
-    found = checks(text, "log.signatures")
+    found = findings(text, "log.signatures")
     assert [s for s, _ in found] == ["fail", "fail"]
     assert found[0][1].startswith("GPUs cannot reach each other's memory (CUDA 217")
     assert found[1][1].startswith("NCCL call failed")
