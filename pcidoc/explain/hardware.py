@@ -7,6 +7,7 @@ from pcidoc._record import record
 from pcidoc.explain.facts import Event, GpuInfo, JobFacts
 from pcidoc.explain.ranks import RankView
 from pcidoc.explain.verdict import ChainLink
+from pcidoc.model.busid import bus_id_or_text
 
 WINDOW_BEFORE_S = 600.0
 """A kernel event up to this long before a rank stopped can explain it."""
@@ -77,14 +78,8 @@ def kernel_text(data: dict[str, object]) -> str:
 
 
 def _norm(bus: str | None) -> str | None:
-    if not bus:
-        return None
-    bus = bus.lower()
-    if bus.count(":") == 1:
-        bus = "0000:" + bus
-    if "." not in bus:
-        bus += ".0"
-    return bus
+    """The sysfs form of a PCI address (the text itself, lower case, when it is none)."""
+    return bus_id_or_text(bus) if bus else None
 
 
 def _same_gpu(a: str | None, b: str | None) -> bool:

@@ -256,6 +256,15 @@ def test_an_xid_on_the_culprits_gpu_just_before_it_stopped_is_the_cause() -> Non
     assert any(e.role == "hardware" for e in result.evidence)
 
 
+def test_an_xid_naming_the_gpu_in_nvmls_form_is_the_same_gpu() -> None:
+    """NVML writes an 8-digit domain and capitals (``00000000:13:00.0``); a kernel line names
+    the same GPU as ``0000:13:00``: one normaliser joins them (model/busid.py)."""
+    stopped = T0 + 0.4
+    result = explain_facts(_hang_on_n2(_xid("00000000:13:00.0", stopped - 1.0)))
+    culprit = result.culprit
+    assert culprit is not None and (culprit.rank, culprit.cause) == (3, "xid")
+
+
 def test_kernel_events_that_do_not_fit_are_not_the_cause() -> None:
     stopped = T0 + 0.4
     for event in (
