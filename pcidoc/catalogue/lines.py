@@ -72,10 +72,17 @@ _DMESG_RE = lazy(
 # ``- ERROR -``), DeepSpeed (``[INFO] [launch.py:12:main]``), nv-fabricmanager and nvidia-imex
 # (``[ERROR] [tid 123]``), plain (``ERROR:``, ``[WARN]``).
 _LEVEL_WORDS = r"(?:CRITICAL|FATAL|ERROR|WARNING|WARN|INFO|DEBUG|NOTICE|error|warning)"
+_C10_PREFIX = (
+    r"\[[EWIF](?:\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9}(?:\s+\d{1,10})?)?\s+[\w./-]{1,120}:\d{1,7}\]"
+)
+"""torch's c10 prefix (``[E ProcessGroupNCCL.cpp:1234]``, ``[E1029 12:00:00.123 socket.cpp:5]``)."""
 _LEVEL_RE = lazy(
     r"^\s*(?:[EWIF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9}\s+\d{1,10}\s+[\w./-]{1,120}:\d{1,7}\]"
-    r"|\[[EWIF](?:\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9}(?:\s+\d{1,10})?)?\s+[\w./-]{1,120}:\d{1,7}\]"
-    r"|" + _LEVEL_WORDS + r"\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d{1,9})?\s+\[?[\w./-]{1,120}:\d{1,7}\]"
+    r"|"
+    + _C10_PREFIX
+    + r"|"
+    + _LEVEL_WORDS
+    + r"\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d{1,9})?\s+\[?[\w./-]{1,120}:\d{1,7}\]"
     r"|\[" + _LEVEL_WORDS + r"\](?:\s*\[[\w./-]{1,120}:\d{1,7}(?::[\w<>]{1,80})?\]"
     r"|\s*\[tid\s\d{1,10}\])?"
     r"|-\s" + _LEVEL_WORDS + r"\s-"
@@ -84,8 +91,10 @@ _LEVEL_RE = lazy(
 )
 # NCCL: ``host:pid:tid [dev] NCCL WARN message`` (what precedes the tag may also be a source
 # location or nothing; NCCL's [dev] is the CUDA device, not the rank).
+_NCCL_TAG = r"(?P<host>[\w.<>-]{1,253}):\d{1,10}:\d{1,10}\s+\[(?P<dev>\d{1,6})\]\s+"
+"""NCCL's ``host:pid:tid [dev] `` before its ``NCCL`` level word."""
 _NCCL_RE = lazy(
-    r"^\s*(?:(?P<host>[\w.<>-]{1,253}):\d{1,10}:\d{1,10}\s+\[(?P<dev>\d{1,6})\]\s+)?"
+    r"^\s*(?:" + _NCCL_TAG + r")?"
     r"(?:[\w./-]{1,120}:\d{1,7}\s+)?NCCL\s(?P<level>INFO|WARN|TRACE|ERROR|ABORT)\b\s*"
 )
 # The kernel: ``kernel:`` / ``kernel[0]:`` tags, ``dmesg -x`` facilities, and a driver's device
@@ -287,9 +296,7 @@ def read_line(text: str) -> Line:
 # ``[E1029 12:00:00.123 socket.cpp:567]``), NCCL's host:pid:tid tag, a C++ exception's
 # ``what():`` and NCCL's ``Last error:`` (the message of the call that failed).
 _MESSAGE_START_RE = lazy(
-    r"(?<=\s)(?:\[[EWIF](?:\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9}(?:\s+\d{1,10})?)?\s+"
-    r"[\w./-]{1,120}:\d{1,7}\]|[\w.<>-]{1,253}:\d{1,10}:\d{1,10}\s+\[\d{1,6}\]\s+NCCL\s"
-    r"|what\(\):\s|Last error:\s)"
+    r"(?<=\s)(?:" + _C10_PREFIX + r"|" + _NCCL_TAG + r"NCCL\s|what\(\):\s|Last error:\s)"
 )
 MAX_MESSAGES = 16
 """Messages one line is cut into at most (the rest stays with the last)."""

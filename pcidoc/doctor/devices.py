@@ -4,13 +4,7 @@ their upstream ports and NICs: shared by every check that reads such evidence.""
 from __future__ import annotations
 
 from pcidoc.doctor.context import Context
-from pcidoc.model.busid import bus_id_or_text
-
-
-def normalize_bus_id(bus_id: str | None) -> str | None:
-    """``0000:3b:00.0`` from any form a capture or an importer stores (NVML's 8-digit domain,
-    upper case, no domain); the text itself (lower case) when it is no PCI address."""
-    return bus_id_or_text(bus_id) if bus_id else None
+from pcidoc.model.busid import bus_key as normalize_bus_id  # the name the checks import
 
 
 def device_label(

@@ -7,7 +7,7 @@ from pcidoc._record import record
 from pcidoc.explain.facts import Event, GpuInfo, JobFacts
 from pcidoc.explain.ranks import RankView
 from pcidoc.explain.verdict import ChainLink
-from pcidoc.model.busid import bus_id_or_text
+from pcidoc.model.busid import bus_key
 
 WINDOW_BEFORE_S = 600.0
 """A kernel event up to this long before a rank stopped can explain it."""
@@ -77,14 +77,9 @@ def kernel_text(data: dict[str, object]) -> str:
     return str(kind)
 
 
-def _norm(bus: str | None) -> str | None:
-    """The sysfs form of a PCI address (the text itself, lower case, when it is none)."""
-    return bus_id_or_text(bus) if bus else None
-
-
 def _same_gpu(a: str | None, b: str | None) -> bool:
     """The same device, any function (an Xid names the GPU without its function)."""
-    na, nb = _norm(a), _norm(b)
+    na, nb = bus_key(a), bus_key(b)
     return bool(na and nb and na.rsplit(".", 1)[0] == nb.rsplit(".", 1)[0])
 
 
@@ -167,10 +162,10 @@ def _matters(event: Event) -> bool:
 def _where(event: Event, bus: str | None, ports: list[str]) -> str | None:
     target = event.data.get("bus_id")
     if bus and _same_gpu(target, bus):
-        return f"its GPU {_norm(bus)}"
+        return f"its GPU {bus_key(bus)}"
     for port in ports:
         if _same_gpu(target, port):
-            return f"its upstream PCIe port {_norm(port)}"
+            return f"its upstream PCIe port {bus_key(port)}"
     return None
 
 

@@ -43,6 +43,12 @@ def bus_id_or_text(text: str) -> str:
     return normalize_bus_id(text) or text.strip().lower()
 
 
+def bus_key(text: str | None) -> str | None:
+    """:func:`bus_id_or_text` for a value that may be missing (None or empty: None): how
+    evidence and captures are joined on bus ids."""
+    return bus_id_or_text(text) if text else None
+
+
 def is_bus_id(text: str) -> bool:
     """True for a full PCI address, domain and function included (``0000:18:00.0``)."""
     return _FULL_RE.match(text.strip()) is not None

@@ -356,10 +356,11 @@ def xid_findings(
         known = group.device != (None, None)
         first = known and group.device not in seen and per_device[group.device] > 1
         seen.add(group.device)
-        after = _after_loss(group, lost or {})
-        if _severity(row, group) == "info" and after:
+        info = _severity(row, group) == "info"
+        after = _after_loss(group, lost or {}) if info else None
+        if after:
             findings.append(_finding(ctx, row, group, gpus, first, after))
-        elif _severity(row, group) == "info":
+        elif info:
             quiet.setdefault(row.code, []).append(group)
         else:
             findings.append(_finding(ctx, row, group, gpus, first))
